@@ -1,0 +1,42 @@
+# Concierge. Quickstart: `make run` (the service with a seeded demo workspace)
+# and `make test` (the whole suite, on real PostgreSQL and Redis, with -race).
+
+GO        ?= go
+PKGS      ?= ./...
+TEST_FLAGS ?= -race -count=1 -timeout 14m
+BIN       := bin
+
+.PHONY: run test bench build lint services fmt clean
+
+## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
+run: services
+	$(GO) run ./app/concierge dev
+
+## test: the whole test suite with the race detector
+test: services
+	$(GO) vet $(PKGS)
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+## bench: load benchmarks against real PostgreSQL/Redis; figures go to docs/benchmarks.md
+bench: services
+	$(GO) run ./scripts/bench
+
+## build: the two binaries into ./bin
+build:
+	$(GO) build -trimpath -o $(BIN)/ ./app/concierge ./app/conciergectl
+
+## lint: formatting and vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## services: make sure PostgreSQL and Redis are running
+services:
+	@bash scripts/services.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

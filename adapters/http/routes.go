@@ -1,0 +1,99 @@
+// Package httpapi is the HTTP edge of Concierge: the fiber app, every route,
+// the middleware, and the one ErrorHandler.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/http/v1"
+	"github.com/conciergehq/concierge/adapters/http/v2"
+	"github.com/conciergehq/concierge/adapters/http/webhook"
+	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/inbound"
+	"github.com/conciergehq/concierge/core/workspace"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Services are the use cases the HTTP edge calls.
+type Services struct {
+	Workspaces    *workspace.Service
+	Agents        *agent.Service
+	Conversations *conversation.Service
+	Inbound       *inbound.Service
+}
+
+// Deps are the outside-world pieces the HTTP edge needs directly.
+type Deps struct {
+	RateLimiter ports.RateLimiter
+	Clock       ports.Clock
+	// Health names the dependencies /readyz checks.
+	Health map[string]ports.HealthChecker
+	// OpenAPI is the JSON document served at /api/v2/openapi.json.
+	OpenAPI []byte
+	Log     *slog.Logger
+}
+
+// Options are the HTTP settings from configuration.
+type Options struct {
+	BodyLimitBytes           int
+	RateLimitAPIPerMinute    int
+	RateLimitHookPerMinute   int
+	RateLimitPublicPerMinute int
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed when
+	// finding the client IP; empty means the peer address is the client.
+	TrustedProxies []string
+	ReadTimeout    time.Duration
+	IdleTimeout    time.Duration
+}
+
+// New builds the fiber app with every route. base is the context use cases run
+// under (cancelled at shutdown).
+func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
+	cfg := fiber.Config{
+		AppName:               "concierge",
+		BodyLimit:             o.BodyLimitBytes,
+		ErrorHandler:          errorHandler(d.Log),
+		DisableStartupMessage: true,
+		ReadTimeout:           o.ReadTimeout,
+		// No WriteTimeout: it would cap the life of SSE streams.
+		IdleTimeout: o.IdleTimeout,
+	}
+	if len(o.TrustedProxies) > 0 {
+		cfg.EnableTrustedProxyCheck = true
+		cfg.TrustedProxies = o.TrustedProxies
+		cfg.ProxyHeader = fiber.HeaderXForwardedFor
+	}
+	app := fiber.New(cfg)
+
+	lim := limits{APIPerMinute: o.RateLimitAPIPerMinute, WebhookPerMinute: o.RateLimitHookPerMinute, PublicPerMinute: o.RateLimitPublicPerMinute}
+	rl := rateLimiter{limiter: d.RateLimiter}
+	decoder := wire.NewDecoder()
+
+	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log))
+
+	app.Get("/healthz", healthz)
+	app.Get("/readyz", readyz(d.Health))
+
+	api := app.Group("/api")
+	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+		return c.Send(d.OpenAPI)
+	})
+
+	keyed := requireAPIKey(s.Workspaces, rl, lim)
+	v2.NewHandlers(s.Agents, s.Conversations, decoder).Register(api.Group("/v2", keyed))
+	v1.NewHandlers(s.Conversations, decoder, d.Clock).RegisterKeyed(api.Group("/v1", keyed))
+
+	hookLimit := func(c *fiber.Ctx, workspaceID string) error {
+		return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
+	}
+	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, hookLimit).Register(api.Group("/webhooks"))
+	return app
+}

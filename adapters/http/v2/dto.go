@@ -1,0 +1,140 @@
+package v2
+
+import (
+	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// agentCreate is the body of POST /api/v2/agents.
+type agentCreate struct {
+	Slug               string   `json:"slug" validate:"required,max=64"`
+	Name               string   `json:"name" validate:"required,max=200"`
+	SystemPrompt       string   `json:"systemPrompt" validate:"max=20000"`
+	WelcomeMessage     string   `json:"welcomeMessage" validate:"max=2000"`
+	SuggestedQuestions []string `json:"suggestedQuestions" validate:"max=10,dive,max=300"`
+	FallbackMessage    string   `json:"fallbackMessage" validate:"max=2000"`
+	Published          *bool    `json:"published"`
+}
+
+// agentUpdate is the body of PATCH /api/v2/agents/{slug}; absent fields stay.
+type agentUpdate struct {
+	Name               *string   `json:"name" validate:"omitnil,min=1,max=200"`
+	SystemPrompt       *string   `json:"systemPrompt" validate:"omitnil,max=20000"`
+	WelcomeMessage     *string   `json:"welcomeMessage" validate:"omitnil,max=2000"`
+	SuggestedQuestions *[]string `json:"suggestedQuestions" validate:"omitnil,max=10,dive,max=300"`
+	FallbackMessage    *string   `json:"fallbackMessage" validate:"omitnil,max=2000"`
+	Published          *bool     `json:"published"`
+}
+
+type agentDTO struct {
+	ID                 string   `json:"id"`
+	Slug               string   `json:"slug"`
+	Name               string   `json:"name"`
+	SystemPrompt       string   `json:"systemPrompt"`
+	WelcomeMessage     string   `json:"welcomeMessage"`
+	SuggestedQuestions []string `json:"suggestedQuestions"`
+	FallbackMessage    string   `json:"fallbackMessage"`
+	Published          bool     `json:"published"`
+	CreatedAt          string   `json:"createdAt"`
+	UpdatedAt          string   `json:"updatedAt"`
+}
+
+func toAgentDTO(a domain.Agent) agentDTO {
+	questions := a.Config.SuggestedQuestions
+	if questions == nil {
+		questions = []string{}
+	}
+	return agentDTO{
+		ID:                 a.ID,
+		Slug:               a.Slug,
+		Name:               a.Name,
+		SystemPrompt:       a.Config.SystemPrompt,
+		WelcomeMessage:     a.Config.WelcomeMessage,
+		SuggestedQuestions: questions,
+		FallbackMessage:    a.Config.EffectiveFallbackMessage(),
+		Published:          a.Config.Published,
+		CreatedAt:          wire.Time(a.CreatedAt),
+		UpdatedAt:          wire.Time(a.UpdatedAt),
+	}
+}
+
+// sourceCreate is the body of POST /api/v2/agents/{slug}/sources. The type
+// decides which of the other fields are required; the domain checks that.
+type sourceCreate struct {
+	Type     string `json:"type" validate:"required,oneof=text qa"`
+	Name     string `json:"name" validate:"max=300"`
+	Content  string `json:"content"`
+	Question string `json:"question" validate:"max=2000"`
+	Answer   string `json:"answer" validate:"max=20000"`
+}
+
+type sourceDTO struct {
+	ID           string  `json:"id"`
+	Agent        string  `json:"agent"`
+	Type         string  `json:"type"`
+	Name         string  `json:"name"`
+	Content      *string `json:"content,omitempty"`
+	Question     *string `json:"question,omitempty"`
+	Answer       *string `json:"answer,omitempty"`
+	Status       string  `json:"status"`
+	StatusReason *string `json:"statusReason"`
+	ChunkCount   int     `json:"chunkCount"`
+	TokenCount   int     `json:"tokenCount"`
+	CreatedAt    string  `json:"createdAt"`
+	UpdatedAt    string  `json:"updatedAt"`
+}
+
+func toSourceDTO(agentSlug string) func(domain.Source) sourceDTO {
+	return func(s domain.Source) sourceDTO {
+		dto := sourceDTO{
+			ID:           s.ID,
+			Agent:        agentSlug,
+			Type:         string(s.Type),
+			Name:         s.Name,
+			Status:       string(s.Status),
+			StatusReason: wire.OptionalString(s.StatusReason),
+			ChunkCount:   s.ChunkCount,
+			TokenCount:   s.TokenCount,
+			CreatedAt:    wire.Time(s.CreatedAt),
+			UpdatedAt:    wire.Time(s.UpdatedAt),
+		}
+		switch s.Type {
+		case domain.SourceQA:
+			dto.Question, dto.Answer = &s.Question, &s.Answer
+		default:
+			dto.Content = &s.Content
+		}
+		return dto
+	}
+}
+
+type conversationDTO struct {
+	ID             string  `json:"id"`
+	Agent          string  `json:"agent"`
+	Channel        string  `json:"channel"`
+	Status         string  `json:"status"`
+	LastMessage    string  `json:"lastMessage"`
+	MessageCount   int     `json:"messageCount"`
+	VerifiedUserID *string `json:"verifiedUserId"`
+	LastActivityAt string  `json:"lastActivityAt"`
+	CreatedAt      string  `json:"createdAt"`
+}
+
+func toConversationDTO(c domain.Conversation) conversationDTO {
+	return conversationDTO{
+		ID:             c.ID,
+		Agent:          c.AgentSlug,
+		Channel:        string(c.Channel),
+		Status:         string(c.Status),
+		LastMessage:    c.LastMessage,
+		MessageCount:   c.MessageCount,
+		VerifiedUserID: wire.OptionalString(c.VerifiedUserID),
+		LastActivityAt: wire.Time(c.LastActivityAt),
+		CreatedAt:      wire.Time(c.CreatedAt),
+	}
+}
+
+type conversationWithMessagesDTO struct {
+	conversationDTO
+	Messages wire.List[wire.MessageDTO] `json:"messages"`
+}

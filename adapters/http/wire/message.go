@@ -1,0 +1,43 @@
+package wire
+
+import "github.com/conciergehq/concierge/core/domain"
+
+// MessageDTO is the one shape of a message in every API version.
+type MessageDTO struct {
+	ID        string        `json:"id"`
+	Role      string        `json:"role"`
+	Content   string        `json:"content"`
+	Citations []CitationDTO `json:"citations"`
+	CreatedAt string        `json:"createdAt"`
+}
+
+// CitationDTO is the one shape of a citation.
+type CitationDTO struct {
+	DocumentName string  `json:"documentName"`
+	SourceID     string  `json:"sourceId"`
+	SourceType   string  `json:"sourceType"`
+	URL          *string `json:"url"`
+	Snippet      string  `json:"snippet"`
+	Score        float64 `json:"score"`
+}
+
+// Message maps a domain message.
+func Message(m domain.Message) MessageDTO {
+	return MessageDTO{ID: m.ID, Role: string(m.Role), Content: m.Content, Citations: Citations(m.Citations), CreatedAt: Time(m.CreatedAt)}
+}
+
+// Citations maps domain citations, never returning nil so JSON shows [].
+func Citations(cs []domain.Citation) []CitationDTO {
+	out := make([]CitationDTO, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, CitationDTO{
+			DocumentName: c.DocumentName,
+			SourceID:     c.SourceID,
+			SourceType:   string(c.SourceType),
+			URL:          OptionalString(c.URL),
+			Snippet:      c.Snippet,
+			Score:        c.Score,
+		})
+	}
+	return out
+}

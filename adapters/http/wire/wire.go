@@ -1,0 +1,181 @@
+// Package wire holds what every HTTP handler package shares about the wire
+// format: strict JSON decoding with the one validator, the list envelope and
+// its opaque cursors, time formatting, and the authenticated caller.
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// TimeFormat is RFC 3339 in UTC with milliseconds, as every response uses.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Time formats t for a response.
+func Time(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// OptionalTime formats t, or returns nil for a nil or zero time.
+func OptionalTime(t *time.Time) *string {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	s := Time(*t)
+	return &s
+}
+
+// OptionalString returns nil for "" so responses show null instead of "".
+func OptionalString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Decoder decodes request bodies strictly and validates them with the single
+// shared validator, reporting fields by their JSON names.
+type Decoder struct {
+	validate *validator.Validate
+}
+
+// NewDecoder returns a Decoder with its validator. Build it once per process.
+func NewDecoder() *Decoder {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		return name
+	})
+	return &Decoder{validate: v}
+}
+
+// ErrEmptyBody is returned by Decode for an empty body when one is required.
+var errEmptyBody = domain.Invalid("request body is required")
+
+// Decode reads the JSON body into dst, rejecting unknown fields, trailing data
+// and non-JSON content types, then validates dst. An empty body decodes as {}
+// when allowEmpty is set (for endpoints whose fields are all optional).
+func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
+	body := c.Body()
+	if len(bytes.TrimSpace(body)) == 0 {
+		if !allowEmpty {
+			return errEmptyBody
+		}
+		body = []byte("{}")
+	} else if ct := c.Get(fiber.HeaderContentType); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != fiber.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json")) {
+			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return domain.Invalid("invalid JSON: unexpected data after the JSON object")
+	}
+	return d.Validate(dst)
+}
+
+// Validate runs the validator on a DTO and converts its report.
+func (d *Decoder) Validate(dst any) error {
+	err := d.validate.Struct(dst)
+	if err == nil {
+		return nil
+	}
+	var verrs validator.ValidationErrors
+	if !errors.As(err, &verrs) {
+		return domain.Invalid("invalid request")
+	}
+	fields := make(map[string]string, len(verrs))
+	var first string
+	for _, fe := range verrs {
+		name := fieldPath(fe.Namespace())
+		reason := describe(fe)
+		fields[name] = reason
+		if first == "" {
+			first = name + " " + reason
+		}
+	}
+	return &domain.ValidationError{Message: first, Fields: fields}
+}
+
+// fieldPath drops the DTO's type name from a validator namespace.
+func fieldPath(ns string) string {
+	if _, rest, ok := strings.Cut(ns, "."); ok {
+		return rest
+	}
+	return ns
+}
+
+func describe(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "max":
+		if fe.Kind() == reflect.Slice {
+			return "must have at most " + fe.Param() + " entries"
+		}
+		return "must be at most " + fe.Param() + " characters"
+	case "min":
+		return "must be at least " + fe.Param() + " characters"
+	case "oneof":
+		return "must be one of " + strings.ReplaceAll(fe.Param(), " ", ", ")
+	default:
+		return "is invalid (" + fe.Tag() + ")"
+	}
+}
+
+func jsonError(err error) error {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return domain.Invalid("invalid JSON at byte %d: %s", syntax.Offset, syntax.Error())
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return domain.Invalid("invalid JSON: the body must be a JSON object")
+		}
+		return domain.InvalidField(field, "must be a "+jsonKind(typeErr.Type))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return domain.Invalid("invalid JSON: the body ends too early")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &domain.ValidationError{Message: fmt.Sprintf("unknown field %q", name), Fields: map[string]string{name: "is not a known field"}}
+	default:
+		return domain.Invalid("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	default:
+		return "number"
+	}
+}

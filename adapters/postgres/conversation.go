@@ -1,0 +1,350 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+var _ ports.ConversationStore = (*Store)(nil)
+
+// lastMessageRunes bounds the stored preview, as the API guide promises.
+const lastMessageRunes = 200
+
+type conversationRow struct {
+	ID          string `gorm:"column:id;primaryKey"`
+	WorkspaceID string `gorm:"column:workspace_id"`
+	AgentID     string `gorm:"column:agent_id"`
+	// AgentSlug comes from a join with agents; it is not a column of conversations.
+	AgentSlug      string    `gorm:"column:agent_slug;->"`
+	Channel        string    `gorm:"column:channel"`
+	Status         string    `gorm:"column:status"`
+	VerifiedUserID *string   `gorm:"column:verified_user_id"`
+	LastMessage    string    `gorm:"column:last_message"`
+	MessageCount   int       `gorm:"column:message_count"`
+	LastActivityAt time.Time `gorm:"column:last_activity_at"`
+	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+func (conversationRow) TableName() string { return "conversations" }
+
+// conversationColumns is what conversation reads select: the row without
+// anything else, plus the agent's slug from the join.
+const conversationColumns = `c.id, c.workspace_id, c.agent_id, a.slug AS agent_slug, c.channel, c.status,
+	c.verified_user_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+
+func conversationFromDomain(c *domain.Conversation) conversationRow {
+	return conversationRow{
+		ID:             c.ID,
+		WorkspaceID:    c.WorkspaceID,
+		AgentID:        c.AgentID,
+		Channel:        string(c.Channel),
+		Status:         string(c.Status),
+		VerifiedUserID: nullString(c.VerifiedUserID),
+		LastMessage:    c.LastMessage,
+		MessageCount:   c.MessageCount,
+		LastActivityAt: dbTime(c.LastActivityAt),
+		CreatedAt:      dbTime(c.CreatedAt),
+	}
+}
+
+func (r conversationRow) toDomain() (domain.Conversation, error) {
+	return domain.Conversation{
+		ID:             r.ID,
+		WorkspaceID:    r.WorkspaceID,
+		AgentID:        r.AgentID,
+		AgentSlug:      r.AgentSlug,
+		Channel:        domain.Channel(r.Channel),
+		Status:         domain.ConversationStatus(r.Status),
+		VerifiedUserID: deref(r.VerifiedUserID),
+		LastMessage:    r.LastMessage,
+		MessageCount:   r.MessageCount,
+		LastActivityAt: r.LastActivityAt.UTC(),
+		CreatedAt:      r.CreatedAt.UTC(),
+	}, nil
+}
+
+func conversationPosition(c domain.Conversation) domain.Position {
+	return domain.Position{Time: c.LastActivityAt, ID: c.ID}
+}
+
+type messageRow struct {
+	ID             string    `gorm:"column:id;primaryKey"`
+	WorkspaceID    string    `gorm:"column:workspace_id"`
+	ConversationID string    `gorm:"column:conversation_id"`
+	Role           string    `gorm:"column:role"`
+	Content        string    `gorm:"column:content"`
+	Citations      []byte    `gorm:"column:citations;type:jsonb"`
+	InboundEventID *string   `gorm:"column:inbound_event_id"`
+	TokensIn       int       `gorm:"column:tokens_in"`
+	TokensOut      int       `gorm:"column:tokens_out"`
+	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+func (messageRow) TableName() string { return "messages" }
+
+// citationJSON is the stored shape of domain.Citation; the message keeps its
+// citations for history even after the cited source is deleted.
+type citationJSON struct {
+	DocumentName string  `json:"documentName"`
+	SourceID     string  `json:"sourceId"`
+	SourceType   string  `json:"sourceType"`
+	URL          string  `json:"url,omitempty"`
+	Snippet      string  `json:"snippet"`
+	Score        float64 `json:"score"`
+}
+
+func messageFromDomain(m domain.Message) (messageRow, error) {
+	citations := make([]citationJSON, 0, len(m.Citations))
+	for _, c := range m.Citations {
+		citations = append(citations, citationJSON{
+			DocumentName: c.DocumentName,
+			SourceID:     c.SourceID,
+			SourceType:   string(c.SourceType),
+			URL:          c.URL,
+			Snippet:      c.Snippet,
+			Score:        c.Score,
+		})
+	}
+	encoded, err := json.Marshal(citations) // never "null": an empty list is []
+	if err != nil {
+		return messageRow{}, fmt.Errorf("postgres: encode citations: %w", err)
+	}
+	return messageRow{
+		ID:             m.ID,
+		WorkspaceID:    m.WorkspaceID,
+		ConversationID: m.ConversationID,
+		Role:           string(m.Role),
+		Content:        m.Content,
+		Citations:      encoded,
+		InboundEventID: nullString(m.InboundEventID),
+		TokensIn:       m.TokensIn,
+		TokensOut:      m.TokensOut,
+		CreatedAt:      dbTime(m.CreatedAt),
+	}, nil
+}
+
+func (r messageRow) toDomain() (domain.Message, error) {
+	var citations []citationJSON
+	if err := json.Unmarshal(r.Citations, &citations); err != nil {
+		return domain.Message{}, fmt.Errorf("postgres: decode citations of message %s: %w", r.ID, err)
+	}
+	m := domain.Message{
+		ID:             r.ID,
+		WorkspaceID:    r.WorkspaceID,
+		ConversationID: r.ConversationID,
+		Role:           domain.Role(r.Role),
+		Content:        r.Content,
+		InboundEventID: deref(r.InboundEventID),
+		TokensIn:       r.TokensIn,
+		TokensOut:      r.TokensOut,
+		CreatedAt:      r.CreatedAt.UTC(),
+	}
+	for _, c := range citations {
+		m.Citations = append(m.Citations, domain.Citation{
+			DocumentName: c.DocumentName,
+			SourceID:     c.SourceID,
+			SourceType:   domain.SourceType(c.SourceType),
+			URL:          c.URL,
+			Snippet:      c.Snippet,
+			Score:        c.Score,
+		})
+	}
+	return m, nil
+}
+
+func messagePosition(m domain.Message) domain.Position {
+	return domain.Position{Time: m.CreatedAt, ID: m.ID}
+}
+
+// CreateConversation stores a new conversation and truncates its times to
+// what is stored. Returns domain.ErrNotFound if the agent does not exist in
+// the conversation's workspace.
+func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversation) error {
+	row := conversationFromDomain(conv)
+	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+		if foreignKeyViolation(err) {
+			return domain.NotFound("agent")
+		}
+		if _, ok := uniqueViolation(err); ok {
+			return domain.Conflict("a conversation with this id already exists")
+		}
+		return dbError("create conversation", err)
+	}
+	conv.LastActivityAt, conv.CreatedAt = row.LastActivityAt, row.CreatedAt
+	return nil
+}
+
+// GetConversation returns domain.ErrNotFound unless the conversation belongs
+// to the workspace.
+func (s *Store) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
+	var row conversationRow
+	err := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
+		Joins("JOIN agents AS a ON a.id = c.agent_id").
+		Where("c.workspace_id = ? AND c.id = ?", workspaceID, id).
+		Take(&row).Error
+	if err != nil {
+		return domain.Conversation{}, notFoundOr(err, "conversation", "get conversation")
+	}
+	return row.toDomain()
+}
+
+// GetConversationBySession looks a conversation up by its session id alone:
+// the id is a 128-bit capability. Returns domain.ErrNotFound.
+func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error) {
+	var row conversationRow
+	err := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
+		Joins("JOIN agents AS a ON a.id = c.agent_id").
+		Where("c.id = ?", sessionID).
+		Take(&row).Error
+	if err != nil {
+		return domain.Conversation{}, notFoundOr(err, "conversation", "get conversation by session")
+	}
+	return row.toDomain()
+}
+
+// ListConversations returns a page ordered by (last_activity_at, id), newest
+// first. Each filter shape has an index ending in that order, so a page reads
+// about limit+1 index entries whatever the table size, and joins the agent
+// by primary key for its slug.
+func (s *Store) ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
+	limit := pageLimit(page)
+	q := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
+		Joins("JOIN agents AS a ON a.id = c.agent_id").
+		Where("c.workspace_id = ?", workspaceID)
+	if filter.AgentID != "" {
+		q = q.Where("c.agent_id = ?", filter.AgentID)
+	}
+	if filter.Status != "" {
+		q = q.Where("c.status = ?", string(filter.Status))
+	}
+	if page.After != nil {
+		q = q.Where("(c.last_activity_at, c.id) < (?, ?)", dbTime(page.After.Time), page.After.ID)
+	}
+	var rows []conversationRow
+	if err := q.Order("c.last_activity_at DESC, c.id DESC").Limit(limit + 1).Scan(&rows).Error; err != nil {
+		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
+	}
+	return makePage(rows, limit, conversationRow.toDomain, conversationPosition)
+}
+
+// AppendMessage stores a message and, in the same transaction, updates the
+// conversation's preview, count and last activity.
+//
+// A message whose InboundEventID is already stored is not stored again: the
+// unique index on inbound_event_id makes the INSERT a no-op (concurrent
+// appends of the same event wait for the first to commit), and the stored
+// message is returned with created false. Last activity never moves
+// backwards, so a late append cannot reorder the conversation list; the
+// preview follows the newest message. Returns domain.ErrNotFound if the
+// conversation does not belong to the message's workspace (the composite
+// foreign key rejects it).
+func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.Message, bool, error) {
+	row, err := messageFromDomain(msg)
+	if err != nil {
+		return domain.Message{}, false, err
+	}
+	var stored domain.Message
+	var created bool
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "inbound_event_id"}},
+			DoNothing: true,
+		}).Create(&row)
+		if res.Error != nil {
+			if foreignKeyViolation(res.Error) {
+				return domain.NotFound("conversation")
+			}
+			if _, ok := uniqueViolation(res.Error); ok {
+				return domain.Conflict("a message with this id already exists")
+			}
+			return dbError("append message", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			var existing messageRow
+			err := tx.Where("workspace_id = ? AND inbound_event_id = ?", msg.WorkspaceID, msg.InboundEventID).
+				Take(&existing).Error
+			if err != nil {
+				return notFoundOr(err, "conversation", "append message: read existing")
+			}
+			stored, err = existing.toDomain()
+			return err
+		}
+		err := tx.Exec(`UPDATE conversations SET
+				message_count = message_count + 1,
+				last_message = CASE WHEN ? >= last_activity_at THEN ? ELSE last_message END,
+				last_activity_at = GREATEST(last_activity_at, ?)
+			WHERE workspace_id = ? AND id = ?`,
+			row.CreatedAt, domain.Preview(msg.Content, lastMessageRunes), row.CreatedAt,
+			msg.WorkspaceID, msg.ConversationID).Error
+		if err != nil {
+			return dbError("append message: update conversation", err)
+		}
+		stored, err = row.toDomain()
+		created = true
+		return err
+	})
+	if err != nil {
+		return domain.Message{}, false, err
+	}
+	return stored, created, nil
+}
+
+// ListMessages returns a page of a conversation's messages, oldest first.
+//
+// Messages are ordered by seq, their append order, which clocks cannot
+// disturb; the cursor's message id locates the position (messages are never
+// deleted one by one, so it stays valid). Returns domain.ErrNotFound unless
+// the conversation belongs to the workspace, and domain.ErrInvalidInput for a
+// cursor that is not a message of this conversation.
+func (s *Store) ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error) {
+	limit := pageLimit(page)
+	q := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID)
+	if page.After != nil {
+		q = q.Where("seq > (SELECT m.seq FROM messages AS m WHERE m.workspace_id = ? AND m.conversation_id = ? AND m.id = ?)",
+			workspaceID, conversationID, page.After.ID)
+	}
+	var rows []messageRow
+	if err := q.Order("seq").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return domain.Page[domain.Message]{}, dbError("list messages", err)
+	}
+	if len(rows) == 0 {
+		// Messages exist only in their conversation's workspace, so rows prove
+		// the conversation is visible; only an empty page needs the check.
+		if err := s.checkEmptyMessagePage(ctx, workspaceID, conversationID, page.After); err != nil {
+			return domain.Page[domain.Message]{}, err
+		}
+	}
+	return makePage(rows, limit, messageRow.toDomain, messagePosition)
+}
+
+func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversationID string, after *domain.Position) error {
+	var found struct {
+		Conversation bool
+		Cursor       bool
+	}
+	cursorID := ""
+	if after != nil {
+		cursorID = after.ID
+	}
+	err := s.db.WithContext(ctx).Raw(`SELECT
+			EXISTS (SELECT 1 FROM conversations WHERE workspace_id = ? AND id = ?) AS conversation,
+			EXISTS (SELECT 1 FROM messages WHERE workspace_id = ? AND conversation_id = ? AND id = ?) AS cursor`,
+		workspaceID, conversationID, workspaceID, conversationID, cursorID).Scan(&found).Error
+	switch {
+	case err != nil:
+		return dbError("list messages: check conversation", err)
+	case !found.Conversation:
+		return domain.NotFound("conversation")
+	case after != nil && !found.Cursor:
+		return domain.InvalidField("cursor", "is not a position in this conversation")
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	gormpg "gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Options tunes the connection pool and logging of Open. Zero values pick
+// the defaults noted on each field.
+type Options struct {
+	// MaxOpenConns caps connections to the server (default 20). Keep the sum
+	// over all pods below the server's max_connections.
+	MaxOpenConns int
+	// MaxIdleConns keeps warm connections (default MaxOpenConns).
+	MaxIdleConns int
+	// ConnMaxLifetime recycles connections (default 30 minutes), so pods
+	// rebalance after a failover and server-side memory does not grow forever.
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes connections idle that long (default 5 minutes).
+	ConnMaxIdleTime time.Duration
+	// SlowQueryThreshold logs queries slower than this at warn (default 200 ms;
+	// negative disables).
+	SlowQueryThreshold time.Duration
+	// Logger receives slow-query warnings (default: discarded).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOpenConns <= 0 {
+		o.MaxOpenConns = 20
+	}
+	if o.MaxIdleConns <= 0 || o.MaxIdleConns > o.MaxOpenConns {
+		o.MaxIdleConns = o.MaxOpenConns
+	}
+	if o.ConnMaxLifetime <= 0 {
+		o.ConnMaxLifetime = 30 * time.Minute
+	}
+	if o.ConnMaxIdleTime <= 0 {
+		o.ConnMaxIdleTime = 5 * time.Minute
+	}
+	if o.SlowQueryThreshold == 0 {
+		o.SlowQueryThreshold = 200 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Open connects to PostgreSQL through gorm on the pgx driver and checks the
+// connection. It skips gorm's implicit transaction around single writes and
+// prepares statements, which the measurements in DEPENDENCIES.md show matter
+// on the hot paths, and translates driver errors. A server that cannot be
+// reached gives an error wrapping domain.ErrUnavailable. Close the handle
+// with Close.
+func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
+	sqlDB.SetConnMaxLifetime(opts.ConnMaxLifetime)
+	sqlDB.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		sqlDB.Close()
+		return nil, dbError("connect", err)
+	}
+	db, err := gorm.Open(gormpg.New(gormpg.Config{Conn: sqlDB}), &gorm.Config{
+		SkipDefaultTransaction: true,
+		PrepareStmt:            true,
+		TranslateError:         true,
+		// Select the row struct's columns rather than *, so reads never fetch
+		// columns they do not map (the sources' generated tsvector).
+		QueryFields: true,
+		// We pinged above with the caller's context; gorm's own ping has none.
+		DisableAutomaticPing: true,
+		Logger:               &queryLogger{log: opts.Logger, slow: opts.SlowQueryThreshold},
+		// The time of every row comes from the domain (the Clock port), never
+		// from gorm's autoCreateTime/autoUpdateTime.
+		NowFunc: func() time.Time { return time.Now().UTC().Truncate(time.Microsecond) },
+	})
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("postgres: open gorm: %w", err)
+	}
+	return db, nil
+}
+
+// Close closes the connection pool under db.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Store implements the store ports on one gorm handle. It is safe for
+// concurrent use.
+type Store struct{ db *gorm.DB }
+
+// NewStore returns a Store over db, a handle from Open.
+func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+
+var _ ports.HealthChecker = (*Store)(nil)
+
+// Ping checks that the server answers. Failures wrap domain.ErrUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	if err := sqlDB.PingContext(ctx); err != nil {
+		return domain.Unavailable("postgres: ping", err)
+	}
+	return nil
+}
+
+// queryLogger is gorm's logger: silent except for slow queries, which are
+// logged at warn without their parameters, so secrets and user text never
+// reach the logs. Query errors are returned to callers, who decide whether
+// they are worth logging (a duplicate slug is not).
+type queryLogger struct {
+	log  *slog.Logger
+	slow time.Duration
+}
+
+var (
+	_ logger.Interface  = (*queryLogger)(nil)
+	_ gorm.ParamsFilter = (*queryLogger)(nil)
+)
+
+func (l *queryLogger) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l *queryLogger) Info(ctx context.Context, msg string, args ...any) {
+	l.log.DebugContext(ctx, "gorm: "+fmt.Sprintf(msg, args...))
+}
+
+func (l *queryLogger) Warn(ctx context.Context, msg string, args ...any) {
+	l.log.WarnContext(ctx, "gorm: "+fmt.Sprintf(msg, args...))
+}
+
+func (l *queryLogger) Error(ctx context.Context, msg string, args ...any) {
+	l.log.ErrorContext(ctx, "gorm: "+fmt.Sprintf(msg, args...))
+}
+
+func (l *queryLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), _ error) {
+	if l.slow <= 0 {
+		return
+	}
+	if elapsed := time.Since(begin); elapsed > l.slow {
+		query, rows := fc()
+		l.log.WarnContext(ctx, "slow query", "duration", elapsed, "sql", query, "rows", rows)
+	}
+}
+
+// ParamsFilter drops the parameters from logged SQL, leaving $n placeholders.
+func (l *queryLogger) ParamsFilter(_ context.Context, query string, _ ...any) (string, []any) {
+	return query, nil
+}
+
+// dbTime converts a domain time to what PostgreSQL stores: UTC, microseconds.
+func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// dbTimePtr is dbTime for optional times; nil and the zero time become NULL.
+func dbTimePtr(t *time.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	v := dbTime(*t)
+	return &v
+}
+
+// domainTimePtr returns a stored optional time in UTC.
+func domainTimePtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.UTC()
+	return &v
+}
+
+// nullString stores "" as NULL, for optional columns with unique or partial indexes.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// deref reads an optional column back as "".
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

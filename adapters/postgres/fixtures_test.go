@@ -1,0 +1,103 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// t0 is a fixed time with nanoseconds, so tests also check truncation to
+// PostgreSQL's microseconds.
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// micro is what PostgreSQL gives back for t.
+func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func newWorkspace(t *testing.T, store *postgres.Store, plan domain.Plan) (domain.Workspace, domain.APIKey, string) {
+	t.Helper()
+	ws := domain.Workspace{
+		ID:            domain.NewID(domain.PrefixWorkspace),
+		Name:          "Acme",
+		Plan:          plan,
+		WebhookSecret: domain.NewSecret(domain.PrefixWebhookSecret),
+		CreatedAt:     t0,
+		UpdatedAt:     t0,
+	}
+	key, secret := domain.NewAPIKey(ws.ID, "default", t0)
+	if err := store.CreateWorkspace(ctxT(t), ws, key); err != nil {
+		t.Fatalf("CreateWorkspace: %v", err)
+	}
+	return ws, key, secret
+}
+
+func newAgent(t *testing.T, store *postgres.Store, workspaceID, slug string, created time.Time) domain.Agent {
+	t.Helper()
+	a := domain.Agent{
+		ID:          domain.NewID(domain.PrefixAgent),
+		WorkspaceID: workspaceID,
+		Slug:        slug,
+		Name:        "Agent " + slug,
+		Config: domain.AgentConfig{
+			SystemPrompt:       "Be helpful.",
+			WelcomeMessage:     "Hi!",
+			SuggestedQuestions: []string{"How do I reset my password?"},
+			Published:          true,
+		},
+		CreatedAt: created,
+		UpdatedAt: created,
+	}
+	if err := store.CreateAgent(ctxT(t), &a); err != nil {
+		t.Fatalf("CreateAgent: %v", err)
+	}
+	return a
+}
+
+func newConversation(t *testing.T, store *postgres.Store, workspaceID string, agent domain.Agent, at time.Time) domain.Conversation {
+	t.Helper()
+	c := domain.NewConversation(workspaceID, &agent, "", at)
+	if err := store.CreateConversation(ctxT(t), &c); err != nil {
+		t.Fatalf("CreateConversation: %v", err)
+	}
+	return c
+}
+
+func newMessage(workspaceID, conversationID string, role domain.Role, content string, at time.Time) domain.Message {
+	return domain.Message{
+		ID:             domain.NewID(domain.PrefixMessage),
+		WorkspaceID:    workspaceID,
+		ConversationID: conversationID,
+		Role:           role,
+		Content:        content,
+		CreatedAt:      at,
+	}
+}
+
+// sortedIDs returns the ids of items sorted by less.
+func sortedIDs[T any](items []T, id func(T) string, less func(a, b T) bool) []string {
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, func(a, b T) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
+	ids := make([]string, len(sorted))
+	for i, it := range sorted {
+		ids[i] = id(it)
+	}
+	return ids
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/conciergehq/concierge/config"
+)
+
+func serveCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API (run several behind a load balancer; no sticky sessions needed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := e.load()
+			if err != nil {
+				return err
+			}
+			sys, err := connect(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer sys.close()
+			ln, err := listen(cfg)
+			if err != nil {
+				return err
+			}
+			return sys.serveHTTP(cmd.Context(), ln)
+		},
+	}
+}
+
+func listen(cfg config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("%sHTTP_ADDR: cannot listen on %s: %v; stop whatever uses it or choose another address", config.Prefix, cfg.HTTPAddr, rootCause(err))
+	}
+	return ln, nil
+}
+
+// serveHTTP serves until ctx is cancelled, then drains in-flight requests for
+// up to the shutdown timeout. Requests run under their own base context, so a
+// SIGTERM does not cancel the work of requests that are still draining.
+func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	app, err := s.httpApp(base)
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	s.log.Info("HTTP API listening", "addr", ln.Addr().String(), "publicUrl", s.cfg.PublicURL)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("HTTP server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down the HTTP API", "timeout", s.cfg.ShutdownTimeout)
+	if err := app.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/hibiken/asynq"
+	goredis "github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	httpapi "github.com/conciergehq/concierge/adapters/http"
+	"github.com/conciergehq/concierge/adapters/http/openapi"
+	"github.com/conciergehq/concierge/adapters/postgres"
+	redisadapter "github.com/conciergehq/concierge/adapters/redis"
+	"github.com/conciergehq/concierge/config"
+	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/inbound"
+	"github.com/conciergehq/concierge/core/workspace"
+	"github.com/conciergehq/concierge/ports"
+	"github.com/conciergehq/concierge/workers"
+)
+
+// system is every long-lived piece of one process, built explicitly.
+type system struct {
+	cfg      config.Config
+	log      *slog.Logger
+	db       *gorm.DB
+	store    *postgres.Store
+	redis    *goredis.Client
+	redisOpt asynq.RedisConnOpt
+	enqueuer *workers.Enqueuer
+	clock    ports.Clock
+
+	workspaces    *workspace.Service
+	agents        *agent.Service
+	conversations *conversation.Service
+	inbound       *inbound.Service
+}
+
+// connect builds the system. Its errors are one line naming the variable to fix.
+func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system, error) {
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
+	if err != nil {
+		return nil, fmt.Errorf("%sDATABASE_URL: cannot use PostgreSQL at %s: %v; start PostgreSQL (make services) or point %sDATABASE_URL at a reachable database, and run `concierge migrate`",
+			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
+	}
+	rdb, err := redisadapter.Connect(ctx, cfg.RedisURL)
+	if err != nil {
+		_ = postgres.Close(db)
+		return nil, fmt.Errorf("%sREDIS_URL: cannot use Redis at %s: %v; start Redis (make services) or point %sREDIS_URL at a reachable server",
+			config.Prefix, config.MaskURL(cfg.RedisURL), rootCause(err), config.Prefix)
+	}
+	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
+	if err != nil {
+		_ = rdb.Close()
+		_ = postgres.Close(db)
+		return nil, fmt.Errorf("%sREDIS_URL: %v", config.Prefix, err)
+	}
+	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
+	s.enqueuer = workers.NewEnqueuer(redisOpt)
+	bus := redisadapter.NewEventBus(rdb)
+	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log)
+	s.agents = agent.NewService(s.store, s.store, s.clock)
+	s.conversations = conversation.NewService(s.store, s.store, s.clock)
+	s.inbound = inbound.NewService(s.store, s.store, s.enqueuer, bus, s.clock, log, cfg.MaxMessageChars)
+	return s, nil
+}
+
+// rootCause keeps the innermost error's text, which is the actionable part
+// ("connection refused", "database \"x\" does not exist").
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		if multi, ok := next.(interface{ Unwrap() []error }); ok {
+			errs := multi.Unwrap()
+			next = errs[len(errs)-1]
+		}
+		err = next
+	}
+}
+
+func (s *system) close() {
+	if err := s.enqueuer.Close(); err != nil {
+		s.log.Warn("closing the queue client", "error", err)
+	}
+	if err := s.redis.Close(); err != nil {
+		s.log.Warn("closing Redis", "error", err)
+	}
+	if err := postgres.Close(s.db); err != nil {
+		s.log.Warn("closing PostgreSQL", "error", err)
+	}
+}
+
+// httpApp builds the API's fiber app.
+func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
+	doc, err := openapi.Document()
+	if err != nil {
+		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
+	}
+	app := httpapi.New(ctx,
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound},
+		httpapi.Deps{
+			RateLimiter: redisadapter.NewRateLimiter(s.redis),
+			Clock:       s.clock,
+			Health:      map[string]ports.HealthChecker{"postgres": s.store, "redis": redisadapter.NewHealth(s.redis)},
+			OpenAPI:     doc,
+			Log:         s.log,
+		},
+		httpapi.Options{
+			BodyLimitBytes:           s.cfg.BodyLimitBytes,
+			RateLimitAPIPerMinute:    s.cfg.RateLimitAPIPerMinute,
+			RateLimitHookPerMinute:   s.cfg.RateLimitWebhookPerMinute,
+			RateLimitPublicPerMinute: s.cfg.RateLimitPublicPerMinute,
+			TrustedProxies:           s.cfg.TrustedProxies,
+			ReadTimeout:              s.cfg.ReadTimeout,
+			IdleTimeout:              s.cfg.IdleTimeout,
+		})
+	return app, nil
+}
+
+// workerServer builds the asynq server and the inbound sweeper.
+func (s *system) workerServer() (*workers.Server, *workers.Sweeper) {
+	srv := workers.NewServer(s.redisOpt, workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout}, s.inbound, s.log)
+	sweeper := workers.NewSweeper(s.inbound, s.cfg.InboundSweepPeriod, s.log)
+	return srv, sweeper
+}

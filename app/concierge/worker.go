@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/spf13/cobra"
+)
+
+func workerCommand(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "worker",
+		Short: "Run background jobs (asynq): inbound webhook processing and its sweeper",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, log, err := e.load()
+			if err != nil {
+				return err
+			}
+			sys, err := connect(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer sys.close()
+			return sys.runWorker(cmd.Context())
+		},
+	}
+}
+
+// runWorker processes jobs until ctx is cancelled, then lets in-flight tasks
+// finish (asynq's ShutdownTimeout) before returning.
+func (s *system) runWorker(ctx context.Context) error {
+	srv, sweeper := s.workerServer()
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("starting the worker: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { sweeper.Run(ctx) })
+	s.log.Info("worker started", "concurrency", s.cfg.WorkerConcurrency)
+	<-ctx.Done()
+	s.log.Info("shutting down the worker")
+	srv.Shutdown()
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,216 @@
+// Package config loads Concierge's settings from the environment into one
+// typed, validated Config. It imports nothing of ours.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting, with defaults that fit a fresh development machine.
+type Config struct {
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/concierge?sslmode=disable"`
+	RedisURL    string `env:"REDIS_URL" envDefault:"redis://127.0.0.1:6379/0"`
+	HTTPAddr    string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	// PublicURL is how users reach the service, used in printed examples and links.
+	PublicURL string `env:"PUBLIC_URL"`
+
+	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"text"`
+
+	DBMaxOpenConns int `env:"DB_MAX_OPEN_CONNS" envDefault:"20"`
+	DBMaxIdleConns int `env:"DB_MAX_IDLE_CONNS" envDefault:"10"`
+
+	BodyLimitBytes  int `env:"BODY_LIMIT_BYTES" envDefault:"1048576"`
+	MaxMessageChars int `env:"MAX_MESSAGE_CHARS" envDefault:"8000"`
+
+	RateLimitAPIPerMinute     int `env:"RATE_LIMIT_API_PER_MINUTE" envDefault:"600"`
+	RateLimitWebhookPerMinute int `env:"RATE_LIMIT_WEBHOOK_PER_MINUTE" envDefault:"1200"`
+	RateLimitPublicPerMinute  int `env:"RATE_LIMIT_PUBLIC_PER_MINUTE" envDefault:"120"`
+
+	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
+
+	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"30s"`
+	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"120s"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
+
+	WorkerConcurrency  int           `env:"WORKER_CONCURRENCY" envDefault:"10"`
+	InboundSweepPeriod time.Duration `env:"INBOUND_SWEEP_PERIOD" envDefault:"30s"`
+}
+
+// Prefix starts every variable name.
+const Prefix = "CONCIERGE_"
+
+// Load reads the configuration through getenv and validates it. Its errors are
+// one line naming the variable and what to do.
+func Load(getenv func(string) string) (Config, error) {
+	var cfg Config
+	err := env.ParseWithOptions(&cfg, env.Options{
+		Prefix:      Prefix,
+		Environment: environ(getenv),
+	})
+	if err != nil {
+		return Config{}, explain(err)
+	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + strings.Replace(cfg.HTTPAddr, "0.0.0.0", "localhost", 1)
+		if strings.HasPrefix(cfg.HTTPAddr, ":") {
+			cfg.PublicURL = "http://localhost" + cfg.HTTPAddr
+		}
+	}
+	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	return cfg, cfg.validate()
+}
+
+// environ asks getenv for every variable Config knows, so tests can pass a map.
+func environ(getenv func(string) string) map[string]string {
+	out := map[string]string{}
+	for _, name := range Names() {
+		if v := getenv(name); v != "" {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// Names lists every variable Config reads.
+func Names() []string {
+	params, _ := env.GetFieldParamsWithOptions(&Config{}, env.Options{Prefix: Prefix})
+	names := make([]string, 0, len(params))
+	for _, p := range params {
+		names = append(names, p.Key)
+	}
+	return names
+}
+
+// explain turns the env library's aggregate error into one actionable line.
+func explain(err error) error {
+	var agg env.AggregateError
+	if errors.As(err, &agg) && len(agg.Errors) > 0 {
+		var parse env.ParseError
+		if errors.As(agg.Errors[0], &parse) {
+			return fmt.Errorf("%s%s: cannot parse the value as %s; fix or unset it", Prefix, envName(parse.Name), parse.Type)
+		}
+		return fmt.Errorf("configuration: %v", agg.Errors[0])
+	}
+	return fmt.Errorf("configuration: %v", err)
+}
+
+func envName(field string) string {
+	if f, ok := reflect.TypeFor[Config]().FieldByName(field); ok {
+		name, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		return name
+	}
+	return field
+}
+
+func (c Config) validate() error {
+	if err := checkURL("DATABASE_URL", c.DatabaseURL, "postgres", "postgresql"); err != nil {
+		return err
+	}
+	if err := checkURL("REDIS_URL", c.RedisURL, "redis", "rediss"); err != nil {
+		return err
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return fmt.Errorf("%sHTTP_ADDR=%q is not host:port; use for example 127.0.0.1:8080 or :8080", Prefix, c.HTTPAddr)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%sPUBLIC_URL=%q is not an http(s) URL; use for example https://chat.example.com", Prefix, c.PublicURL)
+	}
+	if _, err := c.LogLevelValue(); err != nil {
+		return err
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("%sLOG_FORMAT=%q is not text or json", Prefix, c.LogFormat)
+	}
+	positives := []struct {
+		name  string
+		value int
+		min   int
+	}{
+		{"DB_MAX_OPEN_CONNS", c.DBMaxOpenConns, 1},
+		{"DB_MAX_IDLE_CONNS", c.DBMaxIdleConns, 0},
+		{"BODY_LIMIT_BYTES", c.BodyLimitBytes, 1024},
+		{"MAX_MESSAGE_CHARS", c.MaxMessageChars, 1},
+		{"RATE_LIMIT_API_PER_MINUTE", c.RateLimitAPIPerMinute, 0},
+		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0},
+		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0},
+		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1},
+	}
+	for _, p := range positives {
+		if p.value < p.min {
+			return fmt.Errorf("%s%s=%d is too small; it must be at least %d (0 disables a rate limit)", Prefix, p.name, p.value, p.min)
+		}
+	}
+	durations := []struct {
+		name  string
+		value time.Duration
+	}{
+		{"READ_TIMEOUT", c.ReadTimeout}, {"IDLE_TIMEOUT", c.IdleTimeout},
+		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"INBOUND_SWEEP_PERIOD", c.InboundSweepPeriod},
+	}
+	for _, d := range durations {
+		if d.value <= 0 {
+			return fmt.Errorf("%s%s=%s must be a positive duration such as 30s", Prefix, d.name, d.value)
+		}
+	}
+	for _, p := range c.TrustedProxies {
+		if net.ParseIP(p) == nil {
+			if _, _, err := net.ParseCIDR(p); err != nil {
+				return fmt.Errorf("%sTRUSTED_PROXIES: %q is not an IP address or CIDR range", Prefix, p)
+			}
+		}
+	}
+	return nil
+}
+
+func checkURL(name, raw string, schemes ...string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%s%s is not a valid URL (%s); use for example %s://127.0.0.1/...", Prefix, name, MaskURL(raw), schemes[0])
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s%s must start with %s:// (got %s)", Prefix, name, schemes[0], MaskURL(raw))
+}
+
+// LogLevelValue parses LogLevel.
+func (c Config) LogLevelValue() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return 0, fmt.Errorf("%sLOG_LEVEL=%q is not one of debug, info, warn, error", Prefix, c.LogLevel)
+	}
+	return l, nil
+}
+
+// MaskURL hides the password of a URL so it can be logged or printed.
+func MaskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	return u.Redacted()
+}
+
+// LogValue keeps secrets out of logs when the whole Config is logged.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("databaseUrl", MaskURL(c.DatabaseURL)),
+		slog.String("redisUrl", MaskURL(c.RedisURL)),
+		slog.String("httpAddr", c.HTTPAddr),
+		slog.String("publicUrl", c.PublicURL),
+		slog.String("logLevel", c.LogLevel),
+		slog.Int("workerConcurrency", c.WorkerConcurrency),
+	)
+}

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string // substring; "" means success
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "defaults fit this machine", check: func(t *testing.T, c Config) {
+			if c.HTTPAddr != "127.0.0.1:8080" || c.PublicURL != "http://127.0.0.1:8080" || c.MaxMessageChars != 8000 || c.BodyLimitBytes != 1<<20 {
+				t.Fatalf("unexpected defaults: %+v", c)
+			}
+		}},
+		{name: "listen on all interfaces gives a localhost public URL", env: map[string]string{"CONCIERGE_HTTP_ADDR": ":9090"}, check: func(t *testing.T, c Config) {
+			if c.PublicURL != "http://localhost:9090" {
+				t.Fatalf("PublicURL = %q", c.PublicURL)
+			}
+		}},
+		{name: "trusted proxies split on commas", env: map[string]string{"CONCIERGE_TRUSTED_PROXIES": "10.0.0.1,10.1.0.0/16"}, check: func(t *testing.T, c Config) {
+			if len(c.TrustedProxies) != 2 {
+				t.Fatalf("TrustedProxies = %v", c.TrustedProxies)
+			}
+		}},
+		{name: "unparseable number names the variable", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "many"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY: cannot parse"},
+		{name: "bad duration names the variable", env: map[string]string{"CONCIERGE_READ_TIMEOUT": "soon"}, wantErr: "CONCIERGE_READ_TIMEOUT"},
+		{name: "database URL with wrong scheme", env: map[string]string{"CONCIERGE_DATABASE_URL": "mysql://root:pw@localhost/x"}, wantErr: "CONCIERGE_DATABASE_URL must start with postgres://"},
+		{name: "database password is masked in errors", env: map[string]string{"CONCIERGE_DATABASE_URL": "mysql://root:hunter2@localhost/x"}, wantErr: "root:xxxxx@"},
+		{name: "redis URL without host", env: map[string]string{"CONCIERGE_REDIS_URL": "redis://"}, wantErr: "CONCIERGE_REDIS_URL is not a valid URL"},
+		{name: "HTTP address without port", env: map[string]string{"CONCIERGE_HTTP_ADDR": "localhost"}, wantErr: "CONCIERGE_HTTP_ADDR"},
+		{name: "unknown log level", env: map[string]string{"CONCIERGE_LOG_LEVEL": "loud"}, wantErr: "CONCIERGE_LOG_LEVEL"},
+		{name: "unknown log format", env: map[string]string{"CONCIERGE_LOG_FORMAT": "xml"}, wantErr: "CONCIERGE_LOG_FORMAT"},
+		{name: "zero concurrency", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "0"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY=0 is too small"},
+		{name: "negative duration", env: map[string]string{"CONCIERGE_SHUTDOWN_TIMEOUT": "-1s"}, wantErr: "CONCIERGE_SHUTDOWN_TIMEOUT"},
+		{name: "bad trusted proxy", env: map[string]string{"CONCIERGE_TRUSTED_PROXIES": "lb.internal"}, wantErr: "CONCIERGE_TRUSTED_PROXIES"},
+		{name: "public URL must be http", env: map[string]string{"CONCIERGE_PUBLIC_URL": "ftp://x"}, wantErr: "CONCIERGE_PUBLIC_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				if strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error leaks a secret or spans lines: %q", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestLogValueMasksPasswords(t *testing.T) {
+	c := Config{DatabaseURL: "postgres://u:secret@h/db", RedisURL: "redis://:secret2@h:6379/0"}
+	if s := c.LogValue().String(); strings.Contains(s, "secret") {
+		t.Fatalf("LogValue leaks a password: %s", s)
+	}
+}

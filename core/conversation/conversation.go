@@ -1,0 +1,96 @@
+// Package conversation holds the use cases of sessions and conversations.
+package conversation
+
+import (
+	"context"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Service runs conversation use cases.
+type Service struct {
+	agents        ports.AgentStore
+	conversations ports.ConversationStore
+	clock         ports.Clock
+}
+
+// NewService returns a Service.
+func NewService(agents ports.AgentStore, conversations ports.ConversationStore, clock ports.Clock) *Service {
+	return &Service{agents: agents, conversations: conversations, clock: clock}
+}
+
+// StartSession opens a conversation with the agent named by slug, or with the
+// workspace's first agent when slug is empty. A verified identity is kept on
+// the session. Returns domain.ErrNotFound when the agent does not exist (or the
+// workspace has none).
+func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug string, identity *domain.Identity) (domain.Conversation, error) {
+	var (
+		agent domain.Agent
+		err   error
+	)
+	if slug == "" {
+		agent, err = s.agents.FirstAgent(ctx, ws.ID)
+	} else if domain.ValidateSlug(slug) != nil {
+		err = domain.NotFound("agent")
+	} else {
+		agent, err = s.agents.GetAgentBySlug(ctx, ws.ID, slug)
+	}
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	userID := ""
+	if identity != nil {
+		userID = identity.UserID
+	}
+	conv := domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
+	if err := s.conversations.CreateConversation(ctx, &conv); err != nil {
+		return domain.Conversation{}, err
+	}
+	return conv, nil
+}
+
+// ListFilter narrows List by agent slug and status; empty values match all.
+type ListFilter struct {
+	AgentSlug string
+	Status    domain.ConversationStatus
+}
+
+// List returns a page of the workspace's conversations, newest activity first.
+// An unknown agent slug is domain.ErrNotFound.
+func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
+	filter := domain.ConversationFilter{Status: f.Status}
+	switch f.Status {
+	case "", domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved:
+	default:
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
+	}
+	if f.AgentSlug != "" {
+		if domain.ValidateSlug(f.AgentSlug) != nil {
+			return domain.Page[domain.Conversation]{}, domain.NotFound("agent")
+		}
+		agent, err := s.agents.GetAgentBySlug(ctx, workspaceID, f.AgentSlug)
+		if err != nil {
+			return domain.Page[domain.Conversation]{}, err
+		}
+		filter.AgentID = agent.ID
+	}
+	return s.conversations.ListConversations(ctx, workspaceID, filter, page)
+}
+
+// Get returns a conversation of the workspace with a page of its messages,
+// oldest first. Returns domain.ErrNotFound for unknown or foreign ids.
+func (s *Service) Get(ctx context.Context, workspaceID, id string, page domain.PageRequest) (domain.Conversation, domain.Page[domain.Message], error) {
+	if !domain.ValidID(domain.PrefixSession, id) {
+		return domain.Conversation{}, domain.Page[domain.Message]{}, domain.NotFound("conversation")
+	}
+	conv, err := s.conversations.GetConversation(ctx, workspaceID, id)
+	if err != nil {
+		return domain.Conversation{}, domain.Page[domain.Message]{}, err
+	}
+	msgs, err := s.conversations.ListMessages(ctx, workspaceID, id, page)
+	if err != nil {
+		return domain.Conversation{}, domain.Page[domain.Message]{}, err
+	}
+	return conv, msgs, nil
+}

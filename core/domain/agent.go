@@ -1,0 +1,107 @@
+package domain
+
+import (
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Agent answers end users on behalf of a workspace. Its slug is unique within
+// the workspace; Seq orders agents by creation so "the first agent" is stable.
+type Agent struct {
+	ID          string
+	WorkspaceID string
+	Slug        string
+	Name        string
+	Config      AgentConfig
+	Seq         int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// AgentConfig is what the answer engine uses. Only a published agent answers
+// on public channels.
+type AgentConfig struct {
+	SystemPrompt       string
+	WelcomeMessage     string
+	SuggestedQuestions []string
+	FallbackMessage    string
+	Published          bool
+}
+
+// Limits on agent fields.
+const (
+	MaxSlugLength             = 64
+	MaxAgentNameLength        = 200
+	MaxSystemPromptLength     = 20000
+	MaxWelcomeMessageLength   = 2000
+	MaxFallbackMessageLength  = 2000
+	MaxSuggestedQuestions     = 10
+	MaxSuggestedQuestionChars = 300
+)
+
+// DefaultFallbackMessage is used when an agent sets none.
+const DefaultFallbackMessage = "Sorry, I don't have an answer to that. Would you like to talk to a person?"
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// ValidateSlug checks a slug: 1 to 64 lowercase letters, digits and inner hyphens.
+func ValidateSlug(slug string) error {
+	if slug == "" {
+		return InvalidField("slug", "is required")
+	}
+	if !slugPattern.MatchString(slug) {
+		return InvalidField("slug", "must be 1 to 64 lowercase letters, digits or hyphens, starting and ending with a letter or digit")
+	}
+	return nil
+}
+
+// Validate checks the agent's own invariants and normalises its fields.
+func (a *Agent) Validate() error {
+	if err := ValidateSlug(a.Slug); err != nil {
+		return err
+	}
+	a.Name = strings.TrimSpace(a.Name)
+	if a.Name == "" {
+		return InvalidField("name", "is required")
+	}
+	if len([]rune(a.Name)) > MaxAgentNameLength {
+		return InvalidField("name", "must be at most 200 characters")
+	}
+	return a.Config.Validate()
+}
+
+// Validate checks the configuration's limits.
+func (c *AgentConfig) Validate() error {
+	switch {
+	case len([]rune(c.SystemPrompt)) > MaxSystemPromptLength:
+		return InvalidField("systemPrompt", "must be at most 20000 characters")
+	case len([]rune(c.WelcomeMessage)) > MaxWelcomeMessageLength:
+		return InvalidField("welcomeMessage", "must be at most 2000 characters")
+	case len([]rune(c.FallbackMessage)) > MaxFallbackMessageLength:
+		return InvalidField("fallbackMessage", "must be at most 2000 characters")
+	case len(c.SuggestedQuestions) > MaxSuggestedQuestions:
+		return InvalidField("suggestedQuestions", "must have at most 10 entries")
+	}
+	questions := c.SuggestedQuestions[:0:0]
+	for _, q := range c.SuggestedQuestions {
+		q = strings.TrimSpace(q)
+		if q == "" {
+			return InvalidField("suggestedQuestions", "must not contain blank entries")
+		}
+		if len([]rune(q)) > MaxSuggestedQuestionChars {
+			return InvalidField("suggestedQuestions", "entries must be at most 300 characters")
+		}
+		questions = append(questions, q)
+	}
+	c.SuggestedQuestions = questions
+	return nil
+}
+
+// EffectiveFallbackMessage returns the agent's fallback or the default one.
+func (c *AgentConfig) EffectiveFallbackMessage() string {
+	if strings.TrimSpace(c.FallbackMessage) == "" {
+		return DefaultFallbackMessage
+	}
+	return c.FallbackMessage
+}

@@ -1,0 +1,60 @@
+package domain
+
+import "time"
+
+// Channel is how a conversation reaches the service.
+type Channel string
+
+// ChannelChat covers widget, API and webhook conversations.
+const ChannelChat Channel = "CHAT"
+
+// ConversationStatus is who answers the conversation.
+type ConversationStatus string
+
+// Conversation states: AI -> HANDOFF_REQUESTED -> HUMAN -> RESOLVED; a resolved
+// conversation that receives a user message goes back to AI.
+const (
+	StatusAI               ConversationStatus = "AI"
+	StatusHandoffRequested ConversationStatus = "HANDOFF_REQUESTED"
+	StatusHuman            ConversationStatus = "HUMAN"
+	StatusResolved         ConversationStatus = "RESOLVED"
+)
+
+// Conversation is a session: its ID is the sessionId.
+type Conversation struct {
+	ID          string
+	WorkspaceID string
+	AgentID     string
+	// AgentSlug is filled by stores when they read a conversation.
+	AgentSlug      string
+	Channel        Channel
+	Status         ConversationStatus
+	VerifiedUserID string
+	LastMessage    string
+	MessageCount   int
+	LastActivityAt time.Time
+	CreatedAt      time.Time
+}
+
+// NewConversation starts a conversation with an agent.
+func NewConversation(workspaceID string, agent *Agent, verifiedUserID string, now time.Time) Conversation {
+	return Conversation{
+		ID:             NewID(PrefixSession),
+		WorkspaceID:    workspaceID,
+		AgentID:        agent.ID,
+		AgentSlug:      agent.Slug,
+		Channel:        ChannelChat,
+		Status:         StatusAI,
+		VerifiedUserID: verifiedUserID,
+		LastActivityAt: now,
+		CreatedAt:      now,
+	}
+}
+
+// ConversationFilter narrows a conversation list.
+type ConversationFilter struct {
+	// AgentID, when set, keeps only that agent's conversations.
+	AgentID string
+	// Status, when set, keeps only conversations in that state.
+	Status ConversationStatus
+}

@@ -1,0 +1,110 @@
+// Package domain holds Concierge's entities, value objects, plan features and
+// error kinds. It imports nothing of ours and no infrastructure, so every other
+// layer can depend on it.
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error kinds. Every error that leaves the core wraps exactly one of these, so
+// each edge (HTTP, asynq) maps kinds to its own vocabulary in one place.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+	ErrInvalidInput = errors.New("invalid input")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrRateLimited  = errors.New("rate limited")
+	ErrUnavailable  = errors.New("unavailable")
+)
+
+// ValidationError is an ErrInvalidInput with a message meant for the caller and,
+// optionally, per-field reasons keyed by the field's wire name.
+type ValidationError struct {
+	Message string
+	Fields  map[string]string
+}
+
+func (e *ValidationError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrInvalidInput) true.
+func (e *ValidationError) Unwrap() error { return ErrInvalidInput }
+
+// Invalid returns a ValidationError with the given caller-facing message.
+func Invalid(format string, args ...any) error {
+	return &ValidationError{Message: fmt.Sprintf(format, args...)}
+}
+
+// InvalidField returns a ValidationError naming one field.
+func InvalidField(field, reason string) error {
+	return &ValidationError{Message: field + ": " + reason, Fields: map[string]string{field: reason}}
+}
+
+// PlanError says the workspace's plan lacks a feature. It is an ErrForbidden.
+type PlanError struct {
+	Feature Feature
+	Plan    Plan
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("the %s plan does not include %s; upgrade to %s or above", e.Plan, e.Feature, MinimumPlanFor(e.Feature))
+}
+
+// Unwrap makes errors.Is(err, ErrForbidden) true.
+func (e *PlanError) Unwrap() error { return ErrForbidden }
+
+// NotFoundError names what was not found. Unknown objects and objects of another
+// workspace give the same error, so callers cannot probe other tenants.
+type NotFoundError struct{ What string }
+
+func (e *NotFoundError) Error() string { return e.What + " not found" }
+
+// Unwrap makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+// NotFound returns a NotFoundError for the named kind of object.
+func NotFound(what string) error { return &NotFoundError{What: what} }
+
+// ConflictError explains a conflict to the caller.
+type ConflictError struct{ Message string }
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// Conflict returns a ConflictError with the given message.
+func Conflict(format string, args ...any) error {
+	return &ConflictError{Message: fmt.Sprintf(format, args...)}
+}
+
+// UnauthorizedError explains why credentials were refused, without echoing them.
+type UnauthorizedError struct{ Message string }
+
+func (e *UnauthorizedError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrUnauthorized) true.
+func (e *UnauthorizedError) Unwrap() error { return ErrUnauthorized }
+
+// Unauthorized returns an UnauthorizedError with the given message.
+func Unauthorized(msg string) error { return &UnauthorizedError{Message: msg} }
+
+// RateLimitError carries when the caller may retry.
+type RateLimitError struct {
+	RetryAfterSeconds int
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limit exceeded; retry in %d seconds", e.RetryAfterSeconds)
+}
+
+// Unwrap makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+
+// Unavailable wraps a dependency failure as ErrUnavailable, keeping the cause in
+// the chain for logs while callers only see the kind.
+func Unavailable(what string, cause error) error {
+	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, cause)
+}

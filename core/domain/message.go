@@ -1,0 +1,68 @@
+package domain
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Message roles.
+const (
+	RoleUser      Role = "USER"
+	RoleAssistant Role = "ASSISTANT"
+	RoleHuman     Role = "HUMAN"
+	RoleSystem    Role = "SYSTEM"
+)
+
+// MaxMessageLength is the default cap on a message's characters.
+const MaxMessageLength = 8000
+
+// Message is one turn of a conversation.
+type Message struct {
+	ID             string
+	WorkspaceID    string
+	ConversationID string
+	Role           Role
+	Content        string
+	Citations      []Citation
+	// InboundEventID links a USER message to the webhook event that created it,
+	// which makes appending it idempotent.
+	InboundEventID string
+	TokensIn       int
+	TokensOut      int
+	CreatedAt      time.Time
+}
+
+// Citation points at the knowledge an answer used.
+type Citation struct {
+	DocumentName string
+	SourceID     string
+	SourceType   SourceType
+	URL          string
+	Snippet      string
+	Score        float64
+}
+
+// ValidateMessageText checks a message written by a person: required, not blank,
+// at most maxChars characters. The message text matches the spec's wording.
+func ValidateMessageText(text string, maxChars int) error {
+	if strings.TrimSpace(text) == "" {
+		return &ValidationError{Message: "message is required", Fields: map[string]string{"message": "is required"}}
+	}
+	if len([]rune(text)) > maxChars {
+		return &ValidationError{Message: "message is too long", Fields: map[string]string{"message": "must be at most " + strconv.Itoa(maxChars) + " characters"}}
+	}
+	return nil
+}
+
+// Preview shortens text for list views such as lastMessage.
+func Preview(text string, maxRunes int) string {
+	r := []rune(strings.TrimSpace(text))
+	if len(r) <= maxRunes {
+		return string(r)
+	}
+	return string(r[:maxRunes-1]) + "…"
+}

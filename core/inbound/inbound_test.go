@@ -1,0 +1,317 @@
+package inbound
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Hand-written fakes of the ports this use case needs. The real PostgreSQL
+// and Redis adapters are exercised by their own tests and the end-to-end suite.
+
+type fakeConversations struct {
+	ports.ConversationStore
+	mu       sync.Mutex
+	convs    map[string]domain.Conversation
+	messages map[string]domain.Message // by inbound event id
+	failNext error
+}
+
+func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (domain.Conversation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.convs[id]
+	if !ok || c.WorkspaceID != ws {
+		return domain.Conversation{}, domain.NotFound("session")
+	}
+	return c, nil
+}
+
+func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message) (domain.Message, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failNext; err != nil {
+		f.failNext = nil
+		return domain.Message{}, false, err
+	}
+	if c, ok := f.convs[m.ConversationID]; !ok || c.WorkspaceID != m.WorkspaceID {
+		return domain.Message{}, false, domain.NotFound("session")
+	}
+	if prev, ok := f.messages[m.InboundEventID]; ok {
+		return prev, false, nil
+	}
+	f.messages[m.InboundEventID] = m
+	return m, true, nil
+}
+
+type fakeEvents struct {
+	mu     sync.Mutex
+	events map[string]domain.InboundEvent
+}
+
+func (f *fakeEvents) SaveInboundEvent(_ context.Context, ev domain.InboundEvent) (domain.InboundEvent, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ev.IdempotencyKey != "" {
+		for _, e := range f.events {
+			if e.WorkspaceID == ev.WorkspaceID && e.IdempotencyKey == ev.IdempotencyKey {
+				return e, false, nil
+			}
+		}
+	}
+	f.events[ev.ID] = ev
+	return ev, true, nil
+}
+
+func (f *fakeEvents) GetInboundEvent(_ context.Context, id string) (domain.InboundEvent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.events[id]
+	if !ok {
+		return domain.InboundEvent{}, domain.NotFound("event")
+	}
+	return e, nil
+}
+
+func (f *fakeEvents) MarkInboundEvent(_ context.Context, id string, st domain.InboundStatus, msgID, errText string, at time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := f.events[id]
+	e.Status, e.MessageID, e.Error, e.ProcessedAt = st, msgID, errText, &at
+	f.events[id] = e
+	return nil
+}
+
+func (f *fakeEvents) ListStaleInboundEvents(_ context.Context, before time.Time, limit int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for _, e := range f.events {
+		if e.Status == domain.InboundPending && e.ReceivedAt.Before(before) && len(ids) < limit {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids, nil
+}
+
+type fakeQueue struct {
+	mu       sync.Mutex
+	enqueued []string
+	err      error
+}
+
+func (q *fakeQueue) EnqueueInboundEvent(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return q.err
+	}
+	q.enqueued = append(q.enqueued, id)
+	return nil
+}
+
+type fakeBus struct {
+	mu        sync.Mutex
+	published []ports.SessionEvent
+	err       error
+}
+
+func (b *fakeBus) Publish(_ context.Context, ev ports.SessionEvent) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.published = append(b.published, ev)
+	return b.err
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c *fixedClock) Now() time.Time { return c.t }
+
+type fixture struct {
+	svc    *Service
+	convs  *fakeConversations
+	events *fakeEvents
+	queue  *fakeQueue
+	bus    *fakeBus
+	clock  *fixedClock
+	ws     domain.Workspace
+	other  domain.Workspace
+	sessID string
+}
+
+func newFixture() *fixture {
+	f := &fixture{
+		convs:  &fakeConversations{convs: map[string]domain.Conversation{}, messages: map[string]domain.Message{}},
+		events: &fakeEvents{events: map[string]domain.InboundEvent{}},
+		queue:  &fakeQueue{},
+		bus:    &fakeBus{},
+		clock:  &fixedClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)},
+		ws:     domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: domain.PlanStandard},
+		other:  domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: domain.PlanStandard},
+		sessID: domain.NewID(domain.PrefixSession),
+	}
+	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID}
+	f.svc = NewService(f.convs, f.events, f.queue, f.bus, f.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 20)
+	return f
+}
+
+func TestReceiveValidation(t *testing.T) {
+	f := newFixture()
+	tests := []struct {
+		name    string
+		ws      *domain.Workspace
+		req     Request
+		wantErr error
+		field   string
+	}{
+		{"missing event", &f.ws, Request{SessionID: f.sessID, Message: "hi"}, domain.ErrInvalidInput, "event"},
+		{"missing session", &f.ws, Request{Event: "chat.message", Message: "hi"}, domain.ErrInvalidInput, "sessionId"},
+		{"missing message", &f.ws, Request{Event: "chat.message", SessionID: f.sessID}, domain.ErrInvalidInput, "message"},
+		{"blank message", &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "  \n"}, domain.ErrInvalidInput, "message"},
+		{"message too long", &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "this message is longer than twenty"}, domain.ErrInvalidInput, "message"},
+		{"malformed session id", &f.ws, Request{Event: "chat.message", SessionID: "nope", Message: "hi"}, domain.ErrNotFound, ""},
+		{"unknown session", &f.ws, Request{Event: "chat.message", SessionID: domain.NewID(domain.PrefixSession), Message: "hi"}, domain.ErrNotFound, ""},
+		{"session of another workspace", &f.other, Request{Event: "chat.message", SessionID: f.sessID, Message: "hi"}, domain.ErrNotFound, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.svc.Receive(context.Background(), tt.ws, tt.req)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			var verr *domain.ValidationError
+			if tt.field != "" && (!errors.As(err, &verr) || verr.Fields[tt.field] == "") {
+				t.Fatalf("err = %#v, want a reason for field %q", err, tt.field)
+			}
+		})
+	}
+	if len(f.events.events) != 0 || len(f.queue.enqueued) != 0 {
+		t.Fatalf("refused requests stored %d events and enqueued %d", len(f.events.events), len(f.queue.enqueued))
+	}
+}
+
+func TestReceiveStoresThenEnqueues(t *testing.T) {
+	f := newFixture()
+	ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello", BodyHash: "h1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored := f.events.events[ev.ID]; stored.Status != domain.InboundPending || stored.Message != "hello" {
+		t.Fatalf("stored event = %+v", stored)
+	}
+	if len(f.queue.enqueued) != 1 || f.queue.enqueued[0] != ev.ID {
+		t.Fatalf("enqueued = %v", f.queue.enqueued)
+	}
+}
+
+func TestReceiveUnknownEventIsAcknowledgedNotProcessed(t *testing.T) {
+	f := newFixture()
+	ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "user.typing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Status != domain.InboundIgnored || len(f.queue.enqueued) != 0 {
+		t.Fatalf("status %s, enqueued %v", ev.Status, f.queue.enqueued)
+	}
+}
+
+func TestReceiveIdempotencyKey(t *testing.T) {
+	f := newFixture()
+	req := Request{Event: "chat.message", SessionID: f.sessID, Message: "hello", IdempotencyKey: "k1", BodyHash: "h1"}
+	first, err := f.svc.Receive(context.Background(), &f.ws, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.svc.Receive(context.Background(), &f.ws, req)
+	if err != nil || again.ID != first.ID {
+		t.Fatalf("retry: id %s err %v, want id %s", again.ID, err, first.ID)
+	}
+	other := req
+	other.Message, other.BodyHash = "different", "h2"
+	if _, err := f.svc.Receive(context.Background(), &f.ws, other); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("reused key with another body: err = %v, want conflict", err)
+	}
+	if len(f.events.events) != 1 {
+		t.Fatalf("stored %d events, want 1", len(f.events.events))
+	}
+}
+
+func TestReceiveSurvivesQueueOutage(t *testing.T) {
+	f := newFixture()
+	f.queue.err = domain.Unavailable("redis", errors.New("connection refused"))
+	ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
+	if err != nil {
+		t.Fatalf("the event is stored, so the request must succeed: %v", err)
+	}
+	f.queue.err = nil
+	f.clock.t = f.clock.t.Add(StaleAfter + time.Second)
+	n, err := f.svc.RequeueStale(context.Background())
+	if err != nil || n != 1 || f.queue.enqueued[0] != ev.ID {
+		t.Fatalf("requeue: n=%d err=%v enqueued=%v", n, err, f.queue.enqueued)
+	}
+}
+
+func TestProcessIsIdempotent(t *testing.T) {
+	f := newFixture()
+	ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first attempt fails after nothing was written; asynq retries.
+	f.convs.failNext = domain.Unavailable("postgres", errors.New("gone"))
+	if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("err = %v, want unavailable (retried by the queue)", err)
+	}
+	for range 3 {
+		if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.convs.messages) != 1 {
+		t.Fatalf("appended %d messages, want 1", len(f.convs.messages))
+	}
+	msg := f.convs.messages[ev.ID]
+	if msg.Role != domain.RoleUser || msg.Content != "hello" || msg.ConversationID != f.sessID {
+		t.Fatalf("message = %+v", msg)
+	}
+	if got := f.events.events[ev.ID]; got.Status != domain.InboundProcessed || got.MessageID != msg.ID {
+		t.Fatalf("event = %+v", got)
+	}
+	if len(f.bus.published) != 1 || f.bus.published[0].Message.ID != msg.ID {
+		t.Fatalf("published %d events, want the message once", len(f.bus.published))
+	}
+}
+
+func TestProcessDeletedSessionIsPermanent(t *testing.T) {
+	f := newFixture()
+	ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(f.convs.convs, f.sessID)
+	if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); err != nil {
+		t.Fatalf("a vanished session is not worth retrying: %v", err)
+	}
+	if got := f.events.events[ev.ID]; got.Status != domain.InboundFailed {
+		t.Fatalf("status = %s, want FAILED", got.Status)
+	}
+}
+
+func TestProcessPublishFailureStillCompletes(t *testing.T) {
+	f := newFixture()
+	f.bus.err = errors.New("redis down")
+	ev, _ := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
+	if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if f.events.events[ev.ID].Status != domain.InboundProcessed {
+		t.Fatal("event not marked processed")
+	}
+}

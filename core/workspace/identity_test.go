@@ -1,0 +1,88 @@
+package workspace
+
+import (
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+func encodeIdentity(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }
+
+func TestVerifyIdentity(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	enterprise := domain.Workspace{ID: "ws_a", Plan: domain.PlanEnterprise, WebhookSecret: "whsec_current"}
+	addon := domain.Workspace{ID: "ws_b", Plan: domain.PlanStandard, WebhookSecret: "whsec_current", Addons: []domain.Feature{domain.FeatureIdentityVerification}}
+	standard := domain.Workspace{ID: "ws_c", Plan: domain.PlanStandard, WebhookSecret: "whsec_current"}
+	rotating := domain.Workspace{ID: "ws_d", Plan: domain.PlanEnterprise, WebhookSecret: "whsec_new", PreviousWebhookSecret: "whsec_current", PreviousSecretExpiresAt: now.Add(time.Hour)}
+	expiredRotation := rotating
+	expiredRotation.PreviousSecretExpiresAt = now.Add(-time.Second)
+
+	valid := encodeIdentity(`{"userId":"u_42","email":"ada@example.com","name":"Ada","exp":` + itoa(now.Add(time.Hour).Unix()) + `}`)
+	expired := encodeIdentity(`{"userId":"u_42","exp":` + itoa(now.Add(-time.Second).Unix()) + `}`)
+	noUser := encodeIdentity(`{"email":"ada@example.com"}`)
+	notJSON := encodeIdentity(`userId=u_42`)
+	noExp := encodeIdentity(`{"userId":"u_7"}`)
+
+	tests := []struct {
+		name      string
+		ws        domain.Workspace
+		identity  string
+		signature string
+		wantUser  string
+		wantErr   error
+	}{
+		{"no headers is anonymous", enterprise, "", "", "", nil},
+		{"valid signature", enterprise, valid, SignIdentity("whsec_current", valid), "u_42", nil},
+		{"valid without exp", enterprise, noExp, SignIdentity("whsec_current", noExp), "u_7", nil},
+		{"add-on on Standard", addon, valid, SignIdentity("whsec_current", valid), "u_42", nil},
+		{"uppercase hex accepted", enterprise, valid, strings.ToUpper(SignIdentity("whsec_current", valid)), "u_42", nil},
+		{"previous secret during grace", rotating, valid, SignIdentity("whsec_current", valid), "u_42", nil},
+		{"previous secret after grace", expiredRotation, valid, SignIdentity("whsec_current", valid), "", domain.ErrUnauthorized},
+		{"tampered payload", enterprise, encodeIdentity(`{"userId":"admin"}`), SignIdentity("whsec_current", valid), "", domain.ErrUnauthorized},
+		{"wrong key", enterprise, valid, SignIdentity("whsec_other", valid), "", domain.ErrUnauthorized},
+		{"signature not hex", enterprise, valid, "zz", "", domain.ErrUnauthorized},
+		{"expired exp", enterprise, expired, SignIdentity("whsec_current", expired), "", domain.ErrUnauthorized},
+		{"non-Enterprise workspace", standard, valid, SignIdentity("whsec_current", valid), "", domain.ErrForbidden},
+		{"identity without signature", enterprise, valid, "", "", domain.ErrInvalidInput},
+		{"signature without identity", enterprise, "", "abc", "", domain.ErrInvalidInput},
+		{"missing userId", enterprise, noUser, SignIdentity("whsec_current", noUser), "", domain.ErrInvalidInput},
+		{"not JSON", enterprise, notJSON, SignIdentity("whsec_current", notJSON), "", domain.ErrInvalidInput},
+		{"oversized header", enterprise, strings.Repeat("a", MaxIdentityHeaderBytes+1), "00", "", domain.ErrInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := VerifyIdentity(&tt.ws, tt.identity, tt.signature, now)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				if got != nil {
+					t.Fatalf("identity = %+v on error", got)
+				}
+				if err != nil && strings.Contains(err.Error(), "whsec_") {
+					t.Fatalf("error leaks a secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if tt.wantUser == "" {
+				if got != nil {
+					t.Fatalf("want anonymous, got %+v", got)
+				}
+				return
+			}
+			if got == nil || got.UserID != tt.wantUser {
+				t.Fatalf("identity = %+v, want user %s", got, tt.wantUser)
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,165 @@
+// Package ports declares the interfaces the core needs from the outside world,
+// in domain types only. Each method documents the domain error kinds it
+// returns; any other error is an infrastructure failure the edges report as
+// UNAVAILABLE or INTERNAL.
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Clock tells the time; tests pass a fixed one.
+type Clock interface {
+	Now() time.Time
+}
+
+// WorkspaceStore keeps workspaces and their API keys.
+type WorkspaceStore interface {
+	// CreateWorkspace stores a new workspace together with its first API key, atomically.
+	CreateWorkspace(ctx context.Context, ws domain.Workspace, key domain.APIKey) error
+	// GetWorkspace returns domain.ErrNotFound if no workspace has the id.
+	GetWorkspace(ctx context.Context, id string) (domain.Workspace, error)
+	// UpdateWorkspace saves plan, add-ons, name and webhook secrets.
+	// Returns domain.ErrNotFound if the workspace does not exist.
+	UpdateWorkspace(ctx context.Context, ws domain.Workspace) error
+	// FindWorkspaceByWebhookSecretHash looks a workspace up by the hash of its current
+	// or previous webhook secret. Returns domain.ErrNotFound when none matches.
+	FindWorkspaceByWebhookSecretHash(ctx context.Context, hash string) (domain.Workspace, error)
+}
+
+// APIKeyStore keeps API keys (hashes only).
+type APIKeyStore interface {
+	// CreateAPIKey stores a key. Returns domain.ErrNotFound if its workspace does not exist.
+	CreateAPIKey(ctx context.Context, key domain.APIKey) error
+	// FindAPIKeyByHash returns the key (revoked or not) whose hash matches.
+	// Returns domain.ErrNotFound when none does.
+	FindAPIKeyByHash(ctx context.Context, hash string) (domain.APIKey, error)
+	// ListAPIKeys returns a workspace's keys, newest first.
+	ListAPIKeys(ctx context.Context, workspaceID string) ([]domain.APIKey, error)
+	// RevokeAPIKey marks a key revoked at the given time. Revoking twice keeps the
+	// first time. Returns domain.ErrNotFound if the workspace has no such key.
+	RevokeAPIKey(ctx context.Context, workspaceID, keyID string, at time.Time) (domain.APIKey, error)
+	// TouchAPIKey records a use of the key; it may skip the write if the stored
+	// value is recent, so hot paths do not write on every request.
+	TouchAPIKey(ctx context.Context, keyID string, at time.Time) error
+}
+
+// AgentStore keeps agents, always scoped by workspace.
+type AgentStore interface {
+	// CreateAgent stores a new agent and sets its Seq. Returns domain.ErrConflict if
+	// the slug is taken in the workspace.
+	CreateAgent(ctx context.Context, agent *domain.Agent) error
+	// GetAgentBySlug returns domain.ErrNotFound if the workspace has no such agent.
+	GetAgentBySlug(ctx context.Context, workspaceID, slug string) (domain.Agent, error)
+	// GetAgentByID returns domain.ErrNotFound if the workspace has no such agent.
+	GetAgentByID(ctx context.Context, workspaceID, id string) (domain.Agent, error)
+	// FirstAgent returns the workspace's earliest created agent, or domain.ErrNotFound.
+	FirstAgent(ctx context.Context, workspaceID string) (domain.Agent, error)
+	// ListAgents returns a page of agents in creation order (oldest first).
+	ListAgents(ctx context.Context, workspaceID string, page domain.PageRequest) (domain.Page[domain.Agent], error)
+	// UpdateAgent saves name and configuration (the slug is immutable). Returns
+	// domain.ErrNotFound if the agent does not exist in the workspace.
+	UpdateAgent(ctx context.Context, agent *domain.Agent) error
+	// DeleteAgent removes the agent with its sources, conversations and messages.
+	// Returns domain.ErrNotFound if the workspace has no such agent.
+	DeleteAgent(ctx context.Context, workspaceID, id string) error
+}
+
+// SourceStore keeps knowledge sources.
+type SourceStore interface {
+	// CreateSource stores a source.
+	CreateSource(ctx context.Context, src *domain.Source) error
+	// ListSources returns a page of an agent's sources, newest first.
+	ListSources(ctx context.Context, workspaceID, agentID string, page domain.PageRequest) (domain.Page[domain.Source], error)
+	// GetSource returns domain.ErrNotFound unless the source belongs to the agent and workspace.
+	GetSource(ctx context.Context, workspaceID, agentID, id string) (domain.Source, error)
+	// DeleteSource returns domain.ErrNotFound unless the source belongs to the agent and workspace.
+	DeleteSource(ctx context.Context, workspaceID, agentID, id string) error
+}
+
+// ConversationStore keeps conversations and their messages.
+type ConversationStore interface {
+	// CreateConversation stores a new conversation.
+	CreateConversation(ctx context.Context, conv *domain.Conversation) error
+	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
+	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
+	// GetConversationBySession looks a conversation up by its session id alone, for
+	// callers whose capability is the session id (the widget). Returns domain.ErrNotFound.
+	GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error)
+	// ListConversations returns a page ordered by (last activity, id), newest first.
+	ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
+	// AppendMessage stores a message and updates the conversation's last message,
+	// message count and last activity in one transaction. A message whose
+	// InboundEventID was already appended is not stored again: the stored one is
+	// returned with created false. Returns domain.ErrNotFound if the conversation
+	// does not belong to the message's workspace.
+	AppendMessage(ctx context.Context, msg domain.Message) (stored domain.Message, created bool, err error)
+	// ListMessages returns a page of a conversation's messages, oldest first.
+	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
+	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
+}
+
+// InboundEventStore keeps inbound webhook events durably.
+type InboundEventStore interface {
+	// SaveInboundEvent stores the event. If the workspace already has an event with
+	// the same non-empty IdempotencyKey, nothing is written and the existing event is
+	// returned with created false (the caller compares BodyHash).
+	SaveInboundEvent(ctx context.Context, ev domain.InboundEvent) (stored domain.InboundEvent, created bool, err error)
+	// GetInboundEvent returns domain.ErrNotFound if no event has the id.
+	GetInboundEvent(ctx context.Context, id string) (domain.InboundEvent, error)
+	// MarkInboundEvent records the outcome of processing.
+	MarkInboundEvent(ctx context.Context, id string, status domain.InboundStatus, messageID, errText string, at time.Time) error
+	// ListStaleInboundEvents returns ids of PENDING events received before the
+	// given time, oldest first, so a sweeper can re-enqueue what a crash lost.
+	ListStaleInboundEvents(ctx context.Context, before time.Time, limit int) ([]string, error)
+}
+
+// JobQueue enqueues background work.
+type JobQueue interface {
+	// EnqueueInboundEvent schedules processing of a stored inbound event. Enqueueing
+	// the same event twice is allowed: processing is idempotent.
+	EnqueueInboundEvent(ctx context.Context, eventID string) error
+}
+
+// SessionEvent is something that happened in a conversation, published to the
+// session's live channel.
+type SessionEvent struct {
+	Type      string
+	SessionID string
+	Message   *domain.Message
+	Status    domain.ConversationStatus
+}
+
+// EventBus publishes session events to every pod.
+type EventBus interface {
+	// Publish sends the event to subscribers of the session's channel. Returns
+	// domain.ErrUnavailable if the bus cannot be reached.
+	Publish(ctx context.Context, ev SessionEvent) error
+}
+
+// RateLimit is the outcome of one rate-limit check.
+type RateLimit struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	// ResetAfter is how long until the full quota is available again.
+	ResetAfter time.Duration
+	// RetryAfter is how long to wait before the next call can pass; 0 when Allowed.
+	RetryAfter time.Duration
+}
+
+// RateLimiter counts calls per key across every pod.
+type RateLimiter interface {
+	// Allow counts one call against key, allowing perMinute calls a minute.
+	// Returns domain.ErrUnavailable if the limiter's store cannot be reached.
+	Allow(ctx context.Context, key string, perMinute int) (RateLimit, error)
+}
+
+// HealthChecker reports whether a dependency is reachable.
+type HealthChecker interface {
+	// Ping returns an error when the dependency cannot be reached.
+	Ping(ctx context.Context) error
+}

@@ -27,6 +27,13 @@ type errorDetail struct {
 func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		status, body := describeError(err)
+		if requestID(c) == "" {
+			// fasthttp refused the request (body too large, malformed) before
+			// any middleware ran; still give the caller an id to quote.
+			id := domain.NewID("req_")
+			c.Locals(requestIDKey{}, id)
+			c.Set(headerRequestID, id)
+		}
 		if status >= 500 {
 			log.ErrorContext(c.UserContext(), "request failed",
 				"requestId", requestID(c), "method", c.Method(), "path", c.Path(), "status", status, "error", err.Error())
@@ -95,15 +102,13 @@ func fiberError(e *fiber.Error) (int, errorBody) {
 		return e.Code, newBody("PAYLOAD_TOO_LARGE", "request body is too large", nil)
 	case fiber.StatusUnsupportedMediaType:
 		return e.Code, newBody("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", nil)
-	case fiber.StatusBadRequest:
-		return e.Code, newBody("VALIDATION_ERROR", "malformed request", nil)
-	case fiber.StatusRequestTimeout:
-		return e.Code, newBody("TIMEOUT", "request timed out", nil)
 	}
 	if e.Code >= 500 {
 		return fiber.StatusInternalServerError, newBody("INTERNAL", "internal error", nil)
 	}
-	return e.Code, newBody("BAD_REQUEST", "bad request", nil)
+	// Anything else fiber refuses (malformed request line, oversized headers)
+	// is the caller's malformed request.
+	return fiber.StatusBadRequest, newBody("VALIDATION_ERROR", "malformed request", nil)
 }
 
 func newBody(code, message string, details map[string]string) errorBody {

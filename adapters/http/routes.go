@@ -60,7 +60,10 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 		BodyLimit:             o.BodyLimitBytes,
 		ErrorHandler:          errorHandler(d.Log),
 		DisableStartupMessage: true,
-		ReadTimeout:           o.ReadTimeout,
+		// fasthttp's 4 KiB default refuses a request whose headers exceed it
+		// before our code runs; identity headers alone may be 4 KiB.
+		ReadBufferSize: 16 << 10,
+		ReadTimeout:    o.ReadTimeout,
 		// No WriteTimeout: it would cap the life of SSE streams.
 		IdleTimeout: o.IdleTimeout,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -164,13 +165,35 @@ func (l *queryLogger) Trace(ctx context.Context, begin time.Time, fc func() (str
 	}
 	if elapsed := time.Since(begin); elapsed > l.slow {
 		query, rows := fc()
-		l.log.WarnContext(ctx, "slow query", "duration", elapsed, "sql", query, "rows", rows)
+		l.log.WarnContext(ctx, "slow query", "duration", elapsed, "sql", unwrapPlaceholders(query), "rows", rows)
 	}
 }
 
 // ParamsFilter drops the parameters from logged SQL, leaving $n placeholders.
 func (l *queryLogger) ParamsFilter(_ context.Context, query string, _ ...any) (string, []any) {
 	return query, nil
+}
+
+// unwrapPlaceholders undoes the "$1$" gorm's SQL explainer writes for
+// placeholders whose parameters were filtered out, giving back "$1".
+func unwrapPlaceholders(query string) string {
+	var b strings.Builder
+	b.Grow(len(query))
+	for i := 0; i < len(query); i++ {
+		b.WriteByte(query[i])
+		if query[i] != '$' {
+			continue
+		}
+		j := i + 1
+		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+			j++
+		}
+		if j > i+1 && j < len(query) && query[j] == '$' {
+			b.WriteString(query[i+1 : j])
+			i = j // skip the closing '$'
+		}
+	}
+	return b.String()
 }
 
 // dbTime converts a domain time to what PostgreSQL stores: UTC, microseconds.

@@ -1,0 +1,188 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+func TestConcurrentMigrate(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewEmptyDatabase(t)
+	ctx := ctxT(t)
+
+	status, err := postgres.MigrationStatus(ctx, dsn)
+	if err != nil || len(status) == 0 || status[0].Applied {
+		t.Fatalf("status before migrating = %+v, %v", status, err)
+	}
+
+	const pods = 3
+	var wg sync.WaitGroup
+	errs := make([]error, pods)
+	for i := range pods {
+		wg.Go(func() { errs[i] = postgres.Migrate(ctx, dsn, nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Migrate %d: %v", i, err)
+		}
+	}
+	// Migrating again is a no-op.
+	if err := postgres.Migrate(ctx, dsn, nil); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var applied int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM goose_db_version WHERE version_id > 0`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != len(status) {
+		t.Fatalf("goose recorded %d applied migrations, want %d (once each)", applied, len(status))
+	}
+	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"agents", "api_keys", "conversations", "goose_db_version", "inbound_events", "messages", "sources", "workspaces"}
+	if strings.Join(tables, ",") != strings.Join(want, ",") {
+		t.Fatalf("tables = %v, want %v", tables, want)
+	}
+	rows, err = conn.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(indexes)
+	for _, name := range []string{
+		"conversations_activity_idx", "conversations_agent_activity_idx", "conversations_status_activity_idx",
+		"messages_conversation_seq_idx", "messages_inbound_event_id_key", "sources_search_idx",
+		"inbound_events_idempotency_key_idx", "inbound_events_pending_idx", "agents_workspace_slug_key",
+		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
+	} {
+		if !hasString(indexes, name) {
+			t.Errorf("index %s missing; have %v", name, indexes)
+		}
+	}
+
+	status, err = postgres.MigrationStatus(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range status {
+		if !s.Applied || s.AppliedAt.IsZero() || !strings.HasSuffix(s.Name, ".sql") {
+			t.Fatalf("status after migrating = %+v", s)
+		}
+	}
+}
+
+func hasString(sorted []string, s string) bool {
+	i := sort.SearchStrings(sorted, s)
+	return i < len(sorted) && sorted[i] == s
+}
+
+func TestEnsureDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	// A database pgtest did not create: pgtest gives us the server, we pick the name.
+	server, err := url.Parse(pgtest.ServerURL())
+	if err != nil {
+		t.Skipf("EnsureDatabase test needs a URL-style %s: %v", pgtest.EnvDatabaseURL, err)
+	}
+	name := "concierge_ensure_" + strings.ToLower(domain.NewID("")[:12])
+	target := *server
+	target.Path = "/" + name
+	dsn := target.String()
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), pgtest.ServerURL())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Error(err)
+		}
+	})
+
+	// Concurrent first calls race on CREATE DATABASE; all succeed.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = postgres.EnsureDatabase(ctx, dsn) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("EnsureDatabase %d: %v", i, err)
+		}
+	}
+	if err := postgres.EnsureDatabase(ctx, dsn); err != nil {
+		t.Fatalf("EnsureDatabase on an existing database: %v", err)
+	}
+	if err := postgres.Migrate(ctx, dsn, nil); err != nil {
+		t.Fatalf("Migrate the ensured database: %v", err)
+	}
+}
+
+func TestUnreachableServerIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback refuses connections at once.
+	dsn := "postgres://postgres@127.0.0.1:1/concierge?sslmode=disable&connect_timeout=2"
+	if _, err := postgres.Open(ctx, dsn, postgres.Options{}); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("Open: err = %v, want ErrUnavailable", err)
+	}
+	if err := postgres.EnsureDatabase(ctx, dsn); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("EnsureDatabase: err = %v, want ErrUnavailable", err)
+	}
+	if err := postgres.Migrate(ctx, dsn, nil); !errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("Migrate: err = %v, want ErrUnavailable", err)
+	}
+	if _, err := postgres.Open(ctx, "postgres://%zz", postgres.Options{}); err == nil || errors.Is(err, domain.ErrUnavailable) {
+		t.Errorf("Open with a malformed DSN: err = %v, want a non-availability error", err)
+	}
+}
+
+func TestPingAndClosedPool(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	db, err := postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.NewStore(db)
+	if err := store.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if err := postgres.Close(db); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Ping(ctx); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("Ping on a closed pool: err = %v, want ErrUnavailable", err)
+	}
+}

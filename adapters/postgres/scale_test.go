@@ -1,0 +1,164 @@
+package postgres_test
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// TestListConversationsScales pages through 100,000 conversations of one
+// workspace (next to another busy workspace) and checks that every filter
+// shape is served by an index in the keyset order: no sequential scan of
+// conversations and no sort, so a page costs the same on page 1 and page 1,000.
+func TestListConversationsScales(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 120,000 conversations")
+	}
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	store := postgres.NewStore(db)
+	ctx := ctxT(t)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	other, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agents := []domain.Agent{
+		newAgent(t, store, ws.ID, "a", t0), newAgent(t, store, ws.ID, "b", t0), newAgent(t, store, ws.ID, "c", t0),
+	}
+	otherAgent := newAgent(t, store, other.ID, "a", t0)
+
+	load := func(workspaceID string, agentIDs []string, n int) {
+		t.Helper()
+		// Three conversations share each second, so ties are common.
+		err := db.Exec(`INSERT INTO conversations
+			(id, workspace_id, agent_id, channel, status, last_message, message_count, last_activity_at, created_at)
+			SELECT 'ses_' || md5(? || g::text), ?, (?::text[])[1 + g % cardinality(?::text[])], 'CHAT',
+				(ARRAY['AI', 'HANDOFF_REQUESTED', 'HUMAN', 'RESOLVED'])[1 + (g / 7) % 4],
+				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz
+			FROM generate_series(1, ?) AS g`,
+			workspaceID, workspaceID, pgArray(agentIDs), pgArray(agentIDs), micro(t0), micro(t0), n).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(as []domain.Agent) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, a.ID)
+		}
+		return out
+	}
+	load(ws.ID, ids(agents), 100_000)
+	load(other.ID, []string{otherAgent.ID}, 20_000)
+	if err := db.Exec(`ANALYZE conversations`).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	queries := captureQueries(db)
+	filters := []struct {
+		name   string
+		filter domain.ConversationFilter
+	}{
+		{"all", domain.ConversationFilter{}},
+		{"agent", domain.ConversationFilter{AgentID: agents[1].ID}},
+		{"status", domain.ConversationFilter{Status: domain.StatusHuman}},
+		{"agent and status", domain.ConversationFilter{AgentID: agents[2].ID, Status: domain.StatusResolved}},
+	}
+	for _, f := range filters {
+		t.Run(f.name, func(t *testing.T) {
+			// Walk 50 pages deep, timing each, then explain the deepest query.
+			var durations []time.Duration
+			req := domain.PageRequest{Limit: 20}
+			var prev *domain.Conversation
+			for range 50 {
+				start := time.Now()
+				page, err := store.ListConversations(ctx, ws.ID, f.filter, req)
+				durations = append(durations, time.Since(start))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Items) != 20 || !page.HasMore {
+					t.Fatalf("page of %d items, hasMore %v", len(page.Items), page.HasMore)
+				}
+				for _, c := range page.Items {
+					if prev != nil && !(c.LastActivityAt.Before(prev.LastActivityAt) ||
+						c.LastActivityAt.Equal(prev.LastActivityAt) && c.ID < prev.ID) {
+						t.Fatalf("%s (%v) after %s (%v): not in keyset order", c.ID, c.LastActivityAt, prev.ID, prev.LastActivityAt)
+					}
+					prev = &c
+				}
+				req.After = page.Next
+			}
+			slices.Sort(durations)
+			t.Logf("page latency over 50 pages: p50 %v, max %v", durations[len(durations)/2], durations[len(durations)-1])
+
+			plan := queries.explainLast(t, db)
+			t.Logf("plan:\n%s", plan)
+			if strings.Contains(plan, "Seq Scan on conversations") || strings.Contains(plan, "Sort") {
+				t.Fatalf("plan scans or sorts conversations:\n%s", plan)
+			}
+			if p50 := durations[len(durations)/2]; p50 > 25*time.Millisecond {
+				t.Fatalf("p50 page latency %v over 25ms; plan:\n%s", p50, plan)
+			}
+		})
+	}
+}
+
+// queryLog records the SQL and arguments of gorm queries on one handle.
+type queryLog struct {
+	mu   sync.Mutex
+	sql  string
+	vars []any
+}
+
+func captureQueries(db *gorm.DB) *queryLog {
+	q := &queryLog{}
+	record := func(tx *gorm.DB) {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.sql, q.vars = tx.Statement.SQL.String(), slices.Clone(tx.Statement.Vars)
+	}
+	// Find and Take run the query callbacks; Scan runs the row callbacks.
+	if err := db.Callback().Query().After("gorm:query").Register("test:capture", record); err != nil {
+		panic(err)
+	}
+	if err := db.Callback().Row().After("gorm:row").Register("test:capture", record); err != nil {
+		panic(err)
+	}
+	return q
+}
+
+// explainLast runs EXPLAIN on the last captured query with its arguments.
+func (q *queryLog) explainLast(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	q.mu.Lock()
+	query, vars := q.sql, q.vars
+	q.mu.Unlock()
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := sqlDB.QueryContext(ctxT(t), "EXPLAIN "+query, vars...)
+	if err != nil {
+		t.Fatalf("explain %s: %v", query, err)
+	}
+	defer rows.Close()
+	var lines []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pgArray is a text[] literal for ids (which need no quoting).
+func pgArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }

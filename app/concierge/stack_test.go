@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/http/openapi/openapitest"
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
+	"github.com/conciergehq/concierge/adapters/redis/redistest"
+	"github.com/conciergehq/concierge/config"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// stack is one Concierge process wired exactly as `concierge dev` wires it,
+// on a fresh PostgreSQL database and a private Redis database.
+type stack struct {
+	t        *testing.T
+	sys      *system
+	base     string
+	env      map[string]string
+	spec     *openapitest.Validator
+	client   *http.Client
+	stopHTTP context.CancelFunc
+	httpDone chan struct{}
+
+	workerMu   sync.Mutex
+	stopWorker context.CancelFunc
+	workerDone chan struct{}
+}
+
+type stackOptions struct {
+	env        map[string]string
+	withWorker bool
+}
+
+func newStack(t *testing.T, opts stackOptions) *stack {
+	t.Helper()
+	env := map[string]string{
+		"CONCIERGE_DATABASE_URL": pgtest.NewDatabase(t),
+		"CONCIERGE_REDIS_URL":    redistest.URL(t),
+		"CONCIERGE_HTTP_ADDR":    "127.0.0.1:0",
+		"CONCIERGE_LOG_LEVEL":    "warn",
+		// Rate limits are tested on their own; keep them out of other tests' way.
+		"CONCIERGE_RATE_LIMIT_API_PER_MINUTE":     "100000",
+		"CONCIERGE_RATE_LIMIT_WEBHOOK_PER_MINUTE": "100000",
+		"CONCIERGE_RATE_LIMIT_PUBLIC_PER_MINUTE":  "100000",
+		"CONCIERGE_INBOUND_SWEEP_PERIOD":          "1s",
+		"CONCIERGE_SHUTDOWN_TIMEOUT":              "5s",
+	}
+	for k, v := range opts.env {
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sys, err := connect(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stack{
+		t: t, sys: sys, base: "http://" + ln.Addr().String(), env: env,
+		spec: openapitest.New(t), client: &http.Client{Timeout: 30 * time.Second},
+		stopHTTP: cancel, httpDone: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.httpDone)
+		if err := sys.serveHTTP(ctx, ln); err != nil {
+			t.Errorf("serveHTTP: %v", err)
+		}
+	}()
+	if opts.withWorker {
+		s.startWorker()
+	}
+	t.Cleanup(func() {
+		s.stopWorkerAndWait()
+		cancel()
+		<-s.httpDone
+		sys.close()
+	})
+	return s
+}
+
+// startWorker runs the asynq worker in this process.
+func (s *stack) startWorker() {
+	s.workerMu.Lock()
+	defer s.workerMu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWorker, s.workerDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.workerDone)
+		if err := s.sys.runWorker(ctx); err != nil {
+			s.t.Errorf("runWorker: %v", err)
+		}
+	}()
+}
+
+func (s *stack) stopWorkerAndWait() {
+	s.workerMu.Lock()
+	defer s.workerMu.Unlock()
+	if s.stopWorker != nil {
+		s.stopWorker()
+		<-s.workerDone
+		s.stopWorker = nil
+	}
+}
+
+// testLogWriter sends the service's warnings to the test log.
+type testLogWriter struct{ t *testing.T }
+
+func (w *testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// tenant is a workspace with its secrets, created through the real use case.
+type tenant struct {
+	ID            string
+	Key           string
+	KeyID         string
+	WebhookSecret string
+}
+
+func (s *stack) newTenant(plan domain.Plan) tenant {
+	s.t.Helper()
+	created, err := s.sys.workspaces.CreateWorkspace(context.Background(), "tenant "+plan.Title(), plan)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tenant{ID: created.Workspace.ID, Key: created.APIKeySecret, KeyID: created.APIKey.ID, WebhookSecret: created.Workspace.WebhookSecret}
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic map, failing the test on bad JSON.
+func (r response) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// decode unmarshals the body into v.
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding %s: %v", r.Body, err)
+	}
+}
+
+// errorCode returns error.code of an error body ("" if it is not one).
+func (r response) errorCode(t *testing.T) string {
+	t.Helper()
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(r.Body, &body)
+	if body.Error.Code != "" && body.Error.Message == "" {
+		t.Fatalf("error body without a message: %s", r.Body)
+	}
+	return body.Error.Code
+}
+
+type header map[string]string
+
+// do sends a request and validates the answer against the OpenAPI document.
+// body may be nil, a string (sent as is) or any value (sent as JSON).
+func (s *stack) do(method, path string, body any, h header) response {
+	s.t.Helper()
+	return s.send(method, path, body, h, true)
+}
+
+// raw is do without the OpenAPI check, for deliberately undocumented requests.
+func (s *stack) raw(method, path string, body any, h header) response {
+	s.t.Helper()
+	return s.send(method, path, body, h, false)
+}
+
+func (s *stack) send(method, path string, body any, h header, checkSpec bool) response {
+	s.t.Helper()
+	var reader io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		reader = strings.NewReader(b)
+	case []byte:
+		reader = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		reader = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, s.base+path, reader)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range h {
+		if v == "" {
+			req.Header.Del(k)
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if checkSpec {
+		s.spec.ValidateResponse(s.t, req, resp, raw)
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// as returns headers authenticating with the tenant's API key.
+func (tn tenant) auth() header { return header{"Authorization": "Bearer " + tn.Key} }
+
+func (s *stack) mustStatus(r response, want int) {
+	s.t.Helper()
+	if r.Status != want {
+		s.t.Fatalf("status %d, want %d: %s", r.Status, want, r.Body)
+	}
+}

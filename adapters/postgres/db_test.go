@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -82,5 +84,16 @@ func TestDefaultOptionsLogNothing(t *testing.T) {
 	_ = store.CreateWorkspace(ctx, ws, key)
 	if out := logs.String(); out != "" {
 		t.Fatalf("fast queries and expected errors were logged:\n%s", out)
+	}
+}
+
+func TestCancelledContextIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	store := pgtest.NewStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := store.GetWorkspace(ctx, "ws_x")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("err = %v, want context.Canceled and not ErrUnavailable", err)
 	}
 }

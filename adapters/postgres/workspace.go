@@ -186,6 +186,7 @@ func (a *textArray) Scan(src any) error {
 
 // Value implements driver.Valuer with an array literal, every element quoted.
 func (a textArray) Value() (driver.Value, error) {
+	escape := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, s := range a {
@@ -193,7 +194,7 @@ func (a textArray) Value() (driver.Value, error) {
 			b.WriteByte(',')
 		}
 		b.WriteByte('"')
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s))
+		b.WriteString(escape.Replace(s))
 		b.WriteByte('"')
 	}
 	b.WriteByte('}')

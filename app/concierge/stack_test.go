@@ -23,7 +23,7 @@ import (
 // stack is one Concierge process wired exactly as `concierge dev` wires it,
 // on a fresh PostgreSQL database and a private Redis database.
 type stack struct {
-	t        *testing.T
+	t        testing.TB
 	sys      *system
 	base     string
 	env      map[string]string
@@ -42,7 +42,7 @@ type stackOptions struct {
 	withWorker bool
 }
 
-func newStack(t *testing.T, opts stackOptions) *stack {
+func newStack(t testing.TB, opts stackOptions) *stack {
 	t.Helper()
 	env := map[string]string{
 		"CONCIERGE_DATABASE_URL": pgtest.NewDatabase(t),
@@ -121,7 +121,7 @@ func (s *stack) stopWorkerAndWait() {
 }
 
 // testLogWriter sends the service's warnings to the test log.
-type testLogWriter struct{ t *testing.T }
+type testLogWriter struct{ t testing.TB }
 
 func (w *testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(p)))
@@ -153,7 +153,7 @@ type response struct {
 }
 
 // JSON decodes the body into a generic map, failing the test on bad JSON.
-func (r response) JSON(t *testing.T) map[string]any {
+func (r response) JSON(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.Body, &m); err != nil {
@@ -163,7 +163,7 @@ func (r response) JSON(t *testing.T) map[string]any {
 }
 
 // decode unmarshals the body into v.
-func (r response) decode(t *testing.T, v any) {
+func (r response) decode(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("decoding %s: %v", r.Body, err)
@@ -171,7 +171,7 @@ func (r response) decode(t *testing.T, v any) {
 }
 
 // errorCode returns error.code of an error body ("" if it is not one).
-func (r response) errorCode(t *testing.T) string {
+func (r response) errorCode(t testing.TB) string {
 	t.Helper()
 	var body struct {
 		Error struct {

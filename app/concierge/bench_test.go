@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Benchmarks run by `make bench`. Each measures Concierge and a baseline in
+// the same run on the same machine, and reports the ratio; the figures and
+// their method are recorded in docs/benchmarks.md. They are load runs, not
+// b.N loops: run them with -benchtime=1x.
+
+const (
+	benchConcurrency = 16
+	benchWarmup      = 2 * time.Second
+)
+
+func benchDuration() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("CONCIERGE_BENCH_DURATION")); err == nil && d > 0 {
+		return d
+	}
+	return 10 * time.Second
+}
+
+type loadResult struct {
+	Name     string
+	Requests int
+	Errors   int64
+	RPS      float64
+	P50, P99 time.Duration
+}
+
+func (r loadResult) String() string {
+	return fmt.Sprintf("%-34s %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d errors)",
+		r.Name, r.RPS, ms(r.P50), ms(r.P99), r.Requests, r.Errors)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// load drives newRequest from `benchConcurrency` keep-alive connections for a
+// warm-up and then `duration`, recording the latency of every request that
+// answered want.
+func load(b *testing.B, name string, want int, newRequest func(i int64) *http.Request) loadResult {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchConcurrency, MaxConnsPerHost: benchConcurrency}, Timeout: 10 * time.Second}
+	run := func(d time.Duration, record bool) loadResult {
+		var (
+			counter atomic.Int64
+			errs    atomic.Int64
+			mu      sync.Mutex
+			lats    []time.Duration
+			wg      sync.WaitGroup
+		)
+		deadline := time.Now().Add(d)
+		for range benchConcurrency {
+			wg.Go(func() {
+				local := make([]time.Duration, 0, 4096)
+				for time.Now().Before(deadline) {
+					req := newRequest(counter.Add(1))
+					start := time.Now()
+					resp, err := client.Do(req)
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != want {
+						errs.Add(1)
+						continue
+					}
+					local = append(local, time.Since(start))
+				}
+				mu.Lock()
+				lats = append(lats, local...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if !record {
+			return loadResult{}
+		}
+		slices.Sort(lats)
+		res := loadResult{Name: name, Requests: len(lats), Errors: errs.Load(), RPS: float64(len(lats)) / d.Seconds()}
+		if len(lats) > 0 {
+			res.P50 = lats[len(lats)/2]
+			res.P99 = lats[len(lats)*99/100]
+		}
+		return res
+	}
+	run(benchWarmup, false)
+	res := run(benchDuration(), true)
+	b.Log(res.String())
+	if res.Errors > 0 {
+		b.Errorf("%s: %d requests failed", name, res.Errors)
+	}
+	return res
+}
+
+// seedConversations bulk-inserts n conversations for one agent, spread over
+// the last n seconds, as a busy workspace would have them.
+func seedConversations(b *testing.B, s *stack, workspaceID, agentID string, n int) {
+	b.Helper()
+	err := s.sys.db.WithContext(context.Background()).Exec(`
+		INSERT INTO conversations (id, workspace_id, agent_id, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
+		SELECT 'ses_' || lpad(i::text, 26, '0'), ?, ?, 'CHAT', 'AI', NULL, 'Where is my order number ' || i, 2,
+		       now() - (? - i) * interval '1 second', now() - (? - i) * interval '1 second'
+		FROM generate_series(1, ?) AS i`, workspaceID, agentID, n, n, n).Error
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.sys.db.Exec("ANALYZE conversations").Error; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// baselineServer is a bare fiber handler doing one indexed SELECT of the same
+// page with pgx, the floor any list endpoint is compared with.
+func baselineServer(b *testing.B, dsn, workspaceID string) string {
+	b.Helper()
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	type row struct {
+		ID           string    `json:"id"`
+		Channel      string    `json:"channel"`
+		Status       string    `json:"status"`
+		LastMessage  string    `json:"lastMessage"`
+		LastActivity time.Time `json:"lastActivityAt"`
+	}
+	app.Get("/baseline", func(c *fiber.Ctx) error {
+		rows, err := pool.Query(c.UserContext(), `SELECT id, channel, status, last_message, last_activity_at FROM conversations
+			WHERE workspace_id = $1 ORDER BY last_activity_at DESC, id DESC LIMIT 20`, workspaceID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out := make([]row, 0, 20)
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.ID, &r.Channel, &r.Status, &r.LastMessage, &r.LastActivity); err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return c.JSON(fiber.Map{"data": out})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	b.Cleanup(func() { _ = app.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
+
+func BenchmarkConversationList(b *testing.B) {
+	s := newStack(b, stackOptions{env: map[string]string{"CONCIERGE_LOG_LEVEL": "error"}})
+	tn := s.newTenant(domain.PlanStandard)
+	var agent agentBody
+	s.do("POST", "/api/v2/agents", map[string]any{"slug": "support", "name": "Support"}, tn.auth()).decode(b, &agent)
+	seedStart := time.Now()
+	seedConversations(b, s, tn.ID, agent.ID, 100_000)
+	b.Logf("seeded 100,000 conversations in %s", time.Since(seedStart).Round(time.Millisecond))
+	baseURL := baselineServer(b, s.env["CONCIERGE_DATABASE_URL"], tn.ID)
+
+	// The first page and deep pages cost the same with keyset pagination; mix
+	// them so the figure is not just the hot head of the index.
+	var cursors []string
+	cursor := ""
+	for range 50 {
+		var page listBody[conversationItem]
+		path := "/api/v2/conversations?limit=20"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		s.do("GET", path, nil, tn.auth()).decode(b, &page)
+		cursors = append(cursors, cursor)
+		cursor = *page.Meta.NextCursor
+	}
+
+	b.ResetTimer()
+	baseline := load(b, "baseline: fiber + 1 pgx SELECT", 200, func(int64) *http.Request {
+		req, _ := http.NewRequest("GET", baseURL+"/baseline", nil)
+		return req
+	})
+	concierge := load(b, "GET /api/v2/conversations?limit=20", 200, func(i int64) *http.Request {
+		path := s.base + "/api/v2/conversations?limit=20"
+		if c := cursors[i%int64(len(cursors))]; c != "" {
+			path += "&cursor=" + c
+		}
+		req, _ := http.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+tn.Key)
+		return req
+	})
+	ratio := concierge.RPS / baseline.RPS
+	b.ReportMetric(concierge.RPS, "req/s")
+	b.ReportMetric(ms(concierge.P50), "p50-ms")
+	b.ReportMetric(ms(concierge.P99), "p99-ms")
+	b.ReportMetric(baseline.RPS, "baseline-req/s")
+	b.ReportMetric(ratio*100, "%-of-baseline")
+	b.Logf("throughput ratio %.0f %% of baseline (target >= 50 %%); p99 %.2f ms (target < 20 ms)", ratio*100, ms(concierge.P99))
+}
+
+func BenchmarkInboundWebhook(b *testing.B) {
+	// No worker: this measures acknowledgements (validate, commit the event,
+	// enqueue the task), which is what a sender waits for.
+	s := newStack(b, stackOptions{env: map[string]string{"CONCIERGE_LOG_LEVEL": "error"}})
+	tn := s.newTenant(domain.PlanStandard)
+	s.do("POST", "/api/v2/agents", map[string]any{"slug": "support", "name": "Support"}, tn.auth())
+	sessions := make([]string, 100)
+	for i := range sessions {
+		var out struct {
+			SessionID string `json:"sessionId"`
+		}
+		s.do("POST", "/api/v1/sessions", nil, tn.auth()).decode(b, &out)
+		sessions[i] = out.SessionID
+	}
+	baseURL := baselineServer(b, s.env["CONCIERGE_DATABASE_URL"], tn.ID)
+
+	b.ResetTimer()
+	baseline := load(b, "baseline: fiber + 1 pgx SELECT", 200, func(int64) *http.Request {
+		req, _ := http.NewRequest("GET", baseURL+"/baseline", nil)
+		return req
+	})
+	acks := load(b, "POST /api/webhooks/inbound", 200, func(i int64) *http.Request {
+		body, _ := json.Marshal(map[string]string{"event": "chat.message", "sessionId": sessions[i%int64(len(sessions))], "message": fmt.Sprintf("message %d", i)})
+		req, _ := http.NewRequest("POST", s.base+"/api/webhooks/inbound", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-webhook-secret", tn.WebhookSecret)
+		return req
+	})
+	b.ReportMetric(acks.RPS, "acks/s")
+	b.ReportMetric(ms(acks.P50), "p50-ms")
+	b.ReportMetric(ms(acks.P99), "p99-ms")
+	b.ReportMetric(acks.RPS/baseline.RPS*100, "%-of-baseline")
+}

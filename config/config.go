@@ -38,6 +38,10 @@ type Config struct {
 
 	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
 
+	// AuthCacheTTL is how long a pod reuses a successful API-key check; it is
+	// the longest a revocation or plan change made elsewhere takes to apply.
+	AuthCacheTTL time.Duration `env:"AUTH_CACHE_TTL" envDefault:"5s"`
+
 	ReadTimeout     time.Duration `env:"READ_TIMEOUT" envDefault:"30s"`
 	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"120s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -161,6 +165,9 @@ func (c Config) validate() error {
 		if d.value <= 0 {
 			return fmt.Errorf("%s%s=%s must be a positive duration such as 30s", Prefix, d.name, d.value)
 		}
+	}
+	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
+		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)
 	}
 	for _, p := range c.TrustedProxies {
 		if net.ParseIP(p) == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -214,25 +215,54 @@ func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) 
 // first. Each filter shape has an index ending in that order, so a page reads
 // about limit+1 index entries whatever the table size, and joins the agent
 // by primary key for its slug.
-func (s *Store) ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
-	limit := pageLimit(page)
-	q := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
-		Joins("JOIN agents AS a ON a.id = c.agent_id").
-		Where("c.workspace_id = ?", workspaceID)
+// listConversationsQuery builds the keyset query of ListConversations; its
+// predicates keep to the (workspace, [agent|status,] last_activity_at, id)
+// indexes, which the scale test checks with EXPLAIN.
+func listConversationsQuery(workspaceID string, filter domain.ConversationFilter, after *domain.Position, limit int) (string, []any) {
+	var sql strings.Builder
+	args := make([]any, 0, 6)
+	sql.WriteString("SELECT " + conversationColumns + " FROM conversations AS c JOIN agents AS a ON a.id = c.agent_id WHERE c.workspace_id = $1")
+	args = append(args, workspaceID)
 	if filter.AgentID != "" {
-		q = q.Where("c.agent_id = ?", filter.AgentID)
+		args = append(args, filter.AgentID)
+		fmt.Fprintf(&sql, " AND c.agent_id = $%d", len(args))
 	}
 	if filter.Status != "" {
-		q = q.Where("c.status = ?", string(filter.Status))
+		args = append(args, string(filter.Status))
+		fmt.Fprintf(&sql, " AND c.status = $%d", len(args))
 	}
-	if page.After != nil {
-		q = q.Where("(c.last_activity_at, c.id) < (?, ?)", dbTime(page.After.Time), page.After.ID)
+	if after != nil {
+		args = append(args, dbTime(after.Time), after.ID)
+		fmt.Fprintf(&sql, " AND (c.last_activity_at, c.id) < ($%d, $%d)", len(args)-1, len(args))
 	}
-	var rows []conversationRow
-	if err := q.Order("c.last_activity_at DESC, c.id DESC").Limit(limit + 1).Scan(&rows).Error; err != nil {
+	args = append(args, limit)
+	fmt.Fprintf(&sql, " ORDER BY c.last_activity_at DESC, c.id DESC LIMIT $%d", len(args))
+	return sql.String(), args
+}
+
+func (s *Store) ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
+	// The busiest read of the API: plain pgx with positional scanning, which
+	// costs a fraction of gorm's reflection per row.
+	limit := pageLimit(page)
+	query, args := listConversationsQuery(workspaceID, filter, page.After, limit+1)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 	}
-	return makePage(rows, limit, conversationRow.toDomain, conversationPosition)
+	list := make([]conversationRow, 0, limit+1)
+	for rows.Next() {
+		var r conversationRow
+		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.AgentID, &r.AgentSlug, &r.Channel, &r.Status,
+			&r.VerifiedUserID, &r.LastMessage, &r.MessageCount, &r.LastActivityAt, &r.CreatedAt); err != nil {
+			rows.Close()
+			return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
+		}
+		list = append(list, r)
+	}
+	if err := rows.Err(); err != nil {
+		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
+	}
+	return makePage(list, limit, conversationRow.toDomain, conversationPosition)
 }
 
 // AppendMessage stores a message and, in the same transaction, updates the

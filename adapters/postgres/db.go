@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	gormpg "gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -67,19 +67,25 @@ func (o Options) withDefaults() Options {
 // with Close.
 func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 	opts = opts.withDefaults()
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
 	}
-	sqlDB := stdlib.OpenDB(*cfg)
-	sqlDB.SetMaxOpenConns(opts.MaxOpenConns)
-	sqlDB.SetMaxIdleConns(opts.MaxIdleConns)
-	sqlDB.SetConnMaxLifetime(opts.ConnMaxLifetime)
-	sqlDB.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
-	if err := sqlDB.PingContext(ctx); err != nil {
-		sqlDB.Close()
+	cfg.MaxConns = int32(opts.MaxOpenConns)
+	cfg.MinIdleConns = int32(min(opts.MaxIdleConns, opts.MaxOpenConns, 4))
+	cfg.MaxConnLifetime = opts.ConnMaxLifetime
+	cfg.MaxConnIdleTime = opts.ConnMaxIdleTime
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
 		return nil, dbError("connect", err)
 	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, dbError("connect", err)
+	}
+	// gorm and the hot read paths share one pgx pool, so a pod holds one set
+	// of connections whichever way it queries.
+	sqlDB := stdlib.OpenDBFromPool(pool)
 	db, err := gorm.Open(gormpg.New(gormpg.Config{Conn: sqlDB}), &gorm.Config{
 		SkipDefaultTransaction: true,
 		PrepareStmt:            true,
@@ -96,9 +102,31 @@ func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 	})
 	if err != nil {
 		sqlDB.Close()
+		pool.Close()
 		return nil, fmt.Errorf("postgres: open gorm: %w", err)
 	}
+	if err := db.Use(&poolPlugin{pool: pool}); err != nil {
+		sqlDB.Close()
+		pool.Close()
+		return nil, fmt.Errorf("postgres: register pool: %w", err)
+	}
 	return db, nil
+}
+
+// poolPlugin carries the pgx pool under a gorm handle from Open to NewStore
+// and Close, using gorm's own extension point instead of a second return value.
+type poolPlugin struct{ pool *pgxpool.Pool }
+
+const poolPluginName = "concierge:pgxpool"
+
+func (*poolPlugin) Name() string              { return poolPluginName }
+func (*poolPlugin) Initialize(*gorm.DB) error { return nil }
+
+func poolOf(db *gorm.DB) *pgxpool.Pool {
+	if p, ok := db.Config.Plugins[poolPluginName].(*poolPlugin); ok {
+		return p.pool
+	}
+	return nil
 }
 
 // Close closes the connection pool under db.
@@ -107,15 +135,29 @@ func Close(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	return sqlDB.Close()
+	err = sqlDB.Close()
+	if pool := poolOf(db); pool != nil {
+		pool.Close()
+	}
+	return err
 }
 
-// Store implements the store ports on one gorm handle. It is safe for
-// concurrent use.
-type Store struct{ db *gorm.DB }
+// Store implements the store ports on one gorm handle, plus the pgx pool
+// under it for hot read paths where gorm's reflection costs more than the
+// query (see DEPENDENCIES.md). It is safe for concurrent use.
+type Store struct {
+	db   *gorm.DB
+	pool *pgxpool.Pool
+}
 
-// NewStore returns a Store over db, a handle from Open.
-func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+// NewStore returns a Store over db, which must be a handle from Open.
+func NewStore(db *gorm.DB) *Store {
+	pool := poolOf(db)
+	if pool == nil {
+		panic("postgres.NewStore: the gorm handle must come from postgres.Open")
+	}
+	return &Store{db: db, pool: pool}
+}
 
 var _ ports.HealthChecker = (*Store)(nil)
 

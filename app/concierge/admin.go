@@ -45,7 +45,8 @@ func (e *env) withWorkspaces(ctx context.Context, fn func(*workspace.Service) er
 	}
 	defer func() { _ = postgres.Close(db) }()
 	store := postgres.NewStore(db)
-	return fn(workspace.NewService(store, store, domain.SystemClock{}, log))
+	// No authentication cache: the CLI authenticates nothing and exits.
+	return fn(workspace.NewService(store, store, domain.SystemClock{}, log, 0))
 }
 
 func jsonFlag(cmd *cobra.Command) bool {

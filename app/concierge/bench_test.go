@@ -113,6 +113,32 @@ func load(b *testing.B, name string, want int, newRequest func(i int64) *http.Re
 	return res
 }
 
+const benchRounds = 3
+
+// compare measures the baseline and the subject in alternating rounds and
+// keeps the round with the median ratio, so a burst of noise from the other
+// processes sharing the two cores does not decide the result.
+func compare(b *testing.B, baselineName, subjectName string, want int, baseline, subject func(i int64) *http.Request) (loadResult, loadResult) {
+	b.Helper()
+	type round struct{ base, subj loadResult }
+	rounds := make([]round, 0, benchRounds)
+	for range benchRounds {
+		rounds = append(rounds, round{base: load(b, baselineName, 200, baseline), subj: load(b, subjectName, want, subject)})
+	}
+	slices.SortFunc(rounds, func(x, y round) int {
+		rx, ry := x.subj.RPS/x.base.RPS, y.subj.RPS/y.base.RPS
+		switch {
+		case rx < ry:
+			return -1
+		case rx > ry:
+			return 1
+		}
+		return 0
+	})
+	m := rounds[len(rounds)/2]
+	return m.base, m.subj
+}
+
 // seedConversations bulk-inserts n conversations for one agent, spread over
 // the last n seconds, as a busy workspace would have them.
 func seedConversations(b *testing.B, s *stack, workspaceID, agentID string, n int) {
@@ -199,11 +225,10 @@ func BenchmarkConversationList(b *testing.B) {
 	}
 
 	b.ResetTimer()
-	baseline := load(b, "baseline: fiber + 1 pgx SELECT", 200, func(int64) *http.Request {
+	baseline, concierge := compare(b, "baseline: fiber + 1 pgx SELECT", "GET /api/v2/conversations?limit=20", 200, func(int64) *http.Request {
 		req, _ := http.NewRequest("GET", baseURL+"/baseline", nil)
 		return req
-	})
-	concierge := load(b, "GET /api/v2/conversations?limit=20", 200, func(i int64) *http.Request {
+	}, func(i int64) *http.Request {
 		path := s.base + "/api/v2/conversations?limit=20"
 		if c := cursors[i%int64(len(cursors))]; c != "" {
 			path += "&cursor=" + c
@@ -218,6 +243,7 @@ func BenchmarkConversationList(b *testing.B) {
 	b.ReportMetric(ms(concierge.P99), "p99-ms")
 	b.ReportMetric(baseline.RPS, "baseline-req/s")
 	b.ReportMetric(ratio*100, "%-of-baseline")
+	b.Logf("median round: %s | %s", baseline, concierge)
 	b.Logf("throughput ratio %.0f %% of baseline (target >= 50 %%); p99 %.2f ms (target < 20 ms)", ratio*100, ms(concierge.P99))
 }
 
@@ -238,17 +264,17 @@ func BenchmarkInboundWebhook(b *testing.B) {
 	baseURL := baselineServer(b, s.env["CONCIERGE_DATABASE_URL"], tn.ID)
 
 	b.ResetTimer()
-	baseline := load(b, "baseline: fiber + 1 pgx SELECT", 200, func(int64) *http.Request {
+	baseline, acks := compare(b, "baseline: fiber + 1 pgx SELECT", "POST /api/webhooks/inbound", 200, func(int64) *http.Request {
 		req, _ := http.NewRequest("GET", baseURL+"/baseline", nil)
 		return req
-	})
-	acks := load(b, "POST /api/webhooks/inbound", 200, func(i int64) *http.Request {
+	}, func(i int64) *http.Request {
 		body, _ := json.Marshal(map[string]string{"event": "chat.message", "sessionId": sessions[i%int64(len(sessions))], "message": fmt.Sprintf("message %d", i)})
 		req, _ := http.NewRequest("POST", s.base+"/api/webhooks/inbound", strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-webhook-secret", tn.WebhookSecret)
 		return req
 	})
+	b.Logf("median round: %s | %s", baseline, acks)
 	b.ReportMetric(acks.RPS, "acks/s")
 	b.ReportMetric(ms(acks.P50), "p50-ms")
 	b.ReportMetric(ms(acks.P99), "p99-ms")

@@ -64,7 +64,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
 	bus := redisadapter.NewEventBus(rdb)
-	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log)
+	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)
 	s.agents = agent.NewService(s.store, s.store, s.clock)
 	s.conversations = conversation.NewService(s.store, s.store, s.clock)
 	s.inbound = inbound.NewService(s.store, s.store, s.enqueuer, bus, s.clock, log, cfg.MaxMessageChars)

@@ -22,11 +22,15 @@ type Service struct {
 	keys       ports.APIKeyStore
 	clock      ports.Clock
 	log        *slog.Logger
+	cache      *authCache
 }
 
-// NewService returns a Service.
-func NewService(workspaces ports.WorkspaceStore, keys ports.APIKeyStore, clock ports.Clock, log *slog.Logger) *Service {
-	return &Service{workspaces: workspaces, keys: keys, clock: clock, log: log}
+// NewService returns a Service. authCacheTTL is how long a successful API-key
+// authentication is reused without a database round trip (0 disables it); it
+// bounds how long a revocation or plan change made on another process takes
+// to reach this one.
+func NewService(workspaces ports.WorkspaceStore, keys ports.APIKeyStore, clock ports.Clock, log *slog.Logger, authCacheTTL time.Duration) *Service {
+	return &Service{workspaces: workspaces, keys: keys, clock: clock, log: log, cache: newAuthCache(authCacheTTL)}
 }
 
 // Created is a new workspace with the secrets that are shown only once.
@@ -129,6 +133,7 @@ func (s *Service) update(ctx context.Context, id string, change func(*domain.Wor
 	if err := s.workspaces.UpdateWorkspace(ctx, ws); err != nil {
 		return domain.Workspace{}, err
 	}
+	s.cache.forgetWorkspace(ws.ID)
 	return ws, nil
 }
 
@@ -161,7 +166,12 @@ func (s *Service) ListAPIKeys(ctx context.Context, workspaceID string) ([]domain
 
 // RevokeAPIKey revokes a key of the workspace; revoking twice is harmless.
 func (s *Service) RevokeAPIKey(ctx context.Context, workspaceID, keyID string) (domain.APIKey, error) {
-	return s.keys.RevokeAPIKey(ctx, workspaceID, keyID, s.clock.Now())
+	key, err := s.keys.RevokeAPIKey(ctx, workspaceID, keyID, s.clock.Now())
+	if err != nil {
+		return domain.APIKey{}, err
+	}
+	s.cache.forgetWorkspace(workspaceID)
+	return key, nil
 }
 
 // Principal is an authenticated API caller.
@@ -178,7 +188,13 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (Princi
 		// Not one of ours: answer without a database round trip.
 		return Principal{}, domain.Unauthorized("invalid API key")
 	}
-	key, err := s.keys.FindAPIKeyByHash(ctx, domain.HashSecret(secret))
+	hash := domain.HashSecret(secret)
+	now := s.clock.Now()
+	if e, ok := s.cache.get(hash, now); ok {
+		s.touch(ctx, hash, e.principal.KeyID, e.touched, now)
+		return e.principal, nil
+	}
+	key, err := s.keys.FindAPIKeyByHash(ctx, hash)
 	if errors.Is(err, domain.ErrNotFound) {
 		return Principal{}, domain.Unauthorized("invalid API key")
 	}
@@ -198,11 +214,27 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, secret string) (Princi
 	if err := ws.Require(domain.FeatureAPIAccess); err != nil {
 		return Principal{}, err
 	}
-	// lastUsedAt is bookkeeping: a failure to record it must not fail the call.
-	if err := s.keys.TouchAPIKey(ctx, key.ID, s.clock.Now()); err != nil {
-		s.log.WarnContext(ctx, "recording API key use failed", "keyId", key.ID, "error", err)
+	p := Principal{Workspace: ws, KeyID: key.ID}
+	var touched time.Time
+	if key.LastUsedAt != nil {
+		touched = *key.LastUsedAt
 	}
-	return Principal{Workspace: ws, KeyID: key.ID}, nil
+	s.cache.put(hash, p, now, touched)
+	s.touch(ctx, hash, key.ID, touched, now)
+	return p, nil
+}
+
+// touch records the key's use at most once a minute. lastUsedAt is
+// bookkeeping: a failure to record it must not fail the call.
+func (s *Service) touch(ctx context.Context, hash, keyID string, last, now time.Time) {
+	if now.Sub(last) < touchEvery {
+		return
+	}
+	if err := s.keys.TouchAPIKey(ctx, keyID, now); err != nil {
+		s.log.WarnContext(ctx, "recording API key use failed", "keyId", keyID, "error", err)
+		return
+	}
+	s.cache.markTouched(hash, now)
 }
 
 // AuthenticateWebhook finds the workspace whose current (or, within its grace

@@ -135,23 +135,24 @@ func (c Config) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("%sLOG_FORMAT=%q is not text or json", Prefix, c.LogFormat)
 	}
-	positives := []struct {
+	minimums := []struct {
 		name  string
 		value int
 		min   int
+		hint  string
 	}{
-		{"DB_MAX_OPEN_CONNS", c.DBMaxOpenConns, 1},
-		{"DB_MAX_IDLE_CONNS", c.DBMaxIdleConns, 0},
-		{"BODY_LIMIT_BYTES", c.BodyLimitBytes, 1024},
-		{"MAX_MESSAGE_CHARS", c.MaxMessageChars, 1},
-		{"RATE_LIMIT_API_PER_MINUTE", c.RateLimitAPIPerMinute, 0},
-		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0},
-		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0},
-		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1},
+		{"DB_MAX_OPEN_CONNS", c.DBMaxOpenConns, 1, ""},
+		{"DB_MAX_IDLE_CONNS", c.DBMaxIdleConns, 0, ""},
+		{"BODY_LIMIT_BYTES", c.BodyLimitBytes, 1024, ""},
+		{"MAX_MESSAGE_CHARS", c.MaxMessageChars, 1, ""},
+		{"RATE_LIMIT_API_PER_MINUTE", c.RateLimitAPIPerMinute, 0, " (0 disables the limit)"},
+		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0, " (0 disables the limit)"},
+		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
+		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1, ""},
 	}
-	for _, p := range positives {
-		if p.value < p.min {
-			return fmt.Errorf("%s%s=%d is too small; it must be at least %d (0 disables a rate limit)", Prefix, p.name, p.value, p.min)
+	for _, m := range minimums {
+		if m.value < m.min {
+			return fmt.Errorf("%s%s=%d is too small; it must be at least %d%s", Prefix, m.name, m.value, m.min, m.hint)
 		}
 	}
 	durations := []struct {

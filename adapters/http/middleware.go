@@ -123,6 +123,11 @@ func (r rateLimiter) take(c *fiber.Ctx, key string, perMinute int) error {
 	return nil
 }
 
+// failedAuth counts a refused credential against the client IP.
+func (r rateLimiter) failedAuth(c *fiber.Ctx, lim limits) error {
+	return r.take(c, "authfail:"+c.IP(), lim.PublicPerMinute)
+}
+
 func ceilSeconds(d time.Duration) int {
 	return int(math.Ceil(d.Seconds()))
 }
@@ -134,7 +139,7 @@ func requireAPIKey(ws *workspace.Service, rl rateLimiter, lim limits) fiber.Hand
 	return func(c *fiber.Ctx) error {
 		secret, ok := bearer(c.Get(fiber.HeaderAuthorization))
 		if !ok {
-			if err := rl.take(c, "authfail:"+c.IP(), lim.PublicPerMinute); err != nil {
+			if err := rl.failedAuth(c, lim); err != nil {
 				return err
 			}
 			return domain.Unauthorized("missing API key: send Authorization: Bearer <API_KEY>")
@@ -142,7 +147,7 @@ func requireAPIKey(ws *workspace.Service, rl rateLimiter, lim limits) fiber.Hand
 		p, err := ws.AuthenticateAPIKey(c.UserContext(), secret)
 		if err != nil {
 			if errors.Is(err, domain.ErrUnauthorized) {
-				if rerr := rl.take(c, "authfail:"+c.IP(), lim.PublicPerMinute); rerr != nil {
+				if rerr := rl.failedAuth(c, lim); rerr != nil {
 					return rerr
 				}
 			}
@@ -163,4 +168,19 @@ func bearer(header string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return strings.Clone(token), token != ""
+}
+
+// limitBody enforces the documented body limit on the raw (still encoded)
+// body, and refuses compressed bodies, which fiber would otherwise inflate
+// past any limit.
+func limitBody(limit int) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if len(c.Request().Body()) > limit {
+			return fiber.ErrRequestEntityTooLarge
+		}
+		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Encoding is not supported")
+		}
+		return c.Next()
+	}
 }

@@ -56,8 +56,12 @@ type Options struct {
 // under (cancelled at shutdown).
 func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	cfg := fiber.Config{
-		AppName:               "concierge",
-		BodyLimit:             o.BodyLimitBytes,
+		AppName: "concierge",
+		// fasthttp refuses bodies over BodyLimit by closing the connection with
+		// the body unread, which clients may see as a reset instead of the
+		// 413. It buffers up to twice the documented limit and limitBody answers
+		// a clean 413 between the two.
+		BodyLimit:             2 * o.BodyLimitBytes,
 		ErrorHandler:          errorHandler(d.Log),
 		DisableStartupMessage: true,
 		// fasthttp's 4 KiB default refuses a request whose headers exceed it
@@ -83,7 +87,7 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
 
-	api := app.Group("/api")
+	api := app.Group("/api", limitBody(o.BodyLimitBytes))
 	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
@@ -94,9 +98,11 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	v2.NewHandlers(s.Agents, s.Conversations, decoder).Register(api.Group("/v2", keyed))
 	v1.NewHandlers(s.Conversations, decoder, d.Clock).RegisterKeyed(api.Group("/v1", keyed))
 
-	hookLimit := func(c *fiber.Ctx, workspaceID string) error {
-		return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
-	}
-	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, hookLimit).Register(api.Group("/webhooks"))
+	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
+		Workspace: func(c *fiber.Ctx, workspaceID string) error {
+			return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
+		},
+		FailedAuth: func(c *fiber.Ctx) error { return rl.failedAuth(c, lim) },
+	}).Register(api.Group("/webhooks"))
 	return app
 }

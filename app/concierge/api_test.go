@@ -230,6 +230,8 @@ func TestAgentValidation(t *testing.T) {
 		{"trailing data", "POST", "/api/v2/agents", `{"slug":"x","name":"x"} {}`, nil, 400, "VALIDATION_ERROR", ""},
 		{"empty body", "POST", "/api/v2/agents", "", nil, 400, "VALIDATION_ERROR", ""},
 		{"not JSON content type", "POST", "/api/v2/agents", `slug=x`, header{"Content-Type": "application/x-www-form-urlencoded"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+		{"compressed body", "POST", "/api/v2/agents", map[string]any{"slug": "x", "name": "x"}, header{"Content-Encoding": "gzip"}, 415, "UNSUPPORTED_MEDIA_TYPE", ""},
+		{"just over the limit", "POST", "/api/v2/agents", map[string]any{"slug": "x", "name": "x", "systemPrompt": strings.Repeat("a", 1<<20-30)}, nil, 413, "PAYLOAD_TOO_LARGE", ""},
 		{"oversize body", "POST", "/api/v2/agents", map[string]any{"slug": "x", "name": "x", "systemPrompt": strings.Repeat("a", 1<<20)}, nil, 413, "PAYLOAD_TOO_LARGE", ""},
 		{"slug taken", "POST", "/api/v2/agents", map[string]any{"slug": "taken", "name": "x"}, nil, 409, "CONFLICT", ""},
 		{"patch slug", "PATCH", "/api/v2/agents/taken", map[string]any{"slug": "other"}, nil, 400, "VALIDATION_ERROR", "slug"},

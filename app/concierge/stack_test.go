@@ -32,6 +32,8 @@ type stack struct {
 	stopHTTP context.CancelFunc
 	httpDone chan struct{}
 
+	shutdownOnce sync.Once
+
 	workerMu   sync.Mutex
 	stopWorker context.CancelFunc
 	workerDone chan struct{}
@@ -40,6 +42,9 @@ type stack struct {
 type stackOptions struct {
 	env        map[string]string
 	withWorker bool
+	// logSink, when set, receives every log line of the process at debug
+	// level; otherwise warnings go to the test log.
+	logSink io.Writer
 }
 
 func newStack(t testing.TB, opts stackOptions) *stack {
@@ -64,6 +69,9 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(&testLogWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if opts.logSink != nil {
+		log = slog.New(slog.NewTextHandler(opts.logSink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	sys, err := connect(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -87,13 +95,19 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.withWorker {
 		s.startWorker()
 	}
-	t.Cleanup(func() {
-		s.stopWorkerAndWait()
-		cancel()
-		<-s.httpDone
-		sys.close()
-	})
+	t.Cleanup(s.shutdown)
 	return s
+}
+
+// shutdown stops the worker and the HTTP server and closes connections; it
+// runs at cleanup and may be called earlier, for example to flush logs.
+func (s *stack) shutdown() {
+	s.shutdownOnce.Do(func() {
+		s.stopWorkerAndWait()
+		s.stopHTTP()
+		<-s.httpDone
+		s.sys.close()
+	})
 }
 
 // startWorker runs the asynq worker in this process.

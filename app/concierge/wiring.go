@@ -49,6 +49,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, fmt.Errorf("%sDATABASE_URL: cannot use PostgreSQL at %s: %v; start PostgreSQL (make services) or point %sDATABASE_URL at a reachable database, and run `concierge migrate`",
 			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
 	}
+	redisadapter.RouteLibraryLogs(log)
 	rdb, err := redisadapter.Connect(ctx, cfg.RedisURL)
 	if err != nil {
 		_ = postgres.Close(db)

@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/workspace"
 )
@@ -20,21 +22,25 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// RateLimit counts a webhook call against its workspace; it sets the rate-limit
-// headers and returns a domain.RateLimitError when over.
-type RateLimit func(c *fiber.Ctx, workspaceID string) error
+// Limits counts webhook calls: accepted ones against their workspace, and
+// refused secrets against the client IP, so guessing secrets is slow. Each
+// sets the rate-limit headers and returns a domain.RateLimitError when over.
+type Limits struct {
+	Workspace  func(c *fiber.Ctx, workspaceID string) error
+	FailedAuth func(c *fiber.Ctx) error
+}
 
 // Handlers serves the inbound webhook.
 type Handlers struct {
 	workspaces *workspace.Service
 	inbound    *inbound.Service
 	decoder    *wire.Decoder
-	rateLimit  RateLimit
+	limits     Limits
 }
 
 // NewHandlers returns the webhook handlers.
-func NewHandlers(workspaces *workspace.Service, in *inbound.Service, decoder *wire.Decoder, rateLimit RateLimit) *Handlers {
-	return &Handlers{workspaces: workspaces, inbound: in, decoder: decoder, rateLimit: rateLimit}
+func NewHandlers(workspaces *workspace.Service, in *inbound.Service, decoder *wire.Decoder, limits Limits) *Handlers {
+	return &Handlers{workspaces: workspaces, inbound: in, decoder: decoder, limits: limits}
 }
 
 // Register adds the webhook route.
@@ -56,10 +62,15 @@ type inboundResponse struct {
 
 func (h *Handlers) receive(c *fiber.Ctx) error {
 	ws, err := h.workspaces.AuthenticateWebhook(c.UserContext(), strings.Clone(c.Get(HeaderSecret)))
+	if errors.Is(err, domain.ErrUnauthorized) {
+		if lerr := h.limits.FailedAuth(c); lerr != nil {
+			return lerr
+		}
+	}
 	if err != nil {
 		return err
 	}
-	if err := h.rateLimit(c, ws.ID); err != nil {
+	if err := h.limits.Workspace(c, ws.ID); err != nil {
 		return err
 	}
 	var body inboundRequest

@@ -12,6 +12,7 @@ import (
 	"mime"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-playground/validator/v10"
@@ -78,6 +79,7 @@ func OptionalString(s string) *string {
 // shared validator, reporting fields by their JSON names.
 type Decoder struct {
 	validate *validator.Validate
+	names    sync.Map // reflect.Type -> map[string]bool
 }
 
 // NewDecoder returns a Decoder with its validator. Build it once per process.
@@ -100,7 +102,9 @@ var errEmptyBody = domain.Invalid("request body is required")
 // and non-JSON content types, then validates dst. An empty body decodes as {}
 // when allowEmpty is set (for endpoints whose fields are all optional).
 func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
-	body := c.Body()
+	// The raw body: c.Body() would inflate a Content-Encoding, which the
+	// body-limit middleware refuses before this runs anyway.
+	body := c.Request().Body()
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !allowEmpty {
 			return errEmptyBody
@@ -112,6 +116,9 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		}
 	}
+	if err := d.checkFieldNames(body, dst); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -121,6 +128,59 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 		return domain.Invalid("invalid JSON: unexpected data after the JSON object")
 	}
 	return d.Validate(dst)
+}
+
+// checkFieldNames rejects keys that are not exactly a field's JSON name.
+// encoding/json matches names case-insensitively, so without this check
+// "sessionID" would silently fill sessionId, contradicting the documented
+// rule that unknown fields are refused. Bodies that are not objects are left
+// to the decoder's own error.
+func (d *Decoder) checkFieldNames(body []byte, dst any) error {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(body, &keys) != nil {
+		return nil
+	}
+	known := d.fieldNames(reflect.TypeOf(dst))
+	for k := range keys {
+		if !known[k] {
+			return &domain.ValidationError{Message: fmt.Sprintf("unknown field %q", k), Fields: map[string]string{k: "is not a known field"}}
+		}
+	}
+	return nil
+}
+
+// fieldNames returns the JSON names of a DTO's fields, computed once per type.
+func (d *Decoder) fieldNames(t reflect.Type) map[string]bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if cached, ok := d.names.Load(t); ok {
+		return cached.(map[string]bool)
+	}
+	names := map[string]bool{}
+	var collect func(reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+				collect(f.Type)
+				continue
+			}
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			names[name] = true
+		}
+	}
+	if t.Kind() == reflect.Struct {
+		collect(t)
+	}
+	d.names.Store(t, names)
+	return names
 }
 
 // Validate runs the validator on a DTO and converts its report.

@@ -17,9 +17,11 @@ test: services
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
-## bench: load benchmarks against real PostgreSQL/Redis; figures go to docs/benchmarks.md
+## bench: load benchmarks against real PostgreSQL/Redis, each paired with a
+## baseline in the same run; figures and method in docs/benchmarks.md
+BENCH ?= .
 bench: services
-	$(GO) run ./scripts/bench
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m ./app/concierge/
 
 ## build: the two binaries into ./bin
 build:

@@ -82,7 +82,8 @@ type SourceStore interface {
 
 // ConversationStore keeps conversations and their messages.
 type ConversationStore interface {
-	// CreateConversation stores a new conversation.
+	// CreateConversation stores a new conversation; AgentID and AgentSlug must
+	// name the same agent of the workspace, else domain.ErrNotFound.
 	CreateConversation(ctx context.Context, conv *domain.Conversation) error
 	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)

@@ -23,8 +23,9 @@ type conversationRow struct {
 	ID          string `gorm:"column:id;primaryKey"`
 	WorkspaceID string `gorm:"column:workspace_id"`
 	AgentID     string `gorm:"column:agent_id"`
-	// AgentSlug comes from a join with agents; it is not a column of conversations.
-	AgentSlug      string    `gorm:"column:agent_slug;->"`
+	// AgentSlug copies the agent's immutable slug (migration 00002), so lists
+	// need no join.
+	AgentSlug      string    `gorm:"column:agent_slug"`
 	Channel        string    `gorm:"column:channel"`
 	Status         string    `gorm:"column:status"`
 	VerifiedUserID *string   `gorm:"column:verified_user_id"`
@@ -38,7 +39,12 @@ func (conversationRow) TableName() string { return "conversations" }
 
 // conversationColumns is what conversation reads select: the row without
 // anything else, plus the agent's slug from the join.
-const conversationColumns = `c.id, c.workspace_id, c.agent_id, a.slug AS agent_slug, c.channel, c.status,
+const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
+	c.verified_user_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+
+// conversationListColumns is conversationColumns less the workspace id, which
+// a list already knows; in this order for positional scanning.
+const conversationListColumns = `c.id, c.agent_id, c.agent_slug, c.channel, c.status,
 	c.verified_user_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 func conversationFromDomain(c *domain.Conversation) conversationRow {
@@ -46,6 +52,7 @@ func conversationFromDomain(c *domain.Conversation) conversationRow {
 		ID:             c.ID,
 		WorkspaceID:    c.WorkspaceID,
 		AgentID:        c.AgentID,
+		AgentSlug:      c.AgentSlug,
 		Channel:        string(c.Channel),
 		Status:         string(c.Status),
 		VerifiedUserID: nullString(c.VerifiedUserID),
@@ -188,7 +195,6 @@ func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversatio
 func (s *Store) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
 	var row conversationRow
 	err := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
-		Joins("JOIN agents AS a ON a.id = c.agent_id").
 		Where("c.workspace_id = ? AND c.id = ?", workspaceID, id).
 		Take(&row).Error
 	if err != nil {
@@ -202,7 +208,6 @@ func (s *Store) GetConversation(ctx context.Context, workspaceID, id string) (do
 func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error) {
 	var row conversationRow
 	err := s.db.WithContext(ctx).Table("conversations AS c").Select(conversationColumns).
-		Joins("JOIN agents AS a ON a.id = c.agent_id").
 		Where("c.id = ?", sessionID).
 		Take(&row).Error
 	if err != nil {
@@ -221,7 +226,7 @@ func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) 
 func listConversationsQuery(workspaceID string, filter domain.ConversationFilter, after *domain.Position, limit int) (string, []any) {
 	var sql strings.Builder
 	args := make([]any, 0, 6)
-	sql.WriteString("SELECT " + conversationColumns + " FROM conversations AS c JOIN agents AS a ON a.id = c.agent_id WHERE c.workspace_id = $1")
+	sql.WriteString("SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1")
 	args = append(args, workspaceID)
 	if filter.AgentID != "" {
 		args = append(args, filter.AgentID)
@@ -249,20 +254,32 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 	if err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 	}
-	list := make([]conversationRow, 0, limit+1)
+	defer rows.Close()
+	// Scan straight into the page's items: no row structs to copy, and no
+	// per-row heap escape.
+	items := make([]domain.Conversation, 0, limit+1)
+	var channel, status string
+	var verified *string
 	for rows.Next() {
-		var r conversationRow
-		if err := rows.Scan(&r.ID, &r.WorkspaceID, &r.AgentID, &r.AgentSlug, &r.Channel, &r.Status,
-			&r.VerifiedUserID, &r.LastMessage, &r.MessageCount, &r.LastActivityAt, &r.CreatedAt); err != nil {
-			rows.Close()
+		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
+		c := &items[len(items)-1]
+		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
+			&verified, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
 			return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 		}
-		list = append(list, r)
+		c.Channel, c.Status, c.VerifiedUserID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		c.LastActivityAt, c.CreatedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC()
 	}
 	if err := rows.Err(); err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 	}
-	return makePage(list, limit, conversationRow.toDomain, conversationPosition)
+	out := domain.Page[domain.Conversation]{Items: items, HasMore: len(items) > limit}
+	if out.HasMore {
+		out.Items = items[:limit]
+		next := conversationPosition(out.Items[limit-1])
+		out.Next = &next
+	}
+	return out, nil
 }
 
 // AppendMessage stores a message and, in the same transaction, updates the

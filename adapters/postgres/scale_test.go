@@ -36,12 +36,13 @@ func TestListConversationsScales(t *testing.T) {
 		t.Helper()
 		// Three conversations share each second, so ties are common.
 		err := db.Exec(`INSERT INTO conversations
-			(id, workspace_id, agent_id, channel, status, last_message, message_count, last_activity_at, created_at)
-			SELECT 'ses_' || md5(? || g::text), ?, (?::text[])[1 + g % cardinality(?::text[])], 'CHAT',
+			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
+			SELECT 'ses_' || md5(? || g::text), ?, a.id, a.slug, 'CHAT',
 				(ARRAY['AI', 'HANDOFF_REQUESTED', 'HUMAN', 'RESOLVED'])[1 + (g / 7) % 4],
 				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz
-			FROM generate_series(1, ?) AS g`,
-			workspaceID, workspaceID, pgArray(agentIDs), pgArray(agentIDs), micro(t0), micro(t0), n).Error
+			FROM generate_series(1, ?) AS g
+			JOIN agents AS a ON a.id = (?::text[])[1 + g % cardinality(?::text[])]`,
+			workspaceID, workspaceID, micro(t0), micro(t0), n, pgArray(agentIDs), pgArray(agentIDs)).Error
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,12 +39,17 @@ func (l *RateLimiter) Allow(ctx context.Context, key string, perMinute int) (por
 		// A configuration bug, not the caller's fault: not an ErrInvalidInput.
 		return ports.RateLimit{}, fmt.Errorf("rate limiter: perMinute must be positive, got %d", perMinute)
 	}
-	res, err := l.limiter.Allow(ctx, RateLimitKeyPrefix+key, redis_rate.PerMinute(perMinute))
+	return l.allowN(ctx, key, perMinute, 1)
+}
+
+// allowN takes n calls' worth of budget at once, or none if fewer remain.
+func (l *RateLimiter) allowN(ctx context.Context, key string, perMinute, n int) (ports.RateLimit, error) {
+	res, err := l.limiter.AllowN(ctx, RateLimitKeyPrefix+key, redis_rate.PerMinute(perMinute), n)
 	if err != nil {
 		return ports.RateLimit{}, domain.Unavailable("redis rate limit", err)
 	}
 	rl := ports.RateLimit{
-		Allowed:    res.Allowed > 0,
+		Allowed:    res.Allowed >= n,
 		Limit:      perMinute,
 		Remaining:  max(res.Remaining, 0),
 		ResetAfter: max(res.ResetAfter, 0),

@@ -109,7 +109,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	app := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound},
 		httpapi.Deps{
-			RateLimiter: redisadapter.NewRateLimiter(s.redis),
+			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
 			Health:      map[string]ports.HealthChecker{"postgres": s.store, "redis": redisadapter.NewHealth(s.redis)},
 			OpenAPI:     doc,

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
+	"github.com/conciergehq/concierge/adapters/redis/redistest"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while run writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startDev runs `concierge dev` until the test stops it and returns its banner.
+func startDev(t *testing.T, env map[string]string) (banner string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"dev"}, func(k string) string { return env[k] }, &stdout, &stderr) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stdout.String(), "Press Ctrl+C") {
+		select {
+		case code := <-done:
+			t.Fatalf("dev exited with %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no banner after 30 s; stderr: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return stdout.String(), func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("dev exited with %d: %s", code, stderr.String())
+		}
+	}
+}
+
+func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
+	addr := freeAddr(t)
+	env := map[string]string{
+		"CONCIERGE_DATABASE_URL": pgtest.NewEmptyDatabase(t),
+		"CONCIERGE_REDIS_URL":    redistest.URL(t),
+		"CONCIERGE_HTTP_ADDR":    addr,
+		"CONCIERGE_LOG_LEVEL":    "warn",
+	}
+	keyPattern := regexp.MustCompile(`API key\s+(ck_live_[0-9a-z]+)`)
+	get := func(banner, path string) string {
+		t.Helper()
+		m := keyPattern.FindStringSubmatch(banner)
+		if m == nil {
+			t.Fatalf("no API key in the banner:\n%s", banner)
+		}
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+m[1])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s with the printed key: %d %s", path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+
+	banner, stop := startDev(t, env)
+	for _, want := range []string{"http://" + addr, "whsec_", "curl", "support"} {
+		if !strings.Contains(banner, want) {
+			t.Fatalf("banner lacks %q:\n%s", want, banner)
+		}
+	}
+	first := get(banner, "/api/v2/agents")
+	if strings.Count(first, `"slug"`) != 1 || !strings.Contains(first, `"slug":"support"`) {
+		t.Fatalf("demo agents = %s", first)
+	}
+	if sources := get(banner, "/api/v2/agents/support/sources"); strings.Count(sources, `"status":"READY"`) != 4 {
+		t.Fatalf("demo sources = %s", sources)
+	}
+	stop()
+
+	// A second start keeps the demo data and prints a new, working key.
+	banner2, stop2 := startDev(t, env)
+	defer stop2()
+	if keyPattern.FindStringSubmatch(banner2)[1] == keyPattern.FindStringSubmatch(banner)[1] {
+		t.Fatal("the second start printed the same key; stored keys are hashes and cannot be shown again")
+	}
+	if second := get(banner2, "/api/v2/agents"); strings.Count(second, `"slug"`) != 1 {
+		t.Fatalf("the second start seeded again: %s", second)
+	}
+}

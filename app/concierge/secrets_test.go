@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -107,26 +106,9 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	}
 }
 
-// secLog is a log sink safe for the concurrent writers of a running process.
-type secLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *secLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *secLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 func TestSecretsNeverLoggedOrEchoed(t *testing.T) {
-	sink := &secLog{}
+	sink := &syncBuffer{}
 	s := newStack(t, stackOptions{withWorker: true, logSink: sink, env: map[string]string{"CONCIERGE_LOG_LEVEL": "debug"}})
 	ctx := context.Background()
 

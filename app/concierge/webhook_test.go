@@ -23,16 +23,7 @@ func whSession(s *stack, tn tenant, slug string) string {
 	if r.Status != 201 && r.Status != 409 {
 		s.t.Fatalf("create agent %s: status %d: %s", slug, r.Status, r.Body)
 	}
-	r = s.do("POST", "/api/v1/sessions", map[string]any{"slug": slug}, tn.auth())
-	s.mustStatus(r, 200)
-	var out struct {
-		SessionID string `json:"sessionId"`
-	}
-	r.decode(s.t, &out)
-	if !domain.ValidID(domain.PrefixSession, out.SessionID) {
-		s.t.Fatalf("sessionId %q is not a session id", out.SessionID)
-	}
-	return out.SessionID
+	return s.startSession(tn, slug)
 }
 
 // whPost posts body to the webhook with the given secret ("" sends none) and

@@ -106,7 +106,6 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	}
 }
 
-
 func TestSecretsNeverLoggedOrEchoed(t *testing.T) {
 	sink := &syncBuffer{}
 	s := newStack(t, stackOptions{withWorker: true, logSink: sink, env: map[string]string{"CONCIERGE_LOG_LEVEL": "debug"}})

@@ -98,6 +98,13 @@ type ConversationStore interface {
 	// returned with created false. Returns domain.ErrNotFound if the conversation
 	// does not belong to the message's workspace.
 	AppendMessage(ctx context.Context, msg domain.Message) (stored domain.Message, created bool, err error)
+	// SetConversationStatus moves a conversation to status `to` if its current
+	// status is one of `from`, and reports whether it changed. Returns
+	// domain.ErrNotFound unless the conversation belongs to the workspace.
+	SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (changed bool, err error)
+	// RecentMessages returns up to limit of the conversation's latest messages,
+	// oldest first, for the model's context.
+	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
 	// ListMessages returns a page of a conversation's messages, oldest first.
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
@@ -125,13 +132,34 @@ type JobQueue interface {
 	EnqueueInboundEvent(ctx context.Context, eventID string) error
 }
 
+// Session event types, as the live streams name them.
+const (
+	EventToken   = "token"
+	EventDone    = "done"
+	EventError   = "error"
+	EventMessage = "message"
+	EventStatus  = "status"
+)
+
 // SessionEvent is something that happened in a conversation, published to the
 // session's live channel.
 type SessionEvent struct {
 	Type      string
 	SessionID string
-	Message   *domain.Message
-	Status    domain.ConversationStatus
+	// MessageID and Seq identify the event within an answer (SSE id
+	// "<messageId>:<seq>"): Seq counts from 1 for each answer's events.
+	MessageID string
+	Seq       int
+	// Content is a token's text.
+	Content string
+	// Message is a whole message (type message).
+	Message *domain.Message
+	// Answer is the finished answer (type done).
+	Answer *domain.Answer
+	Status domain.ConversationStatus
+	// ErrorCode and ErrorMessage describe a terminal error (type error).
+	ErrorCode    string
+	ErrorMessage string
 }
 
 // EventBus publishes session events to every pod.

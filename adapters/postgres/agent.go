@@ -36,6 +36,8 @@ type agentConfigJSON struct {
 	SuggestedQuestions []string `json:"suggestedQuestions"`
 	FallbackMessage    string   `json:"fallbackMessage"`
 	Published          bool     `json:"published"`
+	Model              string   `json:"model,omitempty"`
+	BlockedTopics      []string `json:"blockedTopics,omitempty"`
 }
 
 func agentFromDomain(a *domain.Agent) (agentRow, error) {
@@ -49,6 +51,8 @@ func agentFromDomain(a *domain.Agent) (agentRow, error) {
 		SuggestedQuestions: questions,
 		FallbackMessage:    a.Config.FallbackMessage,
 		Published:          a.Config.Published,
+		Model:              a.Config.Model,
+		BlockedTopics:      a.Config.BlockedTopics,
 	})
 	if err != nil {
 		return agentRow{}, fmt.Errorf("postgres: encode agent config: %w", err)
@@ -84,6 +88,8 @@ func (r agentRow) toDomain() (domain.Agent, error) {
 			SuggestedQuestions: c.SuggestedQuestions,
 			FallbackMessage:    c.FallbackMessage,
 			Published:          c.Published,
+			Model:              c.Model,
+			BlockedTopics:      c.BlockedTopics,
 		},
 		Seq:       r.Seq,
 		CreatedAt: r.CreatedAt.UTC(),

@@ -395,3 +395,44 @@ func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversa
 	}
 	return nil
 }
+
+// RecentMessages returns up to limit of the conversation's latest messages,
+// oldest first. An unknown conversation simply has none.
+func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {
+	var rows []messageRow
+	err := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID).
+		Order("seq DESC").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, dbError("recent messages", err)
+	}
+	out := make([]domain.Message, len(rows))
+	for i, r := range rows {
+		m, err := r.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		out[len(rows)-1-i] = m
+	}
+	return out, nil
+}
+
+// SetConversationStatus moves the conversation to `to` when its status is one
+// of `from`, in one conditional UPDATE so concurrent changes cannot interleave.
+func (s *Store) SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (bool, error) {
+	states := make([]string, len(from))
+	for i, f := range from {
+		states[i] = string(f)
+	}
+	res := s.db.WithContext(ctx).Exec(`UPDATE conversations SET status = ?
+		WHERE workspace_id = ? AND id = ? AND status = ANY(?::text[])`, string(to), workspaceID, id, "{"+strings.Join(states, ",")+"}")
+	if res.Error != nil {
+		return false, dbError("set conversation status", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return true, nil
+	}
+	if _, err := s.GetConversation(ctx, workspaceID, id); err != nil {
+		return false, err
+	}
+	return false, nil
+}

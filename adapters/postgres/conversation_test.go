@@ -475,3 +475,44 @@ func TestDeleteAgentCascades(t *testing.T) {
 		t.Fatalf("rows left = %+v, %v; want only the kept agent's (1 each)", counts, err)
 	}
 }
+
+func TestSetConversationStatusAndRecentMessages(t *testing.T) {
+	ctx := t.Context()
+	store := pgtest.NewStore(t)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", domain.SystemClock{}.Now())
+	conv := newConversation(t, store, ws.ID, agent, domain.SystemClock{}.Now())
+	tests := []struct {
+		name    string
+		from    []domain.ConversationStatus
+		to      domain.ConversationStatus
+		changed bool
+	}{
+		{"AI to handoff", []domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested, true},
+		{"not from AI any more", []domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested, false},
+		{"handoff to human", []domain.ConversationStatus{domain.StatusHandoffRequested, domain.StatusAI}, domain.StatusHuman, true},
+	}
+	for _, tt := range tests {
+		changed, err := store.SetConversationStatus(ctx, ws.ID, conv.ID, tt.from, tt.to)
+		if err != nil || changed != tt.changed {
+			t.Fatalf("%s: changed %v err %v", tt.name, changed, err)
+		}
+	}
+	got, _ := store.GetConversation(ctx, ws.ID, conv.ID)
+	if got.Status != domain.StatusHuman {
+		t.Fatalf("status = %s", got.Status)
+	}
+	if _, err := store.SetConversationStatus(ctx, domain.NewID(domain.PrefixWorkspace), conv.ID, []domain.ConversationStatus{domain.StatusHuman}, domain.StatusAI); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another workspace: %v", err)
+	}
+	for i := range 5 {
+		m := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleUser, Content: fmt.Sprint(i), CreatedAt: domain.SystemClock{}.Now()}
+		if _, _, err := store.AppendMessage(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent, err := store.RecentMessages(ctx, ws.ID, conv.ID, 3)
+	if err != nil || len(recent) != 3 || recent[0].Content != "2" || recent[2].Content != "4" {
+		t.Fatalf("recent = %+v, %v", recent, err)
+	}
+}

@@ -27,6 +27,11 @@ type AgentConfig struct {
 	SuggestedQuestions []string
 	FallbackMessage    string
 	Published          bool
+	// Model picks the language model: "" for the deployment's default, a
+	// provider ("local", "openai"), or provider:model ("openai:gpt-4o-mini").
+	Model string
+	// BlockedTopics are words or phrases the agent refuses to discuss.
+	BlockedTopics []string
 }
 
 // Limits on agent fields.
@@ -38,6 +43,9 @@ const (
 	MaxFallbackMessageLength  = 2000
 	MaxSuggestedQuestions     = 10
 	MaxSuggestedQuestionChars = 300
+	MaxBlockedTopics          = 50
+	MaxBlockedTopicChars      = 100
+	MaxModelChars             = 100
 )
 
 // DefaultFallbackMessage is used when an agent sets none.
@@ -95,7 +103,29 @@ func (c *AgentConfig) Validate() error {
 		questions = append(questions, q)
 	}
 	c.SuggestedQuestions = questions
+	if len(c.BlockedTopics) > MaxBlockedTopics {
+		return InvalidField("blockedTopics", "must have at most 50 entries")
+	}
+	topics := c.BlockedTopics[:0:0]
+	for _, t := range c.BlockedTopics {
+		t = strings.TrimSpace(t)
+		if t == "" || len([]rune(t)) > MaxBlockedTopicChars {
+			return InvalidField("blockedTopics", "entries must be 1 to 100 characters")
+		}
+		topics = append(topics, t)
+	}
+	c.BlockedTopics = topics
+	c.Model = strings.TrimSpace(c.Model)
+	if len(c.Model) > MaxModelChars || strings.ContainsAny(c.Model, " \t\n") {
+		return InvalidField("model", "must be a provider such as local or openai, optionally with :model")
+	}
 	return nil
+}
+
+// ModelChoice splits Model into provider and model name.
+func (c *AgentConfig) ModelChoice() (provider, model string) {
+	provider, model, _ = strings.Cut(c.Model, ":")
+	return provider, model
 }
 
 // EffectiveFallbackMessage returns the agent's fallback or the default one.

@@ -1,0 +1,66 @@
+package domain
+
+// Chunk is a piece of an agent's knowledge found by retrieval. Retrieved text
+// is data for the model, never instructions.
+type Chunk struct {
+	// ID identifies the chunk; for text and Q&A sources stored whole, it is
+	// the source id.
+	ID           string
+	SourceID     string
+	SourceType   SourceType
+	DocumentName string
+	URL          string
+	Text         string
+	// Question is set for Q&A sources, whose Text is the answer.
+	Question string
+	// Score ranks chunks of one retrieval, higher is better; scales differ
+	// between retrievers.
+	Score float64
+}
+
+// Citation turns a chunk into the citation of an answer that used it.
+func (c Chunk) Citation(snippet string) Citation {
+	return Citation{DocumentName: c.DocumentName, SourceID: c.SourceID, SourceType: c.SourceType, URL: c.URL, Snippet: snippet, Score: c.Score}
+}
+
+// FallbackReason says why an answer is the agent's fallback message.
+type FallbackReason string
+
+// Fallback reasons. The guardrail reasons come from input checks; the others
+// from retrieval, the model or tools.
+const (
+	FallbackNone            FallbackReason = ""
+	FallbackNoKnowledge     FallbackReason = "NO_RELEVANT_KNOWLEDGE"
+	FallbackEmptyMessage    FallbackReason = "GUARDRAIL_EMPTY"
+	FallbackTooLong         FallbackReason = "GUARDRAIL_TOO_LONG"
+	FallbackPromptInjection FallbackReason = "GUARDRAIL_PROMPT_INJECTION"
+	FallbackBlockedTopic    FallbackReason = "GUARDRAIL_BLOCKED_TOPIC"
+	FallbackModelError      FallbackReason = "MODEL_ERROR"
+	FallbackToolError       FallbackReason = "TOOL_ERROR"
+	FallbackHumanActive     FallbackReason = "HUMAN_ACTIVE"
+)
+
+// ToolCall is the model asking to run one of the tools it was offered.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Arguments is the JSON object the model produced, unvalidated.
+	Arguments string
+}
+
+// Usage counts the tokens one answer cost.
+type Usage struct {
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Answer is the outcome of one chat turn.
+type Answer struct {
+	SessionID      string
+	UserMessage    Message
+	Reply          Message
+	IsFallback     bool
+	FallbackReason FallbackReason
+	OfferHandoff   bool
+	Usage          Usage
+}

@@ -1,0 +1,81 @@
+package ports
+
+import (
+	"context"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// LLMMessage is one turn of the conversation as the model sees it.
+type LLMMessage struct {
+	// Role is "user", "assistant" or "tool".
+	Role    string
+	Content string
+	// ToolCalls are the calls an assistant turn asked for.
+	ToolCalls []domain.ToolCall
+	// ToolCallID names the call a "tool" turn answers.
+	ToolCallID string
+}
+
+// ToolSpec offers the model a tool.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters []byte
+}
+
+// CompletionRequest is one model turn.
+type CompletionRequest struct {
+	// Model overrides the adapter's configured model; "" keeps it.
+	Model string
+	// System is the agent's system prompt with the engine's rules.
+	System string
+	// Messages is recent history, the user's message last, then any tool rounds.
+	Messages []LLMMessage
+	// Knowledge is the retrieved context, best first. Adapters present it to
+	// the model as quoted data, numbered [1], [2], ... in this order, never as
+	// instructions.
+	Knowledge []domain.Chunk
+	// Tools may be called; empty means the model must answer directly.
+	Tools []ToolSpec
+	// MaxTokens caps the answer (0: the adapter's default).
+	MaxTokens int
+}
+
+// Completion is what the model produced in one turn.
+type Completion struct {
+	Content   string
+	ToolCalls []domain.ToolCall
+	// Cited lists the ids of Knowledge chunks the answer relies on. The engine
+	// keeps only ids that were actually retrieved for this answer.
+	Cited []string
+	Usage domain.Usage
+}
+
+// LLM generates answers.
+type LLM interface {
+	// Complete runs one model turn, calling onDelta with each fragment of
+	// Content in order as it is produced; the fragments concatenate to
+	// Content. An error from onDelta stops generation and is returned.
+	// Returns an error wrapping domain.ErrUnavailable when the provider cannot
+	// be reached or keeps failing, domain.ErrRateLimited when it throttles us
+	// after retries, and domain.ErrInvalidInput when it refuses the request.
+	// Provider error text is never part of the returned message.
+	Complete(ctx context.Context, req CompletionRequest, onDelta func(string) error) (Completion, error)
+}
+
+// RetrievalQuery asks for an agent's knowledge about some text.
+type RetrievalQuery struct {
+	WorkspaceID string
+	AgentID     string
+	Text        string
+	Limit       int
+}
+
+// Retriever finds knowledge.
+type Retriever interface {
+	// Retrieve returns up to q.Limit chunks of the agent's READY sources that
+	// match q.Text, best first. Finding nothing is not an error.
+	Retrieve(ctx context.Context, q RetrievalQuery) ([]domain.Chunk, error)
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -104,7 +105,10 @@ type Request struct {
 	// SessionID continues a conversation ("" starts one).
 	SessionID string
 	Message   string
-	Identity  *domain.Identity
+	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
+	// X-Service-Signature values, verified against the session's workspace.
+	IdentityHeader  string
+	SignatureHeader string
 }
 
 // Emit receives an answer's events in order, as they happen: the USER
@@ -112,21 +116,49 @@ type Request struct {
 // client must not slow generation.
 type Emit func(ports.SessionEvent)
 
-// Answer runs one chat turn. Errors returned before any event was emitted
-// are the caller's to report (validation, not found, plan); once the answer
-// has started, problems become a fallback answer or an error event, and an
-// error is returned only if the answer could not be stored.
-func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.Answer, error) {
-	if strings.TrimSpace(req.Message) == "" {
-		return domain.Answer{}, &domain.ValidationError{Message: "message is required", Fields: map[string]string{"message": "is required"}}
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
-	defer cancel()
+// Pending is a chat turn that passed every check and is ready to run.
+type Pending struct {
+	s       *Service
+	ws      domain.Workspace
+	agent   domain.Agent
+	conv    domain.Conversation
+	message string
+}
 
+// SessionID is the conversation the turn belongs to.
+func (p *Pending) SessionID() string { return p.conv.ID }
+
+// Start checks a request and resolves (or creates) its session. Its errors
+// are the caller's to report: validation, not found, plan, identity.
+func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
+	if strings.TrimSpace(req.Message) == "" {
+		return nil, &domain.ValidationError{Message: "message is required", Fields: map[string]string{"message": "is required"}}
+	}
 	ws, agent, conv, err := s.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message}, nil
+}
+
+// Answer runs one chat turn: Start, then Run.
+func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.Answer, error) {
+	p, err := s.Start(ctx, req)
 	if err != nil {
 		return domain.Answer{}, err
 	}
+	return p.Run(ctx, emit)
+}
+
+// Run generates and stores the answer, emitting its events. Problems during
+// generation become a fallback answer or an error event; an error is
+// returned only when a message could not be stored. ctx should be the
+// engine's own (server lifetime), not a client's: a client that leaves must
+// not stop the answer. The hard time limit applies either way.
+func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
+	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
+	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
+	defer cancel()
 	history, err := s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages)
 	if err != nil {
 		return domain.Answer{}, err
@@ -137,7 +169,7 @@ func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.An
 
 	userMsg := domain.Message{
 		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
-		Role: domain.RoleUser, Content: req.Message, CreatedAt: s.clock.Now(),
+		Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
 	}
 	if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg); err != nil {
 		return domain.Answer{}, err
@@ -162,7 +194,7 @@ func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.An
 	t := &turn{ws: &ws, agent: &agent, conv: &conv}
 	replyID := domain.NewID(domain.PrefixMessage)
 	out := &stream{pub: pub, sessionID: conv.ID, messageID: replyID}
-	content, cited, reason, usage := s.generate(ctx, t, req.Message, history, out)
+	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out)
 	if reason != domain.FallbackNone {
 		content = agent.Config.EffectiveFallbackMessage()
 		cited = nil
@@ -218,6 +250,14 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		if req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
 			return ws, domain.Agent{}, conv, domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
 		}
+		identity, err := workspace.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+		if err != nil {
+			return ws, domain.Agent{}, conv, err
+		}
+		if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
+			// Another signed-in user holding this session id gets nothing.
+			return ws, domain.Agent{}, conv, domain.NotFound("session")
+		}
 		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
 		if err != nil {
 			return ws, agent, conv, err
@@ -232,6 +272,10 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		return ws, domain.Agent{}, conv, domain.InvalidField("sessionId", "is required")
 	}
 	ws = *req.Workspace
+	identity, err := workspace.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+	if err != nil {
+		return ws, domain.Agent{}, conv, err
+	}
 	var agent domain.Agent
 	switch {
 	case req.AgentSlug == "":
@@ -245,8 +289,8 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		return ws, agent, conv, err
 	}
 	userID := ""
-	if req.Identity != nil {
-		userID = req.Identity.UserID
+	if identity != nil {
+		userID = identity.UserID
 	}
 	conv = domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
 	if err := s.conversations.CreateConversation(ctx, &conv); err != nil {

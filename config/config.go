@@ -46,6 +46,21 @@ type Config struct {
 	IdleTimeout     time.Duration `env:"IDLE_TIMEOUT" envDefault:"120s"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
 
+	// LLMProvider is the deployment's default language model: "local" (the
+	// embedded extractive model) or "openai" (any OpenAI-compatible server).
+	LLMProvider      string        `env:"LLM_PROVIDER" envDefault:"local"`
+	OpenAIBaseURL    string        `env:"OPENAI_BASE_URL" envDefault:"https://api.openai.com/v1"`
+	OpenAIAPIKey     string        `env:"OPENAI_API_KEY"`
+	OpenAIModel      string        `env:"OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+	OpenAITimeout    time.Duration `env:"OPENAI_TIMEOUT" envDefault:"60s"`
+	OpenAIMaxRetries int           `env:"OPENAI_MAX_RETRIES" envDefault:"3"`
+
+	ChatTimeout     time.Duration `env:"CHAT_TIMEOUT" envDefault:"2m"`
+	MaxAnswerChars  int           `env:"MAX_ANSWER_CHARS" envDefault:"4000"`
+	RetrievalLimit  int           `env:"RETRIEVAL_LIMIT" envDefault:"5"`
+	MaxToolRounds   int           `env:"MAX_TOOL_ROUNDS" envDefault:"3"`
+	HistoryMessages int           `env:"HISTORY_MESSAGES" envDefault:"10"`
+
 	WorkerConcurrency  int           `env:"WORKER_CONCURRENCY" envDefault:"10"`
 	InboundSweepPeriod time.Duration `env:"INBOUND_SWEEP_PERIOD" envDefault:"30s"`
 }
@@ -149,6 +164,11 @@ func (c Config) validate() error {
 		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1, ""},
+		{"OPENAI_MAX_RETRIES", c.OpenAIMaxRetries, 0, ""},
+		{"MAX_ANSWER_CHARS", c.MaxAnswerChars, 100, ""},
+		{"RETRIEVAL_LIMIT", c.RetrievalLimit, 1, ""},
+		{"MAX_TOOL_ROUNDS", c.MaxToolRounds, 1, ""},
+		{"HISTORY_MESSAGES", c.HistoryMessages, 0, ""},
 	}
 	for _, m := range minimums {
 		if m.value < m.min {
@@ -161,11 +181,24 @@ func (c Config) validate() error {
 	}{
 		{"READ_TIMEOUT", c.ReadTimeout}, {"IDLE_TIMEOUT", c.IdleTimeout},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"INBOUND_SWEEP_PERIOD", c.InboundSweepPeriod},
+		{"OPENAI_TIMEOUT", c.OpenAITimeout}, {"CHAT_TIMEOUT", c.ChatTimeout},
 	}
 	for _, d := range durations {
 		if d.value <= 0 {
 			return fmt.Errorf("%s%s=%s must be a positive duration such as 30s", Prefix, d.name, d.value)
 		}
+	}
+	switch c.LLMProvider {
+	case "local":
+	case "openai":
+		if c.OpenAIAPIKey == "" && strings.Contains(c.OpenAIBaseURL, "api.openai.com") {
+			return fmt.Errorf("%sOPENAI_API_KEY is required when %sLLM_PROVIDER=openai talks to api.openai.com; set it, or point %sOPENAI_BASE_URL at your own server", Prefix, Prefix, Prefix)
+		}
+	default:
+		return fmt.Errorf("%sLLM_PROVIDER=%q is not local or openai", Prefix, c.LLMProvider)
+	}
+	if u, err := url.Parse(c.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%sOPENAI_BASE_URL=%q is not an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1", Prefix, c.OpenAIBaseURL)
 	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)
@@ -220,5 +253,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("publicUrl", c.PublicURL),
 		slog.String("logLevel", c.LogLevel),
 		slog.Int("workerConcurrency", c.WorkerConcurrency),
+		slog.String("llmProvider", c.LLMProvider),
+		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
+		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),
 	)
 }

@@ -38,6 +38,14 @@ func TestLoad(t *testing.T) {
 		{name: "zero concurrency", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "0"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY=0 is too small"},
 		{name: "negative duration", env: map[string]string{"CONCIERGE_SHUTDOWN_TIMEOUT": "-1s"}, wantErr: "CONCIERGE_SHUTDOWN_TIMEOUT"},
 		{name: "bad trusted proxy", env: map[string]string{"CONCIERGE_TRUSTED_PROXIES": "lb.internal"}, wantErr: "CONCIERGE_TRUSTED_PROXIES"},
+		{name: "unknown LLM provider", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "gpt"}, wantErr: "CONCIERGE_LLM_PROVIDER"},
+		{name: "openai needs a key for api.openai.com", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai"}, wantErr: "CONCIERGE_OPENAI_API_KEY"},
+		{name: "openai-compatible server without key", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, check: func(t *testing.T, c Config) {
+			if c.LLMProvider != "openai" || c.OpenAIModel != "gpt-4o-mini" {
+				t.Fatalf("config = %+v", c)
+			}
+		}},
+		{name: "bad OpenAI base URL", env: map[string]string{"CONCIERGE_OPENAI_BASE_URL": "localhost:11434"}, wantErr: "CONCIERGE_OPENAI_BASE_URL"},
 		{name: "public URL must be http", env: map[string]string{"CONCIERGE_PUBLIC_URL": "ftp://x"}, wantErr: "CONCIERGE_PUBLIC_URL"},
 	}
 	for _, tt := range tests {
@@ -61,7 +69,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLogValueMasksPasswords(t *testing.T) {
-	c := Config{DatabaseURL: "postgres://u:secret@h/db", RedisURL: "redis://:secret2@h:6379/0"}
+	c := Config{DatabaseURL: "postgres://u:secret@h/db", RedisURL: "redis://:secret2@h:6379/0", OpenAIAPIKey: "sk-secret3", OpenAIBaseURL: "https://u:secret4@llm.example.com/v1"}
 	if s := c.LogValue().String(); strings.Contains(s, "secret") {
 		t.Fatalf("LogValue leaks a password: %s", s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -45,7 +46,7 @@ func TestDescribeError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body := describeError(tt.err)
+			status, body := wire.DescribeError(tt.err)
 			if status != tt.status || body.Error.Code != tt.code {
 				t.Fatalf("got %d %s, want %d %s", status, body.Error.Code, tt.status, tt.code)
 			}

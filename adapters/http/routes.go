@@ -15,6 +15,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/http/webhook"
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/workspace"
@@ -27,6 +28,7 @@ type Services struct {
 	Agents        *agent.Service
 	Conversations *conversation.Service
 	Inbound       *inbound.Service
+	Chat          *chat.Service
 }
 
 // Deps are the outside-world pieces the HTTP edge needs directly.
@@ -100,8 +102,18 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	})
 
 	keyed := requireAPIKey(s.Workspaces, rl, lim)
-	v2.NewHandlers(s.Agents, s.Conversations, decoder).Register(api.Group("/v2", keyed))
-	v1.NewHandlers(s.Conversations, decoder, d.Clock).RegisterKeyed(api.Group("/v1", keyed))
+	v2api := api.Group("/v2", keyed)
+	v2.NewHandlers(s.Agents, s.Conversations, decoder).Register(v2api)
+	v2.NewChatHandlers(s.Chat, decoder).Register(v2api)
+	v1h := v1.NewHandlers(s.Conversations, s.Chat, decoder, d.Clock)
+	v1h.RegisterKeyed(api.Group("/v1", keyed))
+	// The session id is the capability here; no key, so count per client IP.
+	v1h.RegisterSession(api.Group("/chat", func(c *fiber.Ctx) error {
+		if err := rl.take(c, "ip:"+c.IP(), lim.PublicPerMinute); err != nil {
+			return err
+		}
+		return c.Next()
+	}))
 
 	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
 		Workspace: func(c *fiber.Ctx, workspaceID string) error {

@@ -1,5 +1,5 @@
-// Package v1 serves the stable v1 API: sessions (and, with the answer engine,
-// widget-compatible chat messages).
+// Package v1 serves the stable v1 API: sessions, and widget-compatible chat
+// messages whose capability is the session id.
 package v1
 
 import (
@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -22,13 +23,14 @@ const (
 // Handlers serves /api/v1.
 type Handlers struct {
 	conversations *conversation.Service
+	engine        *chat.Service
 	decoder       *wire.Decoder
 	clock         ports.Clock
 }
 
 // NewHandlers returns the v1 handlers.
-func NewHandlers(conversations *conversation.Service, decoder *wire.Decoder, clock ports.Clock) *Handlers {
-	return &Handlers{conversations: conversations, decoder: decoder, clock: clock}
+func NewHandlers(conversations *conversation.Service, engine *chat.Service, decoder *wire.Decoder, clock ports.Clock) *Handlers {
+	return &Handlers{conversations: conversations, engine: engine, decoder: decoder, clock: clock}
 }
 
 // RegisterKeyed adds the v1 routes that need an API key to r (already authenticated).
@@ -59,4 +61,47 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(sessionDTO{SessionID: conv.ID})
+}
+
+// RegisterSession adds the v1 routes whose capability is the session id.
+func (h *Handlers) RegisterSession(r fiber.Router) {
+	r.Post("/:sessionId/message", h.message)
+}
+
+type messageRequest struct {
+	Message string `json:"message"`
+}
+
+// messageResponse is the answer of POST /api/chat/{sessionId}/message:
+// the messages this call created (the USER message, then the reply when
+// the agent answered) and whether a handoff is offered.
+type messageResponse struct {
+	Messages     []wire.MessageDTO `json:"messages"`
+	OfferHandoff bool              `json:"offerHandoff"`
+}
+
+func (h *Handlers) message(c *fiber.Ctx) error {
+	var body messageRequest
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	pending, err := h.engine.Start(ctx, chat.Request{
+		SessionID:       strings.Clone(c.Params("sessionId")),
+		Message:         body.Message,
+		IdentityHeader:  strings.Clone(c.Get(HeaderIdentity)),
+		SignatureHeader: strings.Clone(c.Get(HeaderSignature)),
+	})
+	if err != nil {
+		return err
+	}
+	answer, err := pending.Run(ctx, nil)
+	if err != nil {
+		return err
+	}
+	out := messageResponse{Messages: []wire.MessageDTO{wire.Message(answer.UserMessage)}, OfferHandoff: answer.OfferHandoff}
+	if answer.Reply.ID != "" {
+		out.Messages = append(out.Messages, wire.Message(answer.Reply))
+	}
+	return c.JSON(out)
 }

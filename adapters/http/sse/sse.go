@@ -1,0 +1,105 @@
+// Package sse writes Server-Sent Events streams on fiber, as PRODUCT.md
+// specifies them: `id:` and `data:` lines per event, one flush per event, a
+// `: ping` heartbeat, and generation that outlives a client that leaves.
+package sse
+
+import (
+	"bufio"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Heartbeat is how often an idle stream sends a comment, so proxies keep it
+// open and a vanished client is noticed (fasthttp reports a disconnect only
+// when a flush fails).
+const Heartbeat = 15 * time.Second
+
+// Event is one SSE event: its id line and its JSON data.
+type Event struct {
+	ID   string
+	Data any
+}
+
+// Stream is a queue of events between a producer that must never block on
+// the client (the answer engine) and the writer that serves the client.
+type Stream struct {
+	events chan Event
+	gone   chan struct{}
+	once   sync.Once
+}
+
+// NewStream returns a stream buffering up to size events.
+func NewStream(size int) *Stream {
+	return &Stream{events: make(chan Event, size), gone: make(chan struct{})}
+}
+
+// Send queues an event. Once the client is gone it returns at once and drops
+// the event; while the client is slow it waits for room, which is bounded by
+// the buffer and the heartbeat's flush failing.
+func (s *Stream) Send(ev Event) {
+	select {
+	case s.events <- ev:
+	case <-s.gone:
+	}
+}
+
+// Close ends the stream after the queued events are written.
+func (s *Stream) Close() { close(s.events) }
+
+// Gone reports whether the client left.
+func (s *Stream) Gone() <-chan struct{} { return s.gone }
+
+func (s *Stream) markGone() { s.once.Do(func() { close(s.gone) }) }
+
+// Serve sets the SSE headers and writes the stream's events until it is
+// closed or the client leaves. The writer runs after the handler returns, so
+// it must not touch c: everything it needs is in s.
+func Serve(c *fiber.Ctx, s *Stream) error {
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderConnection, "keep-alive")
+	c.Set("X-Accel-Buffering", "no")
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer s.markGone()
+		ticker := time.NewTicker(Heartbeat)
+		defer ticker.Stop()
+		for {
+			select {
+			case ev, ok := <-s.events:
+				if !ok {
+					return
+				}
+				if err := write(w, ev); err != nil {
+					return
+				}
+			case <-ticker.C:
+				if _, err := w.WriteString(": ping\n\n"); err != nil {
+					return
+				}
+				if err := w.Flush(); err != nil {
+					return
+				}
+			}
+		}
+	})
+	return nil
+}
+
+func write(w *bufio.Writer, ev Event) error {
+	data, err := json.Marshal(ev.Data)
+	if err != nil {
+		return err
+	}
+	if ev.ID != "" {
+		w.WriteString("id: ")
+		w.WriteString(ev.ID)
+		w.WriteByte('\n')
+	}
+	w.WriteString("data: ")
+	w.Write(data)
+	w.WriteString("\n\n")
+	return w.Flush()
+}

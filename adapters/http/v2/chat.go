@@ -1,0 +1,96 @@
+package v2
+
+import (
+	"context"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/http/sse"
+	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Identity verification headers (PRODUCT.md, "Identity verification").
+const (
+	headerIdentity  = "X-Service-Identity"
+	headerSignature = "X-Service-Signature"
+)
+
+// chatRequest is the body of POST /api/v2/chat. A missing message is left to
+// the engine, which answers with the spec's exact "message is required".
+type chatRequest struct {
+	Agent     string `json:"agent" validate:"max=64"`
+	Message   string `json:"message"`
+	Stream    bool   `json:"stream"`
+	SessionID string `json:"sessionId" validate:"max=64"`
+}
+
+// ChatHandlers serves POST /api/v2/chat.
+type ChatHandlers struct {
+	engine  *chat.Service
+	decoder *wire.Decoder
+}
+
+// NewChatHandlers returns the chat handlers.
+func NewChatHandlers(engine *chat.Service, decoder *wire.Decoder) *ChatHandlers {
+	return &ChatHandlers{engine: engine, decoder: decoder}
+}
+
+// Register adds the chat route to r (already authenticated).
+func (h *ChatHandlers) Register(r fiber.Router) {
+	r.Post("/chat", h.chat)
+}
+
+func (h *ChatHandlers) chat(c *fiber.Ctx) error {
+	var body chatRequest
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	p, _ := wire.Principal(c)
+	ctx := c.UserContext()
+	pending, err := h.engine.Start(ctx, chat.Request{
+		Workspace:       &p.Workspace,
+		AgentSlug:       body.Agent,
+		SessionID:       body.SessionID,
+		Message:         body.Message,
+		IdentityHeader:  strings.Clone(c.Get(headerIdentity)),
+		SignatureHeader: strings.Clone(c.Get(headerSignature)),
+	})
+	if err != nil {
+		return err
+	}
+	if !body.Stream {
+		answer, err := pending.Run(ctx, nil)
+		if err != nil {
+			return err
+		}
+		return c.JSON(wire.Answer(answer))
+	}
+	return StreamAnswer(c, ctx, pending)
+}
+
+// StreamAnswer runs a pending answer and streams its token, done and error
+// events as SSE. The answer runs on its own goroutine under ctx (the
+// server's, not the client's), so a client that leaves does not stop it: it
+// is completed and stored.
+func StreamAnswer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending) error {
+	stream := sse.NewStream(1024)
+	go func() {
+		defer stream.Close()
+		terminal := false
+		_, err := pending.Run(ctx, func(ev ports.SessionEvent) {
+			if ev.Type == ports.EventMessage {
+				return // a POST stream carries its answer; live streams carry messages
+			}
+			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
+			stream.Send(sse.Event{ID: wire.EventID(ev), Data: wire.EventData(ev)})
+		})
+		if err != nil && !terminal {
+			_, body := wire.DescribeError(err)
+			stream.Send(sse.Event{Data: wire.EventData(ports.SessionEvent{Type: ports.EventError, ErrorCode: body.Error.Code, ErrorMessage: body.Error.Message})})
+		}
+	}()
+	return sse.Serve(c, stream)
+}

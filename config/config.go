@@ -55,6 +55,10 @@ type Config struct {
 	OpenAITimeout    time.Duration `env:"OPENAI_TIMEOUT" envDefault:"60s"`
 	OpenAIMaxRetries int           `env:"OPENAI_MAX_RETRIES" envDefault:"3"`
 
+	// LocalTokenDelay slows the embedded model's stream, for demos and tests
+	// of streaming; 0 streams as fast as it composes.
+	LocalTokenDelay time.Duration `env:"LOCAL_TOKEN_DELAY" envDefault:"0s"`
+
 	ChatTimeout     time.Duration `env:"CHAT_TIMEOUT" envDefault:"2m"`
 	MaxAnswerChars  int           `env:"MAX_ANSWER_CHARS" envDefault:"4000"`
 	RetrievalLimit  int           `env:"RETRIEVAL_LIMIT" envDefault:"5"`
@@ -199,6 +203,9 @@ func (c Config) validate() error {
 	}
 	if u, err := url.Parse(c.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%sOPENAI_BASE_URL=%q is not an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1", Prefix, c.OpenAIBaseURL)
+	}
+	if c.LocalTokenDelay < 0 || c.LocalTokenDelay > time.Second {
+		return fmt.Errorf("%sLOCAL_TOKEN_DELAY=%s must be between 0s and 1s", Prefix, c.LocalTokenDelay)
 	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)

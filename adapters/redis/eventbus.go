@@ -44,12 +44,16 @@ func NewEventBus(client goredis.UniversalClient) *EventBus {
 // Publish sends ev as a JSON envelope to ChannelFor(ev.SessionID). Pub/sub is
 // fire and forget: an event nobody listens to is dropped, which is fine because
 // Postgres keeps the durable copy. Returns an error wrapping
-// domain.ErrUnavailable if Redis cannot be reached.
+// domain.ErrUnavailable if Redis cannot be reached, and a plain error, without
+// publishing, for an event that is not one of the ports.Event* types, lacks
+// its payload (a done event without Answer, a message event without Message)
+// or whose payload belongs to another session.
 func (b *EventBus) Publish(ctx context.Context, ev ports.SessionEvent) error {
-	if ev.SessionID == "" {
-		return errors.New("event bus: event has no session id")
+	w, err := toWire(ev)
+	if err != nil {
+		return err
 	}
-	payload, err := json.Marshal(toWire(ev))
+	payload, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("event bus: encode %s event: %w", ev.Type, err)
 	}
@@ -61,12 +65,33 @@ func (b *EventBus) Publish(ctx context.Context, ev ports.SessionEvent) error {
 
 // wireEvent is the JSON envelope on a session channel. It is private: only
 // this package publishes and (later) decodes it.
+//
+// Every envelope has v, type and sessionId; messageId and seq when the event
+// has them (the SSE id "<messageId>:<seq>"; absent for status changes and
+// inbound messages). Then exactly the type's own payload, with all its keys:
+//
+//	token    content
+//	done     answer {sessionId, messageId, message, citations, isFallback, fallbackReason, offerHandoff}
+//	error    error {code, message}
+//	message  message {id, role, content, citations, createdAt}
+//	status   status
+//
+// Citations are always arrays; answer.messageId is null when the answer has
+// no reply message (a person owns the conversation) and answer.fallbackReason
+// null when there is none, as in the API's answer object. Fields are only
+// ever added within a version; wireVersion changes when one changes meaning
+// or goes away.
 type wireEvent struct {
 	V         int          `json:"v"`
 	Type      string       `json:"type"`
 	SessionID string       `json:"sessionId"`
+	MessageID string       `json:"messageId,omitempty"`
+	Seq       int          `json:"seq,omitempty"`
+	Content   *string      `json:"content,omitempty"`
 	Message   *wireMessage `json:"message,omitempty"`
-	Status    string       `json:"status,omitempty"`
+	Answer    *wireAnswer  `json:"answer,omitempty"`
+	Status    *string      `json:"status,omitempty"`
+	Error     *wireError   `json:"error,omitempty"`
 }
 
 type wireMessage struct {
@@ -86,25 +111,65 @@ type wireCitation struct {
 	Score        float64 `json:"score"`
 }
 
-func toWire(ev ports.SessionEvent) wireEvent {
+// wireAnswer is the finished answer, the fields of the API's done event.
+type wireAnswer struct {
+	SessionID      string         `json:"sessionId"`
+	MessageID      *string        `json:"messageId"`
+	Message        string         `json:"message"`
+	Citations      []wireCitation `json:"citations"`
+	IsFallback     bool           `json:"isFallback"`
+	FallbackReason *string        `json:"fallbackReason"`
+	OfferHandoff   bool           `json:"offerHandoff"`
+}
+
+type wireError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func toWire(ev ports.SessionEvent) (wireEvent, error) {
+	if ev.SessionID == "" {
+		return wireEvent{}, errors.New("event bus: event has no session id")
+	}
 	w := wireEvent{
 		V:         wireVersion,
 		Type:      ev.Type,
 		SessionID: ev.SessionID,
-		Status:    string(ev.Status),
+		MessageID: ev.MessageID,
+		Seq:       ev.Seq,
 	}
-	if m := ev.Message; m != nil {
-		// Always an array, never null, as in the API's message object.
-		citations := make([]wireCitation, 0, len(m.Citations))
-		for _, c := range m.Citations {
-			citations = append(citations, wireCitation{
-				DocumentName: c.DocumentName,
-				SourceID:     c.SourceID,
-				SourceType:   string(c.SourceType),
-				URL:          c.URL,
-				Snippet:      c.Snippet,
-				Score:        c.Score,
-			})
+	switch ev.Type {
+	case ports.EventToken:
+		content := ev.Content
+		w.Content = &content
+	case ports.EventDone:
+		a := ev.Answer
+		if a == nil {
+			return wireEvent{}, errors.New("event bus: done event has no answer")
+		}
+		if a.SessionID != "" && a.SessionID != ev.SessionID {
+			return wireEvent{}, fmt.Errorf("event bus: answer of session %s published to session %s", a.SessionID, ev.SessionID)
+		}
+		// The API's answer object: token counts and the user's message are
+		// bookkeeping the relay has no use for.
+		w.Answer = &wireAnswer{
+			SessionID:      ev.SessionID,
+			MessageID:      optional(a.Reply.ID),
+			Message:        a.Reply.Content,
+			Citations:      toWireCitations(a.Reply.Citations),
+			IsFallback:     a.IsFallback,
+			FallbackReason: optional(string(a.FallbackReason)),
+			OfferHandoff:   a.OfferHandoff,
+		}
+	case ports.EventError:
+		w.Error = &wireError{Code: ev.ErrorCode, Message: ev.ErrorMessage}
+	case ports.EventMessage:
+		m := ev.Message
+		if m == nil {
+			return wireEvent{}, errors.New("event bus: message event has no message")
+		}
+		if m.ConversationID != "" && m.ConversationID != ev.SessionID {
+			return wireEvent{}, fmt.Errorf("event bus: message of session %s published to session %s", m.ConversationID, ev.SessionID)
 		}
 		// The API's message object and nothing more: workspace id, token counts
 		// and the inbound event id are bookkeeping end users must not see, and
@@ -113,9 +178,38 @@ func toWire(ev ports.SessionEvent) wireEvent {
 			ID:        m.ID,
 			Role:      string(m.Role),
 			Content:   m.Content,
-			Citations: citations,
+			Citations: toWireCitations(m.Citations),
 			CreatedAt: m.CreatedAt.UTC().Format(timeLayout),
 		}
+	case ports.EventStatus:
+		status := string(ev.Status)
+		w.Status = &status
+	default:
+		return wireEvent{}, fmt.Errorf("event bus: unknown event type %q", ev.Type)
 	}
-	return w
+	return w, nil
+}
+
+// toWireCitations is always an array, never null, as in the API.
+func toWireCitations(cs []domain.Citation) []wireCitation {
+	out := make([]wireCitation, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, wireCitation{
+			DocumentName: c.DocumentName,
+			SourceID:     c.SourceID,
+			SourceType:   string(c.SourceType),
+			URL:          c.URL,
+			Snippet:      c.Snippet,
+			Score:        c.Score,
+		})
+	}
+	return out
+}
+
+// optional is nil for "", so JSON shows null.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/core/workspace"
 )
 
 type agentBody struct {
@@ -412,11 +411,11 @@ func TestIdentityVerification(t *testing.T) {
 		status    int
 		code      string
 	}{
-		{"valid signature", ent, valid, workspace.SignIdentity(ent.WebhookSecret, valid), 200, ""},
-		{"tampered payload", ent, tampered, workspace.SignIdentity(ent.WebhookSecret, valid), 401, "UNAUTHORIZED"},
-		{"wrong key", ent, valid, workspace.SignIdentity(std.WebhookSecret, valid), 401, "UNAUTHORIZED"},
-		{"expired exp", ent, expired, workspace.SignIdentity(ent.WebhookSecret, expired), 401, "UNAUTHORIZED"},
-		{"non-Enterprise workspace", std, valid, workspace.SignIdentity(std.WebhookSecret, valid), 403, "PLAN_UPGRADE_REQUIRED"},
+		{"valid signature", ent, valid, domain.SignIdentity(ent.WebhookSecret, valid), 200, ""},
+		{"tampered payload", ent, tampered, domain.SignIdentity(ent.WebhookSecret, valid), 401, "UNAUTHORIZED"},
+		{"wrong key", ent, valid, domain.SignIdentity(std.WebhookSecret, valid), 401, "UNAUTHORIZED"},
+		{"expired exp", ent, expired, domain.SignIdentity(ent.WebhookSecret, expired), 401, "UNAUTHORIZED"},
+		{"non-Enterprise workspace", std, valid, domain.SignIdentity(std.WebhookSecret, valid), 403, "PLAN_UPGRADE_REQUIRED"},
 		{"signature without identity", ent, "", "abcd", 400, "VALIDATION_ERROR"},
 		{"identity over 4 KiB", ent, strings.Repeat("A", 5000), "abcd", 400, "VALIDATION_ERROR"},
 	}

@@ -13,10 +13,13 @@ import (
 
 	httpapi "github.com/conciergehq/concierge/adapters/http"
 	"github.com/conciergehq/concierge/adapters/http/openapi"
+	"github.com/conciergehq/concierge/adapters/llm/local"
+	"github.com/conciergehq/concierge/adapters/llm/openai"
 	"github.com/conciergehq/concierge/adapters/postgres"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/inbound"
@@ -40,6 +43,7 @@ type system struct {
 	agents        *agent.Service
 	conversations *conversation.Service
 	inbound       *inbound.Service
+	chat          *chat.Service
 }
 
 // connect builds the system. Its errors are one line naming the variable to fix.
@@ -69,7 +73,41 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.agents = agent.NewService(s.store, s.store, s.clock)
 	s.conversations = conversation.NewService(s.store, s.store, s.clock)
 	s.inbound = inbound.NewService(s.store, s.store, s.enqueuer, bus, s.clock, log, cfg.MaxMessageChars)
+	models, err := languageModels(cfg)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.chat, err = chat.NewService(chat.Deps{
+		Workspaces: s.store, Agents: s.store, Conversations: s.store, Retriever: s.store,
+		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Clock: s.clock, Log: log,
+	}, chat.Limits{
+		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
+		HistoryMessages: cfg.HistoryMessages, MaxToolRounds: cfg.MaxToolRounds, Timeout: cfg.ChatTimeout,
+	})
+	if err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// languageModels builds every configured model adapter: the embedded one
+// always (agents may pick it), the OpenAI-compatible one when it is the
+// default or has credentials.
+func languageModels(cfg config.Config) (map[string]ports.LLM, error) {
+	models := map[string]ports.LLM{"local": local.New(local.Options{TokenDelay: cfg.LocalTokenDelay})}
+	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
+		m, err := openai.New(openai.Options{
+			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel,
+			Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%sOPENAI_*: %v", config.Prefix, err)
+		}
+		models["openai"] = m
+	}
+	return models, nil
 }
 
 // rootCause keeps the innermost error's text, which is the actionable part
@@ -107,7 +145,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
 	app := httpapi.New(ctx,
-		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound},
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,

@@ -57,6 +57,8 @@ type Patch struct {
 	SuggestedQuestions *[]string
 	FallbackMessage    *string
 	Published          *bool
+	Model              *string
+	BlockedTopics      *[]string
 }
 
 // Update applies a patch. Returns domain.ErrNotFound or domain.ErrInvalidInput.
@@ -71,6 +73,8 @@ func (s *Service) Update(ctx context.Context, workspaceID, slug string, p Patch)
 	setIf(&a.Config.SuggestedQuestions, p.SuggestedQuestions)
 	setIf(&a.Config.FallbackMessage, p.FallbackMessage)
 	setIf(&a.Config.Published, p.Published)
+	setIf(&a.Config.Model, p.Model)
+	setIf(&a.Config.BlockedTopics, p.BlockedTopics)
 	if err := a.Validate(); err != nil {
 		return domain.Agent{}, err
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -181,19 +180,24 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		// A person owns the conversation: the agent stays silent, whatever the
 		// model or the prompt would do.
 		answer.FallbackReason = domain.FallbackHumanActive
-		pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, Answer: &answer})
+		// No reply exists, so the event takes its id from the USER message.
+		pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Answer: &answer})
 		return answer, nil
 	}
 	if conv.Status == domain.StatusResolved {
-		if _, err := s.conversations.SetConversationStatus(ctx, ws.ID, conv.ID,
-			[]domain.ConversationStatus{domain.StatusResolved}, domain.StatusAI); err != nil {
+		changed, err := s.conversations.SetConversationStatus(ctx, ws.ID, conv.ID,
+			[]domain.ConversationStatus{domain.StatusResolved}, domain.StatusAI)
+		if err != nil {
 			return answer, err
+		}
+		if changed {
+			pub.send(ports.SessionEvent{Type: ports.EventStatus, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Status: domain.StatusAI})
 		}
 	}
 
-	t := &turn{ws: &ws, agent: &agent, conv: &conv}
 	replyID := domain.NewID(domain.PrefixMessage)
 	out := &stream{pub: pub, sessionID: conv.ID, messageID: replyID}
+	t := &turn{ws: &ws, agent: &agent, conv: &conv, out: out}
 	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out)
 	if reason != domain.FallbackNone {
 		content = agent.Config.EffectiveFallbackMessage()
@@ -250,7 +254,7 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		if req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
 			return ws, domain.Agent{}, conv, domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
 		}
-		identity, err := workspace.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+		identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
 		if err != nil {
 			return ws, domain.Agent{}, conv, err
 		}
@@ -272,7 +276,7 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		return ws, domain.Agent{}, conv, domain.InvalidField("sessionId", "is required")
 	}
 	ws = *req.Workspace
-	identity, err := workspace.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+	identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
 	if err != nil {
 		return ws, domain.Agent{}, conv, err
 	}

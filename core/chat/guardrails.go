@@ -13,12 +13,15 @@ import (
 // instructions. They run on a normalised copy of the message (lower case,
 // single spaces), so spacing and case tricks do not slip through.
 var injectionPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|the|any)\b.{0,30}\b(instructions?|prompts?|rules|directives|guidelines)\b`),
-	regexp.MustCompile(`\b(reveal|print|show|repeat|output|display|tell me|give me|what is|what are|leak)\b.{0,40}\b(system prompt|system message|hidden (instructions?|prompt)|initial (instructions?|prompt)|your (instructions|prompt|rules))\b`),
-	regexp.MustCompile(`\byou are (now|no longer)\b.{0,40}\b(dan|unrestricted|unfiltered|jailbroken|developer mode|free of)\b`),
-	regexp.MustCompile(`\b(enable|enter|activate|switch to)\b.{0,20}\b(developer|debug|god|jailbreak|dan) mode\b`),
-	regexp.MustCompile(`\bpretend (that )?you (have no|are not bound by|don't have)\b.{0,30}\b(rules|restrictions|guidelines|limits)\b`),
-	regexp.MustCompile(`(^|\n)\s*(system|assistant)\s*:\s`),
+	regexp.MustCompile(`(?s)\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|the|any)\b.{0,30}\b(instructions?|prompts?|rules|directives|guidelines)\b`),
+	regexp.MustCompile(`(?s)\b(reveal|print|show|repeat|output|display|leak|dump)\b.{0,40}\b(system prompt|system message|hidden (instructions?|prompt)|initial (instructions?|prompt)|original (instructions?|prompt)|your (instructions|prompt|system prompt))\b`),
+	regexp.MustCompile(`(?s)\b(what is|what's|tell me|give me)\b.{0,20}\b(your )?(system prompt|system message|hidden instructions|initial prompt)\b`),
+	regexp.MustCompile(`(?s)\byou are (now|no longer)\b.{0,40}\b(dan|unrestricted|unfiltered|jailbroken|developer mode|free of)\b`),
+	regexp.MustCompile(`(?s)\b(enable|enter|activate|switch to)\b.{0,20}\b(developer|debug|god|jailbreak|dan) mode\b`),
+	regexp.MustCompile(`(?s)\bpretend (that )?you (have no|are not bound by|don't have)\b.{0,30}\b(rules|restrictions|guidelines|limits)\b`),
+	// A fake role line only when it goes on to give orders, so a pasted
+	// "System: Windows 11" is not mistaken for one.
+	regexp.MustCompile(`(^|\n)\s*(system|assistant|developer)\s*:\s*(you\b|ignore|from now on|new instructions|override|forget)`),
 	regexp.MustCompile(`<\|?(im_start|im_end|system|endoftext)\|?>`),
 }
 
@@ -108,15 +111,19 @@ const (
 	leakRun = 60
 )
 
-// outputFilter sits between the model and the client. It holds back text
-// that could be the start of the agent's system prompt and stops the answer
-// once a long run of it appears, and it caps the answer's length. Because
-// tokens already sent cannot be taken back, it decides before releasing.
+// outputFilter sits between the model and the client. It follows the
+// longest run of system-prompt text ending at the latest character the model
+// produced, holds that run back while it could be the start of a recital,
+// and stops the answer once the run reaches leakRun: at most minLeakRun
+// characters of the prompt can ever reach the client. It also caps the
+// answer's length. Tokens already sent cannot be taken back, so it decides
+// before releasing.
 type outputFilter struct {
 	prompt   string // lower-cased system prompt; "" disables leak checks
 	maxChars int
 
 	text     strings.Builder // everything the model produced
+	runStart int             // byte offset where the current prompt run starts
 	released int             // bytes of text already released
 	chars    int             // runes released
 	leaked   bool
@@ -139,25 +146,43 @@ func (f *outputFilter) push(delta string) (string, bool) {
 	if f.leaked || f.capped {
 		return "", true
 	}
-	f.text.WriteString(delta)
-	all := f.text.String()
-	pending := all[f.released:]
-	hold := 0
-	if f.prompt != "" {
-		hold = f.promptSuffix(pending)
-		if hold >= leakRun {
+	if f.prompt == "" {
+		f.text.WriteString(delta)
+		return f.release(f.text.String()[f.released:])
+	}
+	for _, r := range delta {
+		f.text.WriteRune(r)
+		f.extendRun()
+		if f.runLen() >= leakRun {
 			f.leaked = true
-			return "", true
-		}
-		if hold < minLeakRun {
-			hold = 0
+			// Release nothing of the run; what came before it may go.
+			end := max(f.runStart, f.released)
+			out, _ := f.release(f.text.String()[f.released:end])
+			return out, true
 		}
 	}
-	out := pending[:len(pending)-hold]
-	return f.release(out)
+	end := f.text.Len()
+	if f.runLen() >= minLeakRun {
+		end = max(f.runStart, f.released)
+	}
+	return f.release(f.text.String()[f.released:end])
 }
 
-// flush returns what is still held once the model has finished.
+// extendRun moves the run's start forward until the text from it to the end
+// occurs in the prompt (case-insensitively). Each character is added and
+// dropped at most once, so the whole answer costs O(length) lookups.
+func (f *outputFilter) extendRun() {
+	text := f.text.String()
+	for f.runStart < len(text) && !strings.Contains(f.prompt, strings.ToLower(text[f.runStart:])) {
+		_, size := utf8.DecodeRuneInString(text[f.runStart:])
+		f.runStart += size
+	}
+}
+
+func (f *outputFilter) runLen() int { return utf8.RuneCountInString(f.text.String()[f.runStart:]) }
+
+// flush returns what is still held once the model has finished: a short run
+// of prompt text at the very end is harmless.
 func (f *outputFilter) flush() string {
 	if f.leaked || f.capped {
 		return ""
@@ -185,24 +210,4 @@ func (f *outputFilter) release(out string) (string, bool) {
 	f.released += len(out)
 	f.chars += utf8.RuneCountInString(out)
 	return out, f.capped
-}
-
-// promptSuffix returns the byte length of the longest suffix of s that occurs
-// in the system prompt (case-insensitively). Occurrence is monotonic in the
-// suffix length, so a binary search needs about log2(len) lookups.
-func (f *outputFilter) promptSuffix(s string) int {
-	lo, hi := 0, min(len(s), 4*leakRun)
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		start := len(s) - mid
-		for start > 0 && !utf8.RuneStart(s[start]) {
-			start--
-		}
-		if strings.Contains(f.prompt, strings.ToLower(s[start:])) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
+	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -32,44 +36,60 @@ func (s *stream) token(text string) {
 	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
 }
 
+// status announces a change of the conversation's state within the answer.
+func (s *stream) status(st domain.ConversationStatus) {
+	s.pub.send(ports.SessionEvent{Type: ports.EventStatus, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Status: st})
+}
+
 // words sends text as word-sized tokens (a word and the space after it), as
 // a model would stream it.
 func (s *stream) words(text string) {
 	start := 0
 	for i, r := range text {
-		if unicode.IsSpace(r) && i+1 < len(text) && !unicode.IsSpace(rune(text[i+1])) {
-			s.token(text[start : i+1])
-			start = i + 1
+		next := i + utf8.RuneLen(r)
+		if unicode.IsSpace(r) && next < len(text) {
+			if n, _ := utf8.DecodeRuneInString(text[next:]); !unicode.IsSpace(n) {
+				s.token(text[start:next])
+				start = next
+			}
 		}
 	}
 	s.token(text[start:])
 }
 
+// publishTimeout bounds one bus publication; a bus slower than that is
+// treated as down for the rest of the answer.
+const publishTimeout = time.Second
+
 // publisher hands events to the caller at once and to the event bus in
-// order on a goroutine of its own, so a slow bus never delays tokens.
+// order on a goroutine of its own, so the bus can never delay an answer:
+// when its queue is full or a publication fails or times out, the rest of the
+// answer is not published (followers replay it from PostgreSQL).
 type publisher struct {
-	emit  Emit
-	queue chan ports.SessionEvent
-	done  chan struct{}
+	emit   Emit
+	queue  chan ports.SessionEvent
+	done   chan struct{}
+	log    *slog.Logger
+	broken atomic.Bool
 }
 
 func newPublisher(ctx context.Context, bus ports.EventBus, log *slog.Logger, emit Emit) *publisher {
-	p := &publisher{emit: emit, queue: make(chan ports.SessionEvent, 256), done: make(chan struct{})}
+	p := &publisher{emit: emit, queue: make(chan ports.SessionEvent, 256), done: make(chan struct{}), log: log}
 	// Publishing outlives the request: followers on other pods must get the
 	// whole answer even if the asking client left.
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(p.done)
-		failed := false
 		for ev := range p.queue {
-			if failed {
-				continue // drain: the caller must never wait on a broken bus
+			if p.broken.Load() {
+				continue
 			}
-			if err := bus.Publish(ctx, ev); err != nil {
-				// Live followers miss the rest of this answer; they replay it
-				// from PostgreSQL, which holds the durable copy.
+			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+			err := bus.Publish(pctx, ev)
+			cancel()
+			if err != nil {
 				log.WarnContext(ctx, "publishing session events failed; skipping the rest of this answer", "sessionId", ev.SessionID, "type", ev.Type, "error", err)
-				failed = true
+				p.broken.Store(true)
 			}
 		}
 	}()
@@ -80,11 +100,27 @@ func (p *publisher) send(ev ports.SessionEvent) {
 	if p.emit != nil {
 		p.emit(ev)
 	}
-	p.queue <- ev
+	if p.broken.Load() {
+		return
+	}
+	select {
+	case p.queue <- ev:
+	default:
+		p.log.Warn("session event queue full; skipping the rest of this answer on the bus", "sessionId", ev.SessionID)
+		p.broken.Store(true)
+	}
 }
 
-// close waits until every event has been handed to the bus.
+// close waits until the queued events were handed to the bus, so the next
+// answer's events cannot overtake this one's on the bus; at most one
+// publication timeout, after which the bus counts as broken.
 func (p *publisher) close() {
 	close(p.queue)
-	<-p.done
+	select {
+	case <-p.done:
+	case <-time.After(publishTimeout):
+		// A hung bus: its goroutine drains the queue without publishing
+		// once the publication in flight times out.
+		p.broken.Store(true)
+	}
 }

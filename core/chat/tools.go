@@ -99,6 +99,7 @@ type turn struct {
 	conv         *domain.Conversation
 	knowledge    []domain.Chunk
 	offerHandoff bool
+	out          *stream
 }
 
 // run executes a validated call. A returned error is a failure of our own
@@ -132,9 +133,13 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 		if !t.ws.Allows(domain.FeatureHandoff) {
 			return "A handoff to a person is not available.", nil
 		}
-		if _, err := s.conversations.SetConversationStatus(ctx, t.ws.ID, t.conv.ID,
-			[]domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested); err != nil {
+		changed, err := s.conversations.SetConversationStatus(ctx, t.ws.ID, t.conv.ID,
+			[]domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested)
+		if err != nil {
 			return "", err
+		}
+		if changed {
+			t.out.status(domain.StatusHandoffRequested)
 		}
 		t.offerHandoff = true
 		return "The user has been offered a conversation with a person.", nil

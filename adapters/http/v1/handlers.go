@@ -10,7 +10,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
-	"github.com/conciergehq/concierge/core/workspace"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -52,7 +52,7 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 		return err
 	}
 	p, _ := wire.Principal(c)
-	identity, err := workspace.VerifyIdentity(&p.Workspace, strings.Clone(c.Get(HeaderIdentity)), strings.Clone(c.Get(HeaderSignature)), h.clock.Now())
+	identity, err := domain.VerifyIdentity(&p.Workspace, strings.Clone(c.Get(HeaderIdentity)), strings.Clone(c.Get(HeaderSignature)), h.clock.Now())
 	if err != nil {
 		return err
 	}

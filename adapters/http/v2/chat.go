@@ -81,8 +81,8 @@ func StreamAnswer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending) erro
 		defer stream.Close()
 		terminal := false
 		_, err := pending.Run(ctx, func(ev ports.SessionEvent) {
-			if ev.Type == ports.EventMessage {
-				return // a POST stream carries its answer; live streams carry messages
+			if ev.Type != ports.EventToken && ev.Type != ports.EventDone && ev.Type != ports.EventError {
+				return // a POST stream carries its answer; messages and status go to live streams
 			}
 			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
 			stream.Send(sse.Event{ID: wire.EventID(ev), Data: wire.EventData(ev)})

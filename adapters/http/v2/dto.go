@@ -14,6 +14,8 @@ type agentCreate struct {
 	SuggestedQuestions []string `json:"suggestedQuestions" validate:"max=10,dive,max=300"`
 	FallbackMessage    string   `json:"fallbackMessage" validate:"max=2000"`
 	Published          *bool    `json:"published"`
+	Model              string   `json:"model" validate:"max=100"`
+	BlockedTopics      []string `json:"blockedTopics" validate:"max=50,dive,max=100"`
 }
 
 // agentUpdate is the body of PATCH /api/v2/agents/{slug}; absent fields stay.
@@ -24,6 +26,8 @@ type agentUpdate struct {
 	SuggestedQuestions *[]string `json:"suggestedQuestions" validate:"omitnil,max=10,dive,max=300"`
 	FallbackMessage    *string   `json:"fallbackMessage" validate:"omitnil,max=2000"`
 	Published          *bool     `json:"published"`
+	Model              *string   `json:"model" validate:"omitnil,max=100"`
+	BlockedTopics      *[]string `json:"blockedTopics" validate:"omitnil,max=50,dive,max=100"`
 }
 
 type agentDTO struct {
@@ -35,6 +39,8 @@ type agentDTO struct {
 	SuggestedQuestions []string `json:"suggestedQuestions"`
 	FallbackMessage    string   `json:"fallbackMessage"`
 	Published          bool     `json:"published"`
+	Model              *string  `json:"model"`
+	BlockedTopics      []string `json:"blockedTopics"`
 	CreatedAt          string   `json:"createdAt"`
 	UpdatedAt          string   `json:"updatedAt"`
 }
@@ -43,6 +49,10 @@ func toAgentDTO(a domain.Agent) agentDTO {
 	questions := a.Config.SuggestedQuestions
 	if questions == nil {
 		questions = []string{}
+	}
+	topics := a.Config.BlockedTopics
+	if topics == nil {
+		topics = []string{}
 	}
 	return agentDTO{
 		ID:                 a.ID,
@@ -53,6 +63,8 @@ func toAgentDTO(a domain.Agent) agentDTO {
 		SuggestedQuestions: questions,
 		FallbackMessage:    a.Config.EffectiveFallbackMessage(),
 		Published:          a.Config.Published,
+		Model:              wire.OptionalString(a.Config.Model),
+		BlockedTopics:      topics,
 		CreatedAt:          wire.Time(a.CreatedAt),
 		UpdatedAt:          wire.Time(a.UpdatedAt),
 	}

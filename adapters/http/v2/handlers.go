@@ -75,6 +75,8 @@ func (h *Handlers) createAgent(c *fiber.Ctx) error {
 			SuggestedQuestions: body.SuggestedQuestions,
 			FallbackMessage:    body.FallbackMessage,
 			Published:          published,
+			Model:              body.Model,
+			BlockedTopics:      body.BlockedTopics,
 		},
 	})
 	if err != nil {
@@ -104,6 +106,8 @@ func (h *Handlers) updateAgent(c *fiber.Ctx) error {
 		SuggestedQuestions: body.SuggestedQuestions,
 		FallbackMessage:    body.FallbackMessage,
 		Published:          body.Published,
+		Model:              body.Model,
+		BlockedTopics:      body.BlockedTopics,
 	})
 	if err != nil {
 		return err

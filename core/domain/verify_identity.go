@@ -1,4 +1,4 @@
-package workspace
+package domain
 
 import (
 	"crypto/hmac"
@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
-
-	"github.com/conciergehq/concierge/core/domain"
 )
 
 // MaxIdentityHeaderBytes bounds the X-Service-Identity header.
@@ -27,25 +25,25 @@ type identityPayload struct {
 
 // VerifyIdentity checks the identity headers' values for a workspace. Both
 // empty means an anonymous caller (nil, nil). Malformed input is
-// domain.ErrInvalidInput; a bad signature or an expired payload is
-// domain.ErrUnauthorized; a workspace without identity verification gets a
-// domain.PlanError.
-func VerifyIdentity(ws *domain.Workspace, identity, signature string, now time.Time) (*domain.Identity, error) {
+// ErrInvalidInput; a bad signature or an expired payload is
+// ErrUnauthorized; a workspace without identity verification gets a
+// PlanError.
+func VerifyIdentity(ws *Workspace, identity, signature string, now time.Time) (*Identity, error) {
 	if identity == "" && signature == "" {
 		return nil, nil
 	}
 	if identity == "" || signature == "" {
-		return nil, domain.Invalid("X-Service-Identity and X-Service-Signature must be sent together")
+		return nil, Invalid("X-Service-Identity and X-Service-Signature must be sent together")
 	}
 	if len(identity) > MaxIdentityHeaderBytes {
-		return nil, domain.Invalid("X-Service-Identity must be at most 4096 bytes")
+		return nil, Invalid("X-Service-Identity must be at most 4096 bytes")
 	}
-	if err := ws.Require(domain.FeatureIdentityVerification); err != nil {
+	if err := ws.Require(FeatureIdentityVerification); err != nil {
 		return nil, err
 	}
 	given, err := hex.DecodeString(strings.TrimSpace(signature))
 	if err != nil || len(given) != sha256.Size {
-		return nil, domain.Unauthorized("invalid identity signature")
+		return nil, Unauthorized("invalid identity signature")
 	}
 	// Compare against every secret currently valid, always computing each MAC so
 	// the time taken does not tell which secret was close.
@@ -54,24 +52,24 @@ func VerifyIdentity(ws *domain.Workspace, identity, signature string, now time.T
 		valid = hmac.Equal(given, sign(ws.PreviousWebhookSecret, identity)) || valid
 	}
 	if !valid {
-		return nil, domain.Unauthorized("invalid identity signature")
+		return nil, Unauthorized("invalid identity signature")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(identity, "="))
 	if err != nil {
-		return nil, domain.Invalid("X-Service-Identity must be base64url-encoded JSON")
+		return nil, Invalid("X-Service-Identity must be base64url-encoded JSON")
 	}
 	var p identityPayload
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, domain.Invalid("X-Service-Identity must be base64url-encoded JSON")
+		return nil, Invalid("X-Service-Identity must be base64url-encoded JSON")
 	}
 	p.UserID = strings.TrimSpace(p.UserID)
 	if p.UserID == "" || len(p.UserID) > 255 {
-		return nil, domain.Invalid("X-Service-Identity: userId is required (1 to 255 characters)")
+		return nil, Invalid("X-Service-Identity: userId is required (1 to 255 characters)")
 	}
 	if p.Exp != 0 && !now.Before(time.Unix(p.Exp, 0)) {
-		return nil, domain.Unauthorized("identity has expired")
+		return nil, Unauthorized("identity has expired")
 	}
-	return &domain.Identity{UserID: p.UserID, Email: p.Email, Name: p.Name, ExpiresAt: p.Exp}, nil
+	return &Identity{UserID: p.UserID, Email: p.Email, Name: p.Name, ExpiresAt: p.Exp}, nil
 }
 
 // SignIdentity returns the X-Service-Signature for an X-Service-Identity value;

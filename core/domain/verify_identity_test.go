@@ -1,4 +1,4 @@
-package workspace
+package domain
 
 import (
 	"encoding/base64"
@@ -7,18 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/conciergehq/concierge/core/domain"
 )
 
 func encodeIdentity(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }
 
 func TestVerifyIdentity(t *testing.T) {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	enterprise := domain.Workspace{ID: "ws_a", Plan: domain.PlanEnterprise, WebhookSecret: "whsec_current"}
-	addon := domain.Workspace{ID: "ws_b", Plan: domain.PlanStandard, WebhookSecret: "whsec_current", Addons: []domain.Feature{domain.FeatureIdentityVerification}}
-	standard := domain.Workspace{ID: "ws_c", Plan: domain.PlanStandard, WebhookSecret: "whsec_current"}
-	rotating := domain.Workspace{ID: "ws_d", Plan: domain.PlanEnterprise, WebhookSecret: "whsec_new", PreviousWebhookSecret: "whsec_current", PreviousSecretExpiresAt: now.Add(time.Hour)}
+	enterprise := Workspace{ID: "ws_a", Plan: PlanEnterprise, WebhookSecret: "whsec_current"}
+	addon := Workspace{ID: "ws_b", Plan: PlanStandard, WebhookSecret: "whsec_current", Addons: []Feature{FeatureIdentityVerification}}
+	standard := Workspace{ID: "ws_c", Plan: PlanStandard, WebhookSecret: "whsec_current"}
+	rotating := Workspace{ID: "ws_d", Plan: PlanEnterprise, WebhookSecret: "whsec_new", PreviousWebhookSecret: "whsec_current", PreviousSecretExpiresAt: now.Add(time.Hour)}
 	expiredRotation := rotating
 	expiredRotation.PreviousSecretExpiresAt = now.Add(-time.Second)
 
@@ -30,7 +28,7 @@ func TestVerifyIdentity(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		ws        domain.Workspace
+		ws        Workspace
 		identity  string
 		signature string
 		wantUser  string
@@ -42,17 +40,17 @@ func TestVerifyIdentity(t *testing.T) {
 		{"add-on on Standard", addon, valid, SignIdentity("whsec_current", valid), "u_42", nil},
 		{"uppercase hex accepted", enterprise, valid, strings.ToUpper(SignIdentity("whsec_current", valid)), "u_42", nil},
 		{"previous secret during grace", rotating, valid, SignIdentity("whsec_current", valid), "u_42", nil},
-		{"previous secret after grace", expiredRotation, valid, SignIdentity("whsec_current", valid), "", domain.ErrUnauthorized},
-		{"tampered payload", enterprise, encodeIdentity(`{"userId":"admin"}`), SignIdentity("whsec_current", valid), "", domain.ErrUnauthorized},
-		{"wrong key", enterprise, valid, SignIdentity("whsec_other", valid), "", domain.ErrUnauthorized},
-		{"signature not hex", enterprise, valid, "zz", "", domain.ErrUnauthorized},
-		{"expired exp", enterprise, expired, SignIdentity("whsec_current", expired), "", domain.ErrUnauthorized},
-		{"non-Enterprise workspace", standard, valid, SignIdentity("whsec_current", valid), "", domain.ErrForbidden},
-		{"identity without signature", enterprise, valid, "", "", domain.ErrInvalidInput},
-		{"signature without identity", enterprise, "", "abc", "", domain.ErrInvalidInput},
-		{"missing userId", enterprise, noUser, SignIdentity("whsec_current", noUser), "", domain.ErrInvalidInput},
-		{"not JSON", enterprise, notJSON, SignIdentity("whsec_current", notJSON), "", domain.ErrInvalidInput},
-		{"oversized header", enterprise, strings.Repeat("a", MaxIdentityHeaderBytes+1), "00", "", domain.ErrInvalidInput},
+		{"previous secret after grace", expiredRotation, valid, SignIdentity("whsec_current", valid), "", ErrUnauthorized},
+		{"tampered payload", enterprise, encodeIdentity(`{"userId":"admin"}`), SignIdentity("whsec_current", valid), "", ErrUnauthorized},
+		{"wrong key", enterprise, valid, SignIdentity("whsec_other", valid), "", ErrUnauthorized},
+		{"signature not hex", enterprise, valid, "zz", "", ErrUnauthorized},
+		{"expired exp", enterprise, expired, SignIdentity("whsec_current", expired), "", ErrUnauthorized},
+		{"non-Enterprise workspace", standard, valid, SignIdentity("whsec_current", valid), "", ErrForbidden},
+		{"identity without signature", enterprise, valid, "", "", ErrInvalidInput},
+		{"signature without identity", enterprise, "", "abc", "", ErrInvalidInput},
+		{"missing userId", enterprise, noUser, SignIdentity("whsec_current", noUser), "", ErrInvalidInput},
+		{"not JSON", enterprise, notJSON, SignIdentity("whsec_current", notJSON), "", ErrInvalidInput},
+		{"oversized header", enterprise, strings.Repeat("a", MaxIdentityHeaderBytes+1), "00", "", ErrInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

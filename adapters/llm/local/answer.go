@@ -1,0 +1,477 @@
+package local
+
+import (
+	"math"
+	"math/bits"
+	"strings"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Tuning of the answerer. They are constants, not options, so every
+// deployment answers the same question from the same knowledge the same way.
+const (
+	// maxTerms caps the distinct content terms of a question (they are
+	// tracked as bits of a uint64); later terms are ignored.
+	maxTerms = 64
+	// genericWeight is the weight of a generic word ("take", "need").
+	genericWeight = 0.5
+	// qaMatch is the minimum weighted F1 overlap between the user's question
+	// and a Q&A source's question for that answer to be used whole.
+	qaMatch = 0.65
+	// minRelevance is the share of the question's weight a sentence must
+	// cover (its own words, plus half for its heading or document name).
+	minRelevance = 0.3
+	// contextWeight is what a question term counts for when it appears only
+	// in the sentence's context (document name, Q&A question, heading, a
+	// preceding question sentence) and not in the sentence itself.
+	contextWeight = 0.5
+	// contextRelevance is the share of the question a context must cover to
+	// make a sentence eligible by context alone.
+	contextRelevance = 0.5
+	// pairWeight scales the bonus of a question bigram found in a sentence.
+	pairWeight = 0.5
+	// typeBonus is added, as a share of the question's weight, to a sentence
+	// of the kind the question asks for: a duration or time for "how long"
+	// and "when", an amount for "how much" and "cost". It is large because a
+	// sentence without a figure cannot answer "how much", however many of
+	// the question's words it repeats.
+	typeBonus = 0.5
+	// topicBoost adds this share of a term's weight when the term is both in
+	// the sentence and in its context: a sentence about shipping in a
+	// document about shipping is more likely the answer than one in passing.
+	topicBoost = 0.25
+	// shortPenalty multiplies the score of sentences under four words and of
+	// title lines, which seldom answer anything on their own.
+	shortPenalty = 0.6
+	// coveredWeight is what a term already covered by a chosen sentence is
+	// worth to the next one.
+	coveredWeight = 0.5
+	// adjacentBonus, as a share of the first sentence's score, favours the
+	// neighbours of a chosen sentence, which usually continue its thought.
+	adjacentBonus = 0.15
+	// followShare is the share of the first sentence's score a further
+	// sentence must reach to join the answer.
+	followShare = 0.6
+)
+
+// candidate is a sentence that may be quoted.
+type candidate struct {
+	chunk, ord int
+	start, end int
+	mask, syn  uint64 // the question's terms in the sentence (see sentenceFacts)
+	ctx        uint64 // the question's terms in the sentence's context
+	pairs      uint64
+	short      bool
+	typed      bool
+	score      float64
+	typeScore  float64 // the part of score owed to typeBonus
+	excluded   bool
+}
+
+// guard rejects text that must never be output: prompt-injection phrases and
+// anything overlapping the system prompt.
+type guard struct {
+	system      string
+	systemLines []string
+}
+
+func newGuard(system string) guard {
+	g := guard{system: normalizeForCompare(system)}
+	for _, line := range strings.Split(system, "\n") {
+		if l := normalizeForCompare(line); len(l) >= 24 {
+			g.systemLines = append(g.systemLines, l)
+		}
+	}
+	return g
+}
+
+// allows reports whether text (lowercased, whitespace collapsed) may be
+// output.
+func (g *guard) allows(norm string) bool {
+	if looksLikeInjection(norm) {
+		return false
+	}
+	if g.system == "" {
+		return true
+	}
+	if len(norm) >= 20 && strings.Contains(g.system, norm) {
+		return false
+	}
+	if len(g.system) >= 20 && strings.Contains(norm, g.system) {
+		return false
+	}
+	for _, l := range g.systemLines {
+		if strings.Contains(norm, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// answer composes the reply to question from knowledge: a matching Q&A
+// answer whole (cut at qaMaxChars when that is positive), or up to three
+// sentences in at most maxChars bytes. It returns "" when nothing in
+// knowledge is relevant enough.
+func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int) (string, []string) {
+	if len(knowledge) == 0 || maxChars <= 0 {
+		return "", nil
+	}
+	buf := make([]byte, 0, 64)
+	q, buf := parseQuery(question, buf)
+	if len(q.terms) == 0 {
+		return "", nil
+	}
+	g := newGuard(system)
+	if text, id, ok := q.matchQA(knowledge, &g, buf); ok {
+		if qaMaxChars > 0 {
+			text = truncateWords(text, qaMaxChars)
+		}
+		return text, citedIDs(id)
+	}
+	return q.extract(knowledge, &g, buf, maxChars)
+}
+
+func citedIDs(id string) []string {
+	if id == "" {
+		return nil
+	}
+	return []string{id}
+}
+
+// matchQA finds the Q&A chunk whose question best matches the user's, by
+// weighted F1 over content terms (generic words count half). It returns that
+// chunk's answer when the match reaches qaMatch; ties go to the better-ranked
+// chunk.
+func (q *query) matchQA(knowledge []domain.Chunk, g *guard, buf []byte) (string, string, bool) {
+	best, bestF1 := -1, 0.0
+	for ci := range knowledge {
+		c := &knowledge[ci]
+		if c.Question == "" || strings.TrimSpace(c.Text) == "" {
+			continue
+		}
+		var f1 float64
+		f1, buf = q.questionF1(c.Question, buf)
+		if f1 >= qaMatch && f1 > bestF1 {
+			if !g.allows(normalizeForCompare(c.Text)) {
+				continue
+			}
+			best, bestF1 = ci, f1
+		}
+	}
+	if best < 0 {
+		return "", "", false
+	}
+	return strings.TrimSpace(knowledge[best].Text), knowledge[best].ID, true
+}
+
+// extract scores every sentence of knowledge against the question and
+// quotes the best ones.
+func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars int) (string, []string) {
+	cands := make([]candidate, 0, 4*len(knowledge))
+	spans := make([]span, 0, 32)
+	sentences := 0
+	// The best question sentence of a FAQ written as text ("Can I change my
+	// address?\nYes, ..."), answered like a Q&A source.
+	inlineF1, inlineText, inlineID := 0.0, "", ""
+	for ci := range knowledge {
+		c := &knowledge[ci]
+		var docCtx uint64
+		var f sentenceFacts
+		f, buf = q.scan(c.DocumentName, buf)
+		docCtx = f.mask
+		f, buf = q.scan(c.Question, buf)
+		docCtx |= f.mask
+		var headingCtx, questionCtx uint64
+		spans = splitSentences(c.Text, spans[:0])
+		ord := 0
+		for si, sp := range spans {
+			f, buf = q.scan(c.Text[sp.start:sp.end], buf)
+			if sp.question && f.mask&^q.generic != 0 {
+				var f1 float64
+				f1, buf = q.questionF1(c.Text[sp.start:sp.end], buf)
+				if f1 >= qaMatch && f1 > inlineF1 {
+					if text := inlineAnswer(c.Text, spans[si+1:], g, maxChars); text != "" {
+						inlineF1, inlineText, inlineID = f1, text, c.ID
+					}
+				}
+			}
+			ctx := docCtx | headingCtx | questionCtx
+			switch {
+			case sp.heading:
+				headingCtx, questionCtx = f.mask, 0
+				continue
+			case sp.question:
+				questionCtx = f.mask
+				continue
+			case sp.title:
+				headingCtx, questionCtx = f.mask, 0
+			}
+			sentences++
+			ord++
+			if f.mask == 0 && ctx == 0 {
+				continue
+			}
+			cands = append(cands, candidate{
+				chunk: ci, ord: ord, start: sp.start, end: sp.end,
+				mask: f.mask, syn: f.syn, ctx: ctx, pairs: f.pairs,
+				short: f.words < 4 || sp.title,
+				typed: f.typed,
+			})
+		}
+	}
+	if inlineText != "" {
+		return inlineText, citedIDs(inlineID)
+	}
+	if len(cands) == 0 {
+		return "", nil
+	}
+
+	// IDF over the sentences: a term found in every sentence tells them
+	// apart less than one found in a single sentence. A term found in none
+	// weighs like one found once: it still counts against relevance (a
+	// question about something the knowledge never mentions is hard to pass
+	// off as answered) without drowning the words that did match. Synonyms do
+	// not count in df: it measures how telling the user's own word is.
+	var df [maxTerms]int
+	for i := range cands {
+		for m := cands[i].mask &^ cands[i].syn; m != 0; m &= m - 1 {
+			df[bits.TrailingZeros64(m)]++
+		}
+	}
+	w := make([]float64, q.originals)
+	total := 0.0
+	for i := range w {
+		w[i] = q.base[i] * math.Log(1+float64(sentences+1)/float64(max(df[i], 1)+1))
+		total += w[i]
+	}
+	pairW := make([]float64, len(q.pairs))
+	for i, p := range q.pairs {
+		pairW[i] = pairWeight * min(w[p[0]], w[p[1]])
+	}
+
+	first := -1
+	for i := range cands {
+		c := &cands[i]
+		own := credit(c.mask, c.syn, w)
+		ctxOnly := sumWeights(c.ctx&^c.mask, w)
+		typed := c.typed
+		strong := c.mask&^q.generic != 0
+		byContext := c.ctx&^q.generic != 0 && (typed || (own+ctxOnly)/total >= contextRelevance)
+		if !(strong || byContext) || (own+contextWeight*ctxOnly)/total < minRelevance {
+			c.excluded = true
+			continue
+		}
+		c.score = own + contextWeight*ctxOnly + topicBoost*sumWeights(c.ctx&c.mask, w)
+		for m := c.pairs; m != 0; m &= m - 1 {
+			c.score += pairW[bits.TrailingZeros64(m)]
+		}
+		if typed {
+			c.typeScore = typeBonus * total
+		}
+		if c.short {
+			c.score *= shortPenalty
+			c.typeScore *= shortPenalty
+		}
+		c.score += c.typeScore
+		if first < 0 || better(c, &cands[first]) {
+			first = i
+		}
+	}
+	if first < 0 {
+		return "", nil
+	}
+
+	// Greedy choice: the best sentence, then up to two more that add terms
+	// the answer does not cover yet, or continue a chosen sentence.
+	picked := make([]int, 0, 3)
+	texts := make([]string, 0, 3)
+	used := 0
+	var covered, coveredPairs uint64
+	typedCovered := false
+	firstScore := 0.0
+	for len(picked) < 3 {
+		bestI, bestGain := -1, 0.0
+		for i := range cands {
+			c := &cands[i]
+			if c.excluded {
+				continue
+			}
+			gain := c.score
+			if len(picked) > 0 {
+				gain = followGain(c, w, pairW, covered, coveredPairs, typedCovered, total)
+				for _, p := range picked {
+					pc := &cands[p]
+					if pc.chunk == c.chunk && (pc.ord == c.ord+1 || pc.ord == c.ord-1) && (pc.mask|pc.ctx)&(c.mask|c.ctx) != 0 {
+						gain += adjacentBonus * firstScore
+						break
+					}
+				}
+				if gain <= followShare*firstScore {
+					continue
+				}
+			}
+			if bestI < 0 || gain > bestGain || (gain == bestGain && before(c, &cands[bestI])) {
+				bestI, bestGain = i, gain
+			}
+		}
+		if bestI < 0 {
+			break
+		}
+		c := &cands[bestI]
+		c.excluded = true
+		text := cleanSentence(knowledge[c.chunk].Text[c.start:c.end])
+		norm := normalizeForCompare(text)
+		if !g.allows(norm) || duplicate(texts, text) {
+			continue
+		}
+		if len(picked) == 0 {
+			text = truncateWords(text, maxChars)
+		} else if used+1+len(text) > maxChars {
+			continue
+		}
+		if len(picked) == 0 {
+			// Further sentences are measured against what the first one
+			// matched, not against its figure: a question with two parts
+			// keeps its second part when the first carries a duration.
+			firstScore = c.score - c.typeScore
+		}
+		picked = append(picked, bestI)
+		texts = append(texts, text)
+		used += len(text) + 1
+		covered |= c.mask | c.ctx
+		coveredPairs |= c.pairs
+		typedCovered = typedCovered || c.typed
+	}
+	if len(picked) == 0 {
+		return "", nil
+	}
+	return compose(knowledge, cands, picked, texts)
+}
+
+// inlineAnswer is the answer that follows a question sentence in a text:
+// the sentences up to the next question, heading or title, within maxChars.
+// It is "" when there is none or when the guard rejects any of it.
+func inlineAnswer(text string, after []span, g *guard, maxChars int) string {
+	var sb strings.Builder
+	for _, sp := range after {
+		if sp.question || sp.heading || sp.title {
+			break
+		}
+		s := cleanSentence(text[sp.start:sp.end])
+		if !g.allows(normalizeForCompare(s)) {
+			return ""
+		}
+		if sb.Len() == 0 {
+			sb.WriteString(truncateWords(s, maxChars))
+			continue
+		}
+		if sb.Len()+1+len(s) > maxChars {
+			break
+		}
+		sb.WriteByte(' ')
+		sb.WriteString(s)
+	}
+	return sb.String()
+}
+
+// followGain is what a further sentence adds to the answer chosen so far.
+func followGain(c *candidate, w, pairW []float64, covered, coveredPairs uint64, typedCovered bool, total float64) float64 {
+	gain := credit(c.mask&^covered, c.syn&^covered, w) + coveredWeight*credit(c.mask&covered, c.syn&covered, w)
+	gain += contextWeight * sumWeights(c.ctx&^c.mask&^covered, w)
+	for m := c.pairs &^ coveredPairs; m != 0; m &= m - 1 {
+		gain += pairW[bits.TrailingZeros64(m)]
+	}
+	if c.typed && !typedCovered {
+		gain += typeBonus * total
+	}
+	if c.short {
+		gain *= shortPenalty
+	}
+	return gain
+}
+
+// better orders candidates by score, then by the chunk's rank, then by
+// position in the chunk, so equal inputs always give equal answers.
+func better(a, b *candidate) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return before(a, b)
+}
+
+func before(a, b *candidate) bool {
+	if a.chunk != b.chunk {
+		return a.chunk < b.chunk
+	}
+	return a.ord < b.ord
+}
+
+func duplicate(texts []string, t string) bool {
+	for _, s := range texts {
+		if strings.EqualFold(s, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// compose orders the chosen sentences: chunks in the order their first
+// sentence was chosen, sentences in their order within the chunk. Cited
+// follows the same order.
+func compose(knowledge []domain.Chunk, cands []candidate, picked []int, texts []string) (string, []string) {
+	order := make([]int, 0, len(picked)) // indexes into picked
+	chunkSeen := make([]int, 0, len(picked))
+	for _, p := range picked {
+		ch := cands[p].chunk
+		if containsInt(chunkSeen, ch) {
+			continue
+		}
+		chunkSeen = append(chunkSeen, ch)
+		start := len(order)
+		for k, p2 := range picked {
+			if cands[p2].chunk == ch {
+				order = append(order, k)
+			}
+		}
+		group := order[start:]
+		for a := 1; a < len(group); a++ {
+			for b := a; b > 0 && cands[picked[group[b]]].ord < cands[picked[group[b-1]]].ord; b-- {
+				group[b], group[b-1] = group[b-1], group[b]
+			}
+		}
+	}
+	var sb strings.Builder
+	for i, k := range order {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(texts[k])
+	}
+	cited := make([]string, 0, len(chunkSeen))
+	for _, ch := range chunkSeen {
+		id := knowledge[ch].ID
+		if id != "" && !containsString(cited, id) {
+			cited = append(cited, id)
+		}
+	}
+	return sb.String(), cited
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func containsString(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+// Package local is the embedded language model: an extractive answerer that
+// needs no network and no weights, and answers the same question from the
+// same knowledge the same way every time. It is the default model, the one
+// `make run` uses on a fresh machine.
+//
+// It answers the last "user" message of the request (tool rounds after it
+// are ignored) only from req.Knowledge, and never invents anything:
+//
+//   - If a Q&A chunk's question matches the user's question well (weighted
+//     overlap of stemmed content words, stopwords dropped), the answer is
+//     that chunk's answer text, whole, citing that chunk.
+//   - Otherwise every sentence of the chunks is scored by the question's
+//     content words it contains, weighted like IDF across the sentences, with
+//     a bonus for question bigrams, for the kind of answer asked for (a
+//     duration for "how long", an amount for "how much"), and half credit for
+//     words found only in the sentence's context (document name, Q&A
+//     question, section heading, a preceding question in a FAQ page). The
+//     answer quotes the best one to three sentences, at most
+//     Options.MaxAnswerChars bytes, grouped by chunk in their original order;
+//     ties go to the better-ranked chunk. Completion.Cited lists the chunks
+//     quoted, in order of use.
+//   - When Knowledge is empty, the question has no content word (small talk
+//     such as "hi" or "thanks"), or no sentence is relevant enough, Content is
+//     "" with no citations: the engine then answers with the agent's fallback
+//     message. This is the contract the engine relies on.
+//
+// Knowledge is data: the model only quotes it, never follows it. It never
+// quotes a sentence that looks like a prompt injection ("ignore previous
+// instructions", "system prompt"), nor anything that overlaps req.System,
+// which it otherwise never reads.
+//
+// The model never calls tools, even when req.Tools offers some: it answers
+// from the Knowledge it was given, so Completion.ToolCalls is always empty.
+//
+// Content is streamed to onDelta in word-sized fragments (a word with the
+// whitespace after it) that concatenate exactly to Content. Usage is an
+// estimate: one token per four characters (runes), rounded up, plus four
+// tokens of framing per message and per knowledge chunk.
+//
+// A Model is immutable after New and safe for concurrent use; each call
+// works on its own memory.
+package local
+
+import (
+	"context"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Options configures a Model. The zero value is ready to use.
+type Options struct {
+	// TokenDelay is waited before each streamed fragment, to let demos and
+	// tests behave like a slow remote model. 0, the default, streams at once.
+	TokenDelay time.Duration
+	// MaxAnswerChars caps an extracted answer, in bytes (default 600). A Q&A
+	// answer is used whole, only cut by the request's MaxTokens.
+	MaxAnswerChars int
+}
+
+// DefaultMaxAnswerChars is the cap of an extracted answer when
+// Options.MaxAnswerChars is 0.
+const DefaultMaxAnswerChars = 600
+
+// Model is the embedded extractive model.
+type Model struct {
+	opts Options
+}
+
+var _ ports.LLM = (*Model)(nil)
+
+// New returns a Model with opts, defaults filled in.
+func New(opts Options) *Model {
+	if opts.MaxAnswerChars <= 0 {
+		opts.MaxAnswerChars = DefaultMaxAnswerChars
+	}
+	if opts.TokenDelay < 0 {
+		opts.TokenDelay = 0
+	}
+	return &Model{opts: opts}
+}
+
+// Complete answers the request's last user message from req.Knowledge,
+// streaming the answer to onDelta (which may be nil). Content is "" when
+// nothing relevant was found. It returns ctx.Err() if ctx ends before the
+// answer is fully streamed, and the error of onDelta if that fails; in both
+// cases the Completion holds what was streamed so far, its citations and its
+// usage. It never returns tool calls and never fails otherwise.
+func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDelta func(string) error) (ports.Completion, error) {
+	comp := ports.Completion{Usage: domain.Usage{PromptTokens: promptTokens(req)}}
+	if err := ctx.Err(); err != nil {
+		return comp, err
+	}
+	maxChars, qaMaxChars := m.opts.MaxAnswerChars, 0
+	if req.MaxTokens > 0 {
+		qaMaxChars = 4 * req.MaxTokens
+		maxChars = min(maxChars, qaMaxChars)
+	}
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars)
+	comp.Cited = cited
+	sent, err := m.stream(ctx, content, onDelta)
+	comp.Content = content[:sent]
+	comp.Usage.CompletionTokens = estimateTokens(comp.Content)
+	return comp, err
+}
+
+// lastUserMessage is the question: the last "user" turn, even when tool
+// rounds follow it.
+func lastUserMessage(msgs []ports.LLMMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// stream sends content to onDelta one word at a time and returns how many
+// bytes were delivered.
+func (m *Model) stream(ctx context.Context, content string, onDelta func(string) error) (int, error) {
+	var timer *time.Timer
+	if m.opts.TokenDelay > 0 {
+		timer = time.NewTimer(m.opts.TokenDelay)
+		defer timer.Stop()
+	}
+	sent := 0
+	for sent < len(content) {
+		if err := ctx.Err(); err != nil {
+			return sent, err
+		}
+		if timer != nil {
+			if sent > 0 {
+				timer.Reset(m.opts.TokenDelay)
+			}
+			select {
+			case <-ctx.Done():
+				return sent, ctx.Err()
+			case <-timer.C:
+			}
+		}
+		end := nextToken(content, sent)
+		if onDelta != nil {
+			if err := onDelta(content[sent:end]); err != nil {
+				return sent, err
+			}
+		}
+		sent = end
+	}
+	return sent, nil
+}
+
+// nextToken returns the end of the fragment starting at i: a run of
+// non-space characters (a word with its punctuation) and the whitespace
+// after it.
+func nextToken(s string, i int) int {
+	inSpace := false
+	for i < len(s) {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		space := unicode.IsSpace(r)
+		if inSpace && !space {
+			return i
+		}
+		inSpace = inSpace || space
+		i += n
+	}
+	return i
+}
+
+// estimateTokens estimates the tokens of s: one per four runes, rounded up.
+func estimateTokens(s string) int {
+	return (utf8.RuneCountInString(s) + 3) / 4
+}
+
+// framingTokens is the estimated per-message (and per-chunk) overhead.
+const framingTokens = 4
+
+// promptTokens estimates what the request would cost a real model: the system
+// prompt, every message and every knowledge chunk with its names.
+func promptTokens(req ports.CompletionRequest) int {
+	n := estimateTokens(req.System)
+	for _, msg := range req.Messages {
+		n += framingTokens + estimateTokens(msg.Content)
+		for _, call := range msg.ToolCalls {
+			n += estimateTokens(call.Name) + estimateTokens(call.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += estimateTokens(t.Name) + estimateTokens(t.Description) + (len(t.Parameters)+3)/4
+	}
+	for i := range req.Knowledge {
+		c := &req.Knowledge[i]
+		n += framingTokens + estimateTokens(c.DocumentName) + estimateTokens(c.Question) + estimateTokens(c.Text)
+	}
+	return n
+}

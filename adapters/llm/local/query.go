@@ -1,0 +1,319 @@
+package local
+
+import (
+	"math/bits"
+	"strings"
+)
+
+// query is the user's question, reduced to stemmed content terms. Terms
+// [0, originals) are the question's own; the rest are synonyms of them
+// (alias gives the term each one stands for), which count synonymWeight of
+// the term they replace.
+type query struct {
+	terms     []string
+	index     map[string]int
+	shape     shape // of the keys of index
+	originals int
+	alias     [maxTerms]int8
+	generic   uint64
+	// pairs are question bigrams: consecutive content terms, stopwords
+	// skipped; a sentence matches one in either order.
+	pairs [][2]int
+	// base are the own terms' weights before IDF (generic words count
+	// half); baseTotal is their sum.
+	base      []float64
+	baseTotal float64
+	// What kind of answer the question asks for: a time or duration
+	// ("how long", "when", "hours"), a price ("how much", "cost") or a
+	// count ("how many").
+	wantTime, wantMoney, wantNumber bool
+}
+
+// synonymWeight is what a synonym counts for, relative to the question's own
+// word ("delivery" found for "shipping").
+const synonymWeight = 0.5
+
+// synonymGroups are words a customer and a help page commonly use for the
+// same thing. Kept small and domain-neutral on purpose: a wrong synonym costs
+// more than a missing one.
+var synonymGroups, synonymIndex = makeSynonyms([]string{
+	"ship shipping shipment deliver delivery dispatch courier",
+	"package parcel",
+	"cost price pricing fee charge",
+	"refund reimburse reimbursement",
+	"contact reach",
+	"hour open opening available availability",
+	"cancel cancellation",
+	"warranty guarantee",
+	"buy purchase",
+	"discount coupon promo voucher",
+	"change modify update edit",
+	"remove delete",
+	"fast express quick rush",
+	"international abroad worldwide overseas",
+	"damaged broken defect defective faulty",
+	"invoice receipt",
+	"subscription membership",
+	"support assistance",
+})
+
+func makeSynonyms(groups []string) ([][]string, map[string]int) {
+	out := make([][]string, 0, len(groups))
+	index := make(map[string]int)
+	for _, g := range groups {
+		var stems []string
+		for _, w := range strings.Fields(g) {
+			s := stemString(w)
+			if _, dup := index[s]; dup {
+				continue
+			}
+			index[s] = len(out)
+			stems = append(stems, s)
+		}
+		out = append(out, stems)
+	}
+	return out, index
+}
+
+// moneyCues are question stems that ask for a price.
+var moneyCues = makeStemSet(`cost costs price prices pricing fee fees charge charges rate rates expensive cheap`)
+
+// parseQuery extracts the content terms of a question.
+func parseQuery(text string, buf []byte) (query, []byte) {
+	q := query{index: make(map[string]int, 16)}
+	prevRaw := ""
+	prev := -1
+	for i := 0; ; {
+		w, _, end, ok := nextWord(text, i, buf)
+		if !ok {
+			break
+		}
+		buf, i = w, end
+		raw := string(w)
+		switch {
+		case raw == "when" || (prevRaw == "what" && raw == "time"):
+			q.wantTime = true
+		case prevRaw == "how" && (raw == "long" || raw == "soon" || raw == "quickly" || raw == "fast"):
+			q.wantTime = true
+		case prevRaw == "how" && raw == "much":
+			q.wantMoney = true
+		case prevRaw == "how" && raw == "many":
+			q.wantNumber = true
+		}
+		prevRaw = raw
+		if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
+			continue
+		}
+		st := stem(w)
+		if timeWords.has(st) {
+			q.wantTime = true
+		}
+		if moneyCues.has(st) {
+			q.wantMoney = true
+		}
+		s := string(st)
+		id, seen := q.index[s]
+		if !seen {
+			if len(q.terms) == maxTerms {
+				prev = -1
+				continue
+			}
+			id = q.add(s, -1)
+		}
+		if prev >= 0 && prev != id && len(q.pairs) < 64 && q.pairIndex(prev, id) < 0 {
+			q.pairs = append(q.pairs, [2]int{prev, id})
+		}
+		prev = id
+	}
+	q.originals = len(q.terms)
+	q.base = make([]float64, q.originals)
+	for i := range q.base {
+		q.base[i] = q.termWeight(i)
+		q.baseTotal += q.base[i]
+	}
+	for id := 0; id < q.originals; id++ {
+		g, ok := synonymIndex[q.terms[id]]
+		if !ok {
+			continue
+		}
+		for _, syn := range synonymGroups[g] {
+			if _, seen := q.index[syn]; !seen && len(q.terms) < maxTerms {
+				q.add(syn, id)
+			}
+		}
+	}
+	return q, buf
+}
+
+// add appends term s, a synonym of alias (or -1 for the question's own), and
+// returns its id.
+func (q *query) add(s string, alias int) int {
+	id := len(q.terms)
+	q.terms = append(q.terms, s)
+	q.index[s] = id
+	q.shape.add(s)
+	q.alias[id] = int8(alias)
+	if alias >= 0 {
+		return id
+	}
+	if genericWords.m != nil {
+		if _, ok := genericWords.m[s]; ok {
+			q.generic |= 1 << id
+		}
+	}
+	return id
+}
+
+// lookup finds a stem among the terms.
+func (q *query) lookup(s []byte) (int, bool) {
+	if !q.shape.mayHave(s) {
+		return 0, false
+	}
+	id, ok := q.index[string(s)]
+	return id, ok
+}
+
+// canon maps a term id to the question's own term it stands for.
+func (q *query) canon(id int) int {
+	if id < q.originals {
+		return id
+	}
+	return int(q.alias[id])
+}
+
+// resolve turns a mask of matched term ids into a mask of the question's own
+// terms, and the subset of those found only through a synonym.
+func (q *query) resolve(raw uint64) (mask, syn uint64) {
+	own := uint64(1)<<q.originals - 1
+	if q.originals == maxTerms {
+		own = ^uint64(0)
+	}
+	mask = raw & own
+	for m := raw &^ own; m != 0; m &= m - 1 {
+		syn |= 1 << q.canon(bits.TrailingZeros64(m))
+	}
+	syn &^= mask
+	return mask | syn, syn
+}
+
+// credit is the weight of a resolved mask: synonyms count synonymWeight.
+func credit(mask, syn uint64, w []float64) float64 {
+	return sumWeights(mask, w) - (1-synonymWeight)*sumWeights(syn, w)
+}
+
+func sumWeights(mask uint64, w []float64) float64 {
+	sum := 0.0
+	for ; mask != 0; mask &= mask - 1 {
+		sum += w[bits.TrailingZeros64(mask)]
+	}
+	return sum
+}
+
+// termWeight is a term's weight before IDF: generic words count half.
+func (q *query) termWeight(i int) float64 {
+	if q.generic&(1<<i) != 0 {
+		return genericWeight
+	}
+	return 1
+}
+
+// pairIndex returns the index of the bigram {a, b} in either order, or -1.
+func (q *query) pairIndex(a, b int) int {
+	for i, p := range q.pairs {
+		if (p[0] == a && p[1] == b) || (p[0] == b && p[1] == a) {
+			return i
+		}
+	}
+	return -1
+}
+
+// sentenceFacts are what one scan of a sentence learns.
+type sentenceFacts struct {
+	mask  uint64 // the question's own terms present, directly or by synonym
+	syn   uint64 // the part of mask present only by synonym
+	pairs uint64 // question bigrams present
+	words int
+	// typed: the sentence has what the question asks for (a time, a price,
+	// a number).
+	typed bool
+}
+
+// scan matches the words of text against the question without allocating.
+func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
+	var f sentenceFacts
+	var raw uint64
+	prev := -1
+	for i := 0; ; {
+		w, _, end, ok := nextWord(text, i, buf)
+		if !ok {
+			break
+		}
+		buf, i = w, end
+		f.words++
+		if q.wantNumber && w[0] >= '0' && w[0] <= '9' {
+			f.typed = true
+		}
+		if stopwords.has(w) {
+			continue
+		}
+		s := stem(w)
+		if q.wantTime && !f.typed && timeWords.has(s) {
+			f.typed = true
+		}
+		if q.wantMoney && !f.typed && moneyWords.has(s) {
+			f.typed = true
+		}
+		id, ok := q.lookup(s)
+		if !ok {
+			prev = -1
+			continue
+		}
+		raw |= 1 << id
+		id = q.canon(id)
+		if prev >= 0 && prev != id {
+			if p := q.pairIndex(prev, id); p >= 0 {
+				f.pairs |= 1 << p
+			}
+		}
+		prev = id
+	}
+	if q.wantMoney && !f.typed && strings.ContainsAny(text, "$€£¥") {
+		f.typed = true
+	}
+	f.mask, f.syn = q.resolve(raw)
+	return f, buf
+}
+
+// questionF1 is the weighted F1 overlap between the user's question and
+// another question (generic words count half, synonyms half again). It is
+// 0 when the overlap has no specific (non-generic) word.
+func (q *query) questionF1(other string, buf []byte) (float64, []byte) {
+	var raw uint64
+	rest := 0.0
+	for i := 0; ; {
+		w, _, end, ok := nextWord(other, i, buf)
+		if !ok {
+			break
+		}
+		buf, i = w, end
+		if stopwords.has(w) || (len(w) == 1 && !isDigits(string(w))) {
+			continue
+		}
+		s := stem(w)
+		if id, ok := q.lookup(s); ok {
+			raw |= 1 << id
+			continue
+		}
+		if genericWords.has(s) {
+			rest += genericWeight
+		} else {
+			rest++
+		}
+	}
+	mask, syn := q.resolve(raw)
+	if mask&^q.generic == 0 {
+		return 0, buf
+	}
+	overlap := credit(mask, syn, q.base)
+	return 2 * overlap / (q.baseTotal + overlap + rest), buf
+}

@@ -1,0 +1,623 @@
+package local
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file holds the text tools of the extractive answerer: a word scanner
+// that lowercases into a caller's buffer (no allocation per word), a light
+// English stemmer working in place, the stopword and "generic word" tables,
+// and a sentence splitter. The tables are read-only after package
+// initialisation, so concurrent calls share them safely.
+
+// nextWord finds the next word of s at or after i. A word is a run of letters
+// and digits; an apostrophe between two letters is dropped ("don't" is
+// "dont", "customer's" is "customers"). The lowercased word is appended to
+// buf[:0]. It returns the word, the byte offsets of the word in s, and false
+// when there is no word left.
+func nextWord(s string, i int, buf []byte) (word []byte, start, end int, ok bool) {
+	// Skip to the first letter or digit.
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if isASCIIWordByte(c) {
+				break
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			break
+		}
+		i += n
+	}
+	if i >= len(s) {
+		return buf[:0], i, i, false
+	}
+	start = i
+	buf = buf[:0]
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if isASCIIWordByte(c) {
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				buf = append(buf, c)
+				i++
+				continue
+			}
+			if c == '\'' && i > start && i+1 < len(s) && isLetterAt(s, i+1) && isLetterBefore(s, i) {
+				i++
+				continue
+			}
+			break
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+			i += n
+			continue
+		case r == '’' && i > start && i+n < len(s) && isLetterAt(s, i+n) && isLetterBefore(s, i):
+			i += n
+			continue
+		}
+		break
+	}
+	return buf, start, i, true
+}
+
+func isASCIIWordByte(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+func isLetterAt(s string, i int) bool {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return unicode.IsLetter(r)
+}
+
+func isLetterBefore(s string, i int) bool {
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return unicode.IsLetter(r)
+}
+
+// stem reduces an inflected English word to a stem, in place: plurals and
+// third persons ("ships", "policies"), -ed and -ing forms ("shipped",
+// "returning"), -ment nouns ("payment") and a final silent e ("charge",
+// "charging" and "charged" all become "charg"). It is deliberately light:
+// stems only need to be consistent with each other, not to be words. Words
+// with digits or non-ASCII letters are left alone.
+func stem(b []byte) []byte {
+	for _, c := range b {
+		if c < 'a' || c > 'z' {
+			return b
+		}
+	}
+	if len(b) <= 3 {
+		return dropFinalE(b)
+	}
+	// Plurals and third persons.
+	switch {
+	case hasSuffix(b, "sses"):
+		b = b[:len(b)-2]
+	case hasSuffix(b, "ies"):
+		if len(b) > 4 {
+			b = append(b[:len(b)-3], 'y')
+		} else {
+			b = b[:len(b)-1]
+		}
+	case hasSuffix(b, "ss"), hasSuffix(b, "us"), hasSuffix(b, "is"):
+	case b[len(b)-1] == 's':
+		b = b[:len(b)-1]
+	}
+	// Past forms and gerunds.
+	undouble := false
+	switch {
+	case hasSuffix(b, "eed"):
+	case hasSuffix(b, "ied"):
+		if len(b) > 4 {
+			b = append(b[:len(b)-3], 'y')
+		} else {
+			b = b[:len(b)-1]
+		}
+	case hasSuffix(b, "ed") && len(b) >= 4 && hasVowel(b[:len(b)-2]):
+		b, undouble = b[:len(b)-2], true
+	case hasSuffix(b, "ing") && len(b) >= 5 && hasVowel(b[:len(b)-3]):
+		b, undouble = b[:len(b)-3], true
+	case hasSuffix(b, "ment") && len(b) >= 7:
+		b = b[:len(b)-4]
+	}
+	if undouble && len(b) >= 3 {
+		c := b[len(b)-1]
+		switch {
+		case c != b[len(b)-2] || isVowel(c) || c == 's' || c == 'z':
+		case c != 'l':
+			b = b[:len(b)-1] // "shipp(ing)"
+		case len(b) >= 6 && b[len(b)-3] == 'e':
+			b = b[:len(b)-1] // British "cancell(ed)", "travell(ing)"
+		}
+	}
+	return dropFinalE(b)
+}
+
+// dropFinalE drops a final silent e: "make" and "making" meet at "mak",
+// "use" and "using" at "us".
+func dropFinalE(b []byte) []byte {
+	if len(b) >= 3 && b[len(b)-1] == 'e' && b[len(b)-2] != 'e' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func hasSuffix(b []byte, suffix string) bool {
+	return len(b) >= len(suffix) && string(b[len(b)-len(suffix):]) == suffix
+}
+
+func isVowel(c byte) bool {
+	return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u'
+}
+
+// hasVowel reports whether b has a vowel, counting y after the first letter.
+func hasVowel(b []byte) bool {
+	for i, c := range b {
+		if isVowel(c) || (c == 'y' && i > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// stemString stems a word given as a string (used to build the tables).
+func stemString(w string) string {
+	return string(stem([]byte(w)))
+}
+
+// stopwords are function words and small talk: they carry no topic, so a
+// question made only of them ("hi", "thanks!") has nothing to look up.
+var stopwords = makeSet(`
+a about above after again against all almost also although am among an and another any anybody
+anyone anything anyway anywhere are aren arent around as at be became because become been before
+being below between both but by can cannot cant could couldn couldnt did didn didnt do does doesn
+doesnt doing don dont done down during each either else enough etc even ever every everybody
+everyone everything few for from further had hadn hadnt has hasn hasnt have haven havent having he
+hed hell her here hers herself hes hi him himself his how hows however i id ill im into is isn isnt
+it its itself ive just lets may maybe me might mine more most must mustn mustnt my myself neither
+never no nobody nor not nothing now of off often on once one ones only onto or other others otherwise
+ought our ours ourselves out over own per perhaps quite rather really same shall shan shant she
+shed shell shes should shouldn shouldnt since so some somebody someone something sometimes somewhat
+still such than that thats the their theirs them themselves then there theres these they theyd
+theyll theyre theyve this those though through thus to too toward towards under until up upon us
+very via was wasn wasnt we wed well were weren werent weve what whats whatever when whens whenever
+where wheres whereas wherever whether which while who whos whoever whom whose why whys will with
+within without won wont would wouldn wouldnt yet you youd youll your youre yours yourself
+yourselves youve
+hello hey hiya howdy greetings thank thanks thx ty please pls plz ok okay yes yeah yep nope sure
+cheers bye goodbye sorry excuse dear sir madam
+`)
+
+// genericWords are content words too common in questions to decide a match
+// on their own ("how long does it take"); they count half. Stored stemmed.
+var genericWords = makeStemSet(`
+take takes get gets got make need want know work way thing like help able possible tell say go
+come give find let see look long much many use new good best question questions info information
+`)
+
+// timeWords are stems that make a sentence a plausible answer to "how long"
+// or "when".
+var timeWords = makeStemSet(`
+second seconds minute minutes min mins hour hours hr hrs day days daily week weeks weekly month
+months monthly year years yearly annual annually business weekday weekdays weekend weekends
+monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight morning afternoon
+evening night noon midnight am pm immediately instantly instant asap
+`)
+
+// moneyWords make a sentence a plausible answer to "how much" or "what does
+// it cost", as do currency signs. The words "cost", "fee" or "price" are not
+// among them: they are what the question asks about, not an amount.
+var moneyWords = makeStemSet(`
+free dollar dollars euro euros pound pounds cent cents usd eur gbp chf
+`)
+
+// wordSet is a set of words with a cheap pre-check: most words of a text
+// are rejected by their first letter and length before any hashing.
+type wordSet struct {
+	m     map[string]struct{}
+	shape shape
+}
+
+// shape has, per first letter (a-z, then anything else), a bit per word
+// length below 64.
+type shape [27]uint64
+
+func (s *shape) add(w string) {
+	if n := len(w); n > 0 && n < 64 {
+		s[shapeRow(w[0])] |= 1 << n
+	}
+}
+
+func (s *shape) mayHave(w []byte) bool {
+	n := len(w)
+	return n > 0 && n < 64 && s[shapeRow(w[0])]&(1<<n) != 0
+}
+
+func shapeRow(c byte) int {
+	if 'a' <= c && c <= 'z' {
+		return int(c - 'a')
+	}
+	return 26
+}
+
+func (s *wordSet) has(w []byte) bool {
+	if !s.shape.mayHave(w) {
+		return false
+	}
+	_, ok := s.m[string(w)]
+	return ok
+}
+
+func makeSet(words string) wordSet {
+	fields := strings.Fields(words)
+	s := wordSet{m: make(map[string]struct{}, len(fields))}
+	for _, w := range fields {
+		s.m[w] = struct{}{}
+		s.shape.add(w)
+	}
+	return s
+}
+
+func makeStemSet(words string) wordSet {
+	fields := strings.Fields(words)
+	stems := make([]string, len(fields))
+	for i, w := range fields {
+		stems[i] = stemString(w)
+	}
+	return makeSet(strings.Join(stems, " "))
+}
+
+// abbreviations end in a period that does not end a sentence. Stored
+// lowercase without their last period.
+var abbreviations = makeSet(`
+e.g i.e etc vs mr mrs ms dr prof st jr sr inc ltd co corp approx appx min max dept est fig no nos
+ref tel ext a.m p.m u.s u.k u.s.a mt ft jan feb mar apr jun jul aug sep sept oct nov dec
+`)
+
+// span is a sentence found in a text, as byte offsets.
+type span struct {
+	start, end int
+	// heading: a markdown heading or a line ending in ':'; its words give
+	// context to what follows instead of being quoted.
+	heading bool
+	// title: a short line without final punctuation ("Shipping Policy",
+	// "Free returns"); it gives context to what follows and may be quoted.
+	title bool
+	// question: the sentence ends with '?'; it gives context to the
+	// sentences after it (a FAQ written as text) and is never quoted.
+	question bool
+	// block: the sentence starts a new paragraph, list item or line.
+	block bool
+}
+
+// splitSentences appends the sentences of text to dst. Lines break hard
+// (paragraphs, list items, headings) unless a line ends mid-sentence and the
+// next one continues it in lowercase (hard-wrapped prose). Within a block,
+// '.', '!' and '?' followed by a space end a sentence, except after known
+// abbreviations ("e.g."), initials, a leading list number ("1."), or when the
+// next word starts in lowercase.
+func splitSentences(text string, dst []span) []span {
+	blockStart := 0
+	for blockStart < len(text) {
+		// Find the end of the block: a hard line break or the end of text.
+		end := blockStart
+		for {
+			nl := strings.IndexByte(text[end:], '\n')
+			if nl < 0 {
+				end = len(text)
+				break
+			}
+			nl += end
+			if !softBreak(text, blockStart, nl) {
+				end = nl
+				break
+			}
+			end = nl + 1
+		}
+		dst = splitBlock(text, blockStart, end, end >= len(text), dst)
+		blockStart = end + 1
+	}
+	return dst
+}
+
+// softBreak reports whether the newline at nl continues a sentence: the line
+// so far ends with a lowercase letter or a comma, and the next line starts
+// with a lowercase letter.
+func softBreak(text string, lineStart, nl int) bool {
+	before := strings.TrimRight(text[lineStart:nl], " \t\r")
+	if before == "" {
+		return false
+	}
+	last, _ := utf8.DecodeLastRuneInString(before)
+	if !(unicode.IsLower(last) || last == ',') {
+		return false
+	}
+	after := strings.TrimLeft(text[nl+1:], " \t")
+	if after == "" {
+		return false
+	}
+	first, _ := utf8.DecodeRuneInString(after)
+	return unicode.IsLower(first)
+}
+
+// splitBlock appends the sentences of text[start:end] to dst.
+func splitBlock(text string, start, end int, last bool, dst []span) []span {
+	start, end = trimSpace(text, start, end)
+	if start >= end {
+		return dst
+	}
+	listItem := false
+	if s := skipListMarker(text, start, end); s != start {
+		start, listItem = s, true
+	}
+	if start >= end {
+		return dst
+	}
+	block := text[start:end]
+	if block[0] == '#' {
+		s := start
+		for s < end && (text[s] == '#' || text[s] == ' ' || text[s] == '\t') {
+			s++
+		}
+		if s < end {
+			dst = append(dst, span{start: s, end: end, heading: true, block: true})
+		}
+		return dst
+	}
+	if strings.IndexByte(block, '\n') < 0 {
+		if lastRune, _ := utf8.DecodeLastRuneInString(block); lastRune == ':' {
+			return append(dst, span{start: start, end: end, heading: true, block: true})
+		}
+		if !listItem && !last && isTitleLine(block) {
+			return append(dst, span{start: start, end: end, title: true, block: true})
+		}
+	}
+	first := true
+	sentStart := start
+	for i := start; i < end; i++ {
+		c := text[i]
+		if c != '.' && c != '!' && c != '?' {
+			continue
+		}
+		j := i + 1
+		for j < end && (text[j] == '.' || text[j] == '!' || text[j] == '?') {
+			j++
+		}
+		// Closing quotes, brackets and emphasis stay with their sentence.
+		for j < end {
+			if k := closerLen(text[j:end]); k > 0 {
+				j += k
+				continue
+			}
+			break
+		}
+		if j < end && !isSpaceByte(text[j]) {
+			continue // "3.5", "acme.com", "?!x"
+		}
+		if c == '.' && j-i == 1 && !endsSentence(text, sentStart, i, j, end) {
+			continue
+		}
+		s, e := trimSpace(text, sentStart, j)
+		if s < e {
+			dst = append(dst, span{start: s, end: e, question: c == '?' || text[j-1] == '?', block: first})
+			first = false
+		}
+		sentStart = j
+		i = j - 1
+	}
+	if s, e := trimSpace(text, sentStart, end); s < e {
+		dst = append(dst, span{start: s, end: e, block: first})
+	}
+	return dst
+}
+
+// endsSentence decides whether the period at i (followed by whitespace at j,
+// or the block's end) ends the sentence that started at sentStart.
+func endsSentence(text string, sentStart, i, j, end int) bool {
+	// The word before the period.
+	w := i
+	for w > sentStart && !isSpaceByte(text[w-1]) {
+		w--
+	}
+	word := strings.TrimLeft(text[w:i], "(\"'[*")
+	if word == "" {
+		return true
+	}
+	if len(word) == 1 && unicode.IsLetter(rune(word[0])) {
+		return false // an initial: "J. Smith"
+	}
+	if len(word) <= 6 {
+		var low [8]byte
+		n := copy(low[:], word)
+		for k := range n {
+			if 'A' <= low[k] && low[k] <= 'Z' {
+				low[k] += 'a' - 'A'
+			}
+		}
+		if abbreviations.has(low[:n]) {
+			return false
+		}
+	}
+	if w == sentStart && isDigits(word) {
+		return false // a numbered list item: "1. Open settings."
+	}
+	// A sentence does not start in lowercase: "approx. 5 days" continues.
+	k := j
+	for k < end && isSpaceByte(text[k]) {
+		k++
+	}
+	if k < end {
+		r, _ := utf8.DecodeRuneInString(text[k:end])
+		if unicode.IsLower(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// closerLen returns the byte length of a closing quote, bracket or emphasis
+// mark at the start of s, or 0.
+func closerLen(s string) int {
+	switch s[0] {
+	case '"', '\'', ')', ']', '*', '_':
+		return 1
+	}
+	for _, q := range [...]string{"”", "’", "»"} {
+		if strings.HasPrefix(s, q) {
+			return len(q)
+		}
+	}
+	return 0
+}
+
+// isTitleLine reports whether a one-line block reads as a title: at most six
+// words, no sentence punctuation.
+func isTitleLine(block string) bool {
+	if strings.ContainsAny(block, ".!?;,|") {
+		return false
+	}
+	words, inWord := 0, false
+	for i := 0; i < len(block); i++ {
+		space := isSpaceByte(block[i])
+		if !space && !inWord {
+			if words++; words > 6 {
+				return false
+			}
+		}
+		inWord = !space
+	}
+	return true
+}
+
+// skipListMarker moves start past a list or quote marker ("- ", "* ", "1. ",
+// "2) ", "> ", "• ").
+func skipListMarker(text string, start, end int) int {
+	for {
+		s := start
+		switch {
+		case strings.HasPrefix(text[s:end], "• "):
+			s += len("• ")
+		case text[s] == '-' || text[s] == '*' || text[s] == '+' || text[s] == '>':
+			if s+1 < end && (text[s+1] == ' ' || text[s+1] == '\t') {
+				s += 2
+			} else if text[s] == '>' {
+				s++
+			}
+		case text[s] >= '0' && text[s] <= '9':
+			d := s
+			for d < end && d-s < 3 && text[d] >= '0' && text[d] <= '9' {
+				d++
+			}
+			if d+1 < end && (text[d] == '.' || text[d] == ')') && (text[d+1] == ' ' || text[d+1] == '\t') {
+				s = d + 2
+			}
+		}
+		if s == start {
+			return start
+		}
+		start, _ = trimSpace(text, s, end)
+		if start >= end {
+			return start
+		}
+	}
+}
+
+func trimSpace(text string, start, end int) (int, int) {
+	for start < end && isSpaceByte(text[start]) {
+		start++
+	}
+	for end > start && isSpaceByte(text[end-1]) {
+		end--
+	}
+	return start, end
+}
+
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// cleanSentence turns a sentence span into answer text: whitespace runs
+// become one space and a sentence without final punctuation gets a period,
+// so quoted sentences read as prose when joined.
+func cleanSentence(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 1)
+	space := false
+	for _, f := range strings.Fields(s) {
+		if space {
+			b.WriteByte(' ')
+		}
+		b.WriteString(f)
+		space = true
+	}
+	out := b.String()
+	if r, _ := utf8.DecodeLastRuneInString(out); unicode.IsLetter(r) || unicode.IsDigit(r) {
+		out += "."
+	}
+	return out
+}
+
+// truncateWords cuts s to at most max bytes at a word boundary and marks the
+// cut with an ellipsis.
+func truncateWords(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := max - len(ellipsis)
+	if cut <= 0 {
+		return ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if sp := strings.LastIndexAny(s[:cut], " \t\n"); sp > 0 {
+		cut = sp
+	}
+	return strings.TrimRight(s[:cut], " \t\n,;:") + ellipsis
+}
+
+// normalizeForCompare lowercases s and collapses whitespace, for containment
+// checks against the system prompt.
+func normalizeForCompare(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+}
+
+// injectionMarkers are phrases of prompt-injection attempts. A sentence with
+// one is never quoted: knowledge is data, and an answer that repeats
+// "ignore previous instructions" helps no customer.
+var injectionMarkers = [...]string{
+	"ignore previous", "ignore all previous", "ignore the previous", "ignore the above",
+	"ignore all instructions", "ignore your instructions", "disregard previous",
+	"disregard all", "disregard the above", "disregard your", "system prompt", "your instructions",
+	"you are now", "new instructions", "developer mode", "jailbreak",
+}
+
+func looksLikeInjection(lower string) bool {
+	for _, m := range injectionMarkers {
+		if strings.Contains(lower, m) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,307 @@
+// Package openai implements ports.LLM for any server that speaks OpenAI's Chat
+// Completions API: OpenAI itself, Azure OpenAI's v1 endpoint, Ollama, vLLM,
+// llama.cpp's server, LiteLLM. It streams every answer, retries throttling and
+// provider failures only while nothing has reached the caller yet, and maps
+// provider failures to domain error kinds without ever showing the provider's
+// text in an error message.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Defaults applied by New.
+const (
+	// DefaultTimeout bounds one Complete call, retries included, when
+	// Options.Timeout is zero.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxRetries is the retry count a configuration should offer by
+	// default; Options.MaxRetries itself is taken literally (0: no retry).
+	DefaultMaxRetries = 2
+)
+
+// Backoff between attempts: exponential from retryBaseDelay, capped at
+// retryMaxDelay, with jitter. A server-directed wait (Retry-After) longer than
+// retryMaxDelay is not waited for: the call fails with the rate limit instead.
+const (
+	retryBaseDelay = 500 * time.Millisecond
+	retryMaxDelay  = 8 * time.Second
+)
+
+// Options configures a Model.
+type Options struct {
+	// BaseURL is the API root, e.g. "https://api.openai.com/v1",
+	// "http://localhost:11434/v1" (Ollama) or "http://vllm:8000/v1".
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	APIKey string
+	// Model is the default model name; CompletionRequest.Model overrides it.
+	Model string
+	// Timeout bounds one Complete call including retries and backoff
+	// (0: DefaultTimeout).
+	Timeout time.Duration
+	// MaxRetries is how many times a failed attempt (429, 5xx, connection
+	// failure, a stream that breaks) is retried, and only while no content
+	// has been passed to onDelta. 0 disables retries.
+	MaxRetries int
+	// MaxTokens caps an answer when the request does not (0: the server's
+	// default).
+	MaxTokens int
+	// UseMaxCompletionTokens sends the cap as max_completion_tokens, which
+	// OpenAI's reasoning models require, instead of max_tokens, which every
+	// compatible server understands.
+	UseMaxCompletionTokens bool
+	// Headers are added to every request, e.g. {"api-key": ...} for Azure.
+	Headers map[string]string
+	// HTTPClient replaces the default client (a clone of
+	// http.DefaultTransport's settings).
+	HTTPClient *http.Client
+}
+
+// Model is a ports.LLM backed by an OpenAI-compatible server. It is safe for
+// concurrent use.
+type Model struct {
+	chat       oai.ChatCompletionService
+	model      string
+	timeout    time.Duration
+	maxRetries int
+	maxTokens  int
+	maxCompTok bool
+	apiKey     string
+
+	// Backoff bounds; tests shorten them.
+	baseDelay time.Duration
+	maxDelay  time.Duration
+}
+
+var _ ports.LLM = (*Model)(nil)
+
+// New validates opts and returns a Model. It makes no network call.
+func New(opts Options) (*Model, error) {
+	base, err := url.Parse(strings.TrimSpace(opts.BaseURL))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, errors.New("openai: base URL must be an absolute http(s) URL")
+	}
+	model := strings.TrimSpace(opts.Model)
+	if model == "" {
+		return nil, errors.New("openai: model is required")
+	}
+	if opts.Timeout < 0 || opts.MaxRetries < 0 || opts.MaxTokens < 0 {
+		return nil, errors.New("openai: timeout, max retries and max tokens must not be negative")
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		client = &http.Client{Transport: transport}
+	}
+	// The chat service is built from explicit options only: openai.NewClient
+	// would also pick up OPENAI_* variables from the environment.
+	reqOpts := []option.RequestOption{
+		option.WithHTTPClient(client),
+		option.WithBaseURL(base.String()),
+		option.WithAPIKey(opts.APIKey),
+		// Retries are ours: the SDK retries only on response headers, while
+		// a stream can also break before its first token.
+		option.WithMaxRetries(0),
+	}
+	for k, v := range opts.Headers {
+		reqOpts = append(reqOpts, option.WithHeader(k, v))
+	}
+	return &Model{
+		chat:       oai.NewChatCompletionService(reqOpts...),
+		model:      model,
+		timeout:    timeout,
+		maxRetries: opts.MaxRetries,
+		maxTokens:  opts.MaxTokens,
+		maxCompTok: opts.UseMaxCompletionTokens,
+		apiKey:     opts.APIKey,
+		baseDelay:  retryBaseDelay,
+		maxDelay:   retryMaxDelay,
+	}, nil
+}
+
+// Complete implements ports.LLM. It streams one model turn, passing each
+// content fragment to onDelta in order. Throttling (429), server errors (5xx),
+// connection failures and streams that break are retried with backoff up to
+// MaxRetries times, but only until the first fragment reached onDelta; after
+// that the failure is returned with the partial Completion. Errors wrap
+// domain.ErrUnavailable (also for rejected credentials: the end user cannot fix
+// our configuration), domain.ErrRateLimited (a *domain.RateLimitError when the
+// provider said when to retry) or domain.ErrInvalidInput (the provider refused
+// the request); a cancelled ctx returns ctx.Err() and an error from onDelta is
+// returned as is.
+func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDelta func(string) error) (ports.Completion, error) {
+	if err := ctx.Err(); err != nil {
+		return ports.Completion{}, err
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return ports.Completion{}, err
+	}
+	if onDelta == nil {
+		onDelta = func(string) error { return nil }
+	}
+	callCtx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+
+	for attempt := 0; ; attempt++ {
+		res := m.stream(callCtx, params, onDelta)
+		comp := res.completion(req.Knowledge)
+		switch {
+		case res.callbackErr != nil:
+			return comp, res.callbackErr
+		case res.err == nil:
+			return comp, nil
+		case ctx.Err() != nil:
+			return comp, ctx.Err()
+		case callCtx.Err() != nil:
+			return comp, timeoutError(attempt+1, res.err)
+		}
+		f := classify(res.err, res.httpRes, m.apiKey)
+		if res.delivered || !f.retryable || attempt >= m.maxRetries {
+			return comp, f.toError(attempt + 1)
+		}
+		wait, ok := m.backoff(attempt, f.retryAfter, callCtx)
+		if !ok {
+			return comp, f.toError(attempt + 1)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-callCtx.Done():
+			timer.Stop()
+			if ctx.Err() != nil {
+				return ports.Completion{}, ctx.Err()
+			}
+			return ports.Completion{}, timeoutError(attempt+1, res.err)
+		case <-timer.C:
+		}
+	}
+}
+
+// backoff returns how long to wait before retry number attempt+1, and false
+// when waiting makes no sense: the server asked for longer than we are
+// prepared to wait, or the wait would outlast the call's deadline.
+func (m *Model) backoff(attempt int, retryAfter time.Duration, ctx context.Context) (time.Duration, bool) {
+	var wait time.Duration
+	if retryAfter > 0 {
+		if retryAfter > m.maxDelay {
+			return 0, false
+		}
+		wait = retryAfter
+	} else {
+		d := m.maxDelay
+		if attempt < 30 && m.baseDelay<<attempt < m.maxDelay {
+			d = m.baseDelay << attempt
+		}
+		// Equal jitter: between half and all of the exponential step, so
+		// callers that failed together do not retry together.
+		wait = d/2 + rand.N(d/2+1)
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		return 0, false
+	}
+	return wait, true
+}
+
+// attempt is the outcome of one streamed request.
+type attempt struct {
+	content     strings.Builder
+	acc         oai.ChatCompletionAccumulator
+	usage       domain.Usage
+	delivered   bool
+	err         error
+	callbackErr error
+	httpRes     *http.Response
+}
+
+// errIncomplete marks a stream that ended without the model finishing its
+// turn (no finish_reason): a proxy or server cut it short.
+var errIncomplete = errors.New("stream ended before the model finished")
+
+// errMalformed marks a chunk the accumulator could not take.
+var errMalformed = errors.New("malformed stream chunk")
+
+func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta func(string) error) *attempt {
+	a := &attempt{}
+	s := m.chat.NewStreaming(ctx, params, option.WithResponseInto(&a.httpRes))
+	defer s.Close()
+	finished := false
+	for s.Next() {
+		chunk := s.Current()
+		if !a.acc.AddChunk(chunk) {
+			a.err = errMalformed
+			return a
+		}
+		// Servers that stream usage continuously send running totals: the
+		// last report is the answer's, so keep it rather than add them up.
+		if chunk.Usage.PromptTokens != 0 || chunk.Usage.CompletionTokens != 0 {
+			a.usage = domain.Usage{PromptTokens: int(chunk.Usage.PromptTokens), CompletionTokens: int(chunk.Usage.CompletionTokens)}
+		}
+		for _, choice := range chunk.Choices {
+			if choice.Index != 0 {
+				continue
+			}
+			if choice.FinishReason != "" {
+				finished = true
+			}
+			if d := choice.Delta.Content; d != "" {
+				a.content.WriteString(d)
+				a.delivered = true
+				if err := onDelta(d); err != nil {
+					a.callbackErr = err
+					return a
+				}
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		a.err = err
+		return a
+	}
+	if !finished {
+		a.err = errIncomplete
+	}
+	return a
+}
+
+// completion is what the attempt produced, complete or not.
+func (a *attempt) completion(knowledge []domain.Chunk) ports.Completion {
+	comp := ports.Completion{Content: a.content.String(), Usage: a.usage}
+	if len(a.acc.Choices) > 0 {
+		for _, tc := range a.acc.Choices[0].Message.ToolCalls {
+			if tc.ID == "" && tc.Function.Name == "" {
+				continue // a hole left by a sparse index
+			}
+			comp.ToolCalls = append(comp.ToolCalls, domain.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
+	comp.Cited = citedIDs(comp.Content, knowledge)
+	return comp
+}
+
+func timeoutError(attempts int, cause error) error {
+	return &providerError{
+		kind:     domain.ErrUnavailable,
+		what:     fmt.Sprintf("model provider did not answer in time (%d attempts)", attempts),
+		attempts: attempts,
+		cause:    cause,
+		logCause: cause.Error(),
+	}
+}

@@ -1,0 +1,683 @@
+package chat
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Hand-written fakes of the ports the answer engine uses, in the style of
+// core/inbound: each implements what the engine calls and embeds its port, so
+// a method the engine starts using unnoticed panics instead of passing
+// silently. The stores honour context cancellation like the real PostgreSQL
+// adapters do, which is what makes the cancellation tests meaningful.
+
+var (
+	_ ports.WorkspaceStore    = (*memWorkspaces)(nil)
+	_ ports.AgentStore        = (*memAgents)(nil)
+	_ ports.ConversationStore = (*memConversations)(nil)
+	_ ports.Retriever         = (*stubRetriever)(nil)
+	_ ports.LLM               = (*scriptedLLM)(nil)
+	_ ports.EventBus          = (*recordingBus)(nil)
+	_ ports.Clock             = fixedClock{}
+)
+
+type memWorkspaces struct {
+	ports.WorkspaceStore
+	mu   sync.Mutex
+	byID map[string]domain.Workspace
+}
+
+func (s *memWorkspaces) GetWorkspace(ctx context.Context, id string) (domain.Workspace, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Workspace{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws, ok := s.byID[id]
+	if !ok {
+		return domain.Workspace{}, domain.NotFound("workspace")
+	}
+	return ws, nil
+}
+
+type memAgents struct {
+	ports.AgentStore
+	mu     sync.Mutex
+	agents []domain.Agent
+}
+
+func (s *memAgents) find(match func(domain.Agent) bool) (domain.Agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.agents {
+		if match(a) {
+			return a, nil
+		}
+	}
+	return domain.Agent{}, domain.NotFound("agent")
+}
+
+func (s *memAgents) GetAgentBySlug(ctx context.Context, workspaceID, slug string) (domain.Agent, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Agent{}, err
+	}
+	return s.find(func(a domain.Agent) bool { return a.WorkspaceID == workspaceID && a.Slug == slug })
+}
+
+func (s *memAgents) GetAgentByID(ctx context.Context, workspaceID, id string) (domain.Agent, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Agent{}, err
+	}
+	return s.find(func(a domain.Agent) bool { return a.WorkspaceID == workspaceID && a.ID == id })
+}
+
+func (s *memAgents) FirstAgent(ctx context.Context, workspaceID string) (domain.Agent, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Agent{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first *domain.Agent
+	for i, a := range s.agents {
+		if a.WorkspaceID == workspaceID && (first == nil || a.Seq < first.Seq) {
+			first = &s.agents[i]
+		}
+	}
+	if first == nil {
+		return domain.Agent{}, domain.NotFound("agent")
+	}
+	return *first, nil
+}
+
+type memConversations struct {
+	ports.ConversationStore
+	agents *memAgents
+
+	mu       sync.Mutex
+	convs    map[string]domain.Conversation
+	messages []domain.Message // in append order
+	// failAppend, when set, decides whether an append fails.
+	failAppend func(domain.Message) error
+	// statusChanges records every successful SetConversationStatus.
+	statusChanges []domain.ConversationStatus
+}
+
+func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.Conversation) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := s.agents.find(func(a domain.Agent) bool {
+		return a.WorkspaceID == conv.WorkspaceID && a.ID == conv.AgentID && a.Slug == conv.AgentSlug
+	}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.convs[conv.ID] = *conv
+	return nil
+}
+
+func (s *memConversations) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Conversation{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.WorkspaceID != workspaceID {
+		return domain.Conversation{}, domain.NotFound("conversation")
+	}
+	return c, nil
+}
+
+func (s *memConversations) GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Conversation{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[sessionID]
+	if !ok {
+		return domain.Conversation{}, domain.NotFound("conversation")
+	}
+	return c, nil
+}
+
+func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message) (domain.Message, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return domain.Message{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[m.ConversationID]
+	if !ok || c.WorkspaceID != m.WorkspaceID {
+		return domain.Message{}, false, domain.NotFound("conversation")
+	}
+	if s.failAppend != nil {
+		if err := s.failAppend(m); err != nil {
+			return domain.Message{}, false, err
+		}
+	}
+	s.messages = append(s.messages, m)
+	c.LastMessage, c.MessageCount, c.LastActivityAt = m.Content, c.MessageCount+1, m.CreatedAt
+	s.convs[c.ID] = c
+	return m, true, nil
+}
+
+func (s *memConversations) SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.WorkspaceID != workspaceID {
+		return false, domain.NotFound("conversation")
+	}
+	if !slices.Contains(from, c.Status) {
+		return false, nil
+	}
+	c.Status = to
+	s.convs[id] = c
+	s.statusChanges = append(s.statusChanges, to)
+	return true, nil
+}
+
+func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.Message
+	for _, m := range s.messages {
+		if m.WorkspaceID == workspaceID && m.ConversationID == conversationID {
+			out = append(out, m)
+		}
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+// conv returns a stored conversation, for assertions.
+func (s *memConversations) conv(id string) domain.Conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.convs[id]
+}
+
+// all returns every stored message, in append order.
+func (s *memConversations) all() []domain.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.messages)
+}
+
+func (s *memConversations) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.convs)
+}
+
+// stubRetriever finds chunks by agent, and by agent and query text for the
+// queries a test cares about. It records every query.
+type stubRetriever struct {
+	mu      sync.Mutex
+	byAgent map[string][]domain.Chunk // what any query of the agent finds
+	byQuery map[string][]domain.Chunk // agentID + "|" + text: overrides byAgent
+	failOn  map[string]error          // query text: the error returned
+	before  func(ctx context.Context) // runs before each query
+	queries []ports.RetrievalQuery
+}
+
+func (r *stubRetriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]domain.Chunk, error) {
+	if r.before != nil {
+		r.before(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queries = append(r.queries, q)
+	if err := r.failOn[q.Text]; err != nil {
+		return nil, err
+	}
+	found, ok := r.byQuery[q.AgentID+"|"+q.Text]
+	if !ok {
+		found = r.byAgent[q.AgentID]
+	}
+	if q.Limit > 0 && len(found) > q.Limit {
+		found = found[:q.Limit]
+	}
+	return slices.Clone(found), nil
+}
+
+func (r *stubRetriever) calls() []ports.RetrievalQuery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.queries)
+}
+
+// llmRound is what the scripted model does in one Complete call.
+type llmRound struct {
+	deltas    []string
+	toolCalls []domain.ToolCall
+	cited     []string
+	usage     domain.Usage
+	// err is returned after the deltas were delivered.
+	err error
+	// afterDelta runs after onDelta accepted delta i.
+	afterDelta func(i int)
+}
+
+// scriptedLLM replays one llmRound per call and records the requests. With
+// honourCtx it stops between deltas once its context is done, as the HTTP
+// adapters do when their request context is cancelled.
+type scriptedLLM struct {
+	name      string
+	honourCtx bool
+
+	mu       sync.Mutex
+	rounds   []llmRound
+	requests []ports.CompletionRequest
+	stops    []error // what onDelta returned when it stopped a round
+}
+
+func (m *scriptedLLM) script(rounds ...llmRound) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rounds = rounds
+}
+
+func (m *scriptedLLM) Complete(ctx context.Context, req ports.CompletionRequest, onDelta func(string) error) (ports.Completion, error) {
+	m.mu.Lock()
+	n := len(m.requests)
+	m.requests = append(m.requests, cloneRequest(req))
+	var r llmRound
+	scripted := n < len(m.rounds)
+	if scripted {
+		r = m.rounds[n]
+	}
+	m.mu.Unlock()
+	if !scripted {
+		return ports.Completion{}, fmt.Errorf("%s: unscripted call %d: %w", m.name, n+1, domain.ErrUnavailable)
+	}
+	var content strings.Builder
+	for i, d := range r.deltas {
+		if m.honourCtx && ctx.Err() != nil {
+			return ports.Completion{Content: content.String(), Usage: r.usage}, ctx.Err()
+		}
+		content.WriteString(d)
+		if err := onDelta(d); err != nil {
+			m.mu.Lock()
+			m.stops = append(m.stops, err)
+			m.mu.Unlock()
+			return ports.Completion{Content: content.String(), Usage: r.usage}, err
+		}
+		if r.afterDelta != nil {
+			r.afterDelta(i)
+		}
+	}
+	if m.honourCtx && ctx.Err() != nil {
+		return ports.Completion{Content: content.String(), Usage: r.usage}, ctx.Err()
+	}
+	if r.err != nil {
+		return ports.Completion{Content: content.String(), Usage: r.usage}, r.err
+	}
+	return ports.Completion{Content: content.String(), ToolCalls: r.toolCalls, Cited: r.cited, Usage: r.usage}, nil
+}
+
+func (m *scriptedLLM) calls() []ports.CompletionRequest {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.requests)
+}
+
+func (m *scriptedLLM) stopped() []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.stops)
+}
+
+// cloneRequest copies what the engine may append to after the call.
+func cloneRequest(req ports.CompletionRequest) ports.CompletionRequest {
+	req.Messages = slices.Clone(req.Messages)
+	for i := range req.Messages {
+		req.Messages[i].ToolCalls = slices.Clone(req.Messages[i].ToolCalls)
+	}
+	req.Knowledge = slices.Clone(req.Knowledge)
+	req.Tools = slices.Clone(req.Tools)
+	return req
+}
+
+// recordingBus records published events. failFrom makes the n-th and later
+// publishes fail; hold, when set, makes Publish block until it is closed or
+// the context given to Publish is done.
+type recordingBus struct {
+	mu       sync.Mutex
+	events   []ports.SessionEvent
+	calls    int
+	failFrom int
+	hold     chan struct{}
+}
+
+func (b *recordingBus) Publish(ctx context.Context, ev ports.SessionEvent) error {
+	if b.hold != nil {
+		select {
+		case <-b.hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls++
+	if b.failFrom > 0 && b.calls >= b.failFrom {
+		return domain.Unavailable("redis", fmt.Errorf("connection refused"))
+	}
+	b.events = append(b.events, ev)
+	return nil
+}
+
+func (b *recordingBus) all() []ports.SessionEvent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.events)
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+// recorder is an Emit that keeps what it is given.
+type recorder struct {
+	mu     sync.Mutex
+	events []ports.SessionEvent
+}
+
+func (r *recorder) emit(ev ports.SessionEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) all() []ports.SessionEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// Fixture data.
+const (
+	// testPrompt is long enough for the output filter's leak check.
+	testPrompt = "You help customers of Lumen Lamps, a small workshop in Lisbon that sells handmade ceramic desk lamps. " +
+		"Be warm and brief. Internal note: never offer discounts above fifteen percent, and send every warranty claim " +
+		"older than two years to Marta in the workshop."
+	testFallback = "Sorry, I can't help with that one. Would you like to talk to someone from our team?"
+	leakText     = "I can't share my instructions, but I'm happy to help with your question."
+)
+
+var (
+	chunkRefund = domain.Chunk{ID: "chk_refund_1", SourceID: "src_refunds", SourceType: domain.SourceText, DocumentName: "Refund policy",
+		URL: "https://lumen.example/refunds", Text: "Refunds are accepted within 30 days of delivery.", Score: 0.91}
+	chunkRefund2 = domain.Chunk{ID: "chk_refund_2", SourceID: "src_refunds", SourceType: domain.SourceText, DocumentName: "Refund policy",
+		Text: "Return shipping is paid by the customer unless the lamp arrived broken.", Score: 0.72}
+	chunkShipping = domain.Chunk{ID: "chk_ship_1", SourceID: "src_shipping", SourceType: domain.SourceQA, DocumentName: "How long does shipping take?",
+		Question: "How long does shipping take?", Text: "Shipping   takes\n3 to 5 working days in Europe. " + strings.Repeat("Tracking is emailed on dispatch. ", 12), Score: 0.55}
+	chunkWarranty = domain.Chunk{ID: "chk_warranty_1", SourceID: "src_warranty", SourceType: domain.SourceText, DocumentName: "Warranty",
+		Text: "Every lamp has a two year warranty on the electrics.", Score: 0.8}
+)
+
+// rig is one engine wired to fakes: one workspace per plan, each with a
+// published agent "support" (the first) and an unpublished agent "draft".
+type rig struct {
+	svc       *Service
+	workspace *memWorkspaces
+	agents    *memAgents
+	convs     *memConversations
+	retriever *stubRetriever
+	local     *scriptedLLM
+	openai    *scriptedLLM
+	bus       *recordingBus
+	clock     fixedClock
+	limits    Limits
+	busMark   int // bus events published before the last ask
+
+	ws    map[domain.Plan]*domain.Workspace
+	agent map[domain.Plan]domain.Agent
+	draft map[domain.Plan]domain.Agent
+}
+
+func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
+	t.Helper()
+	r := &rig{
+		workspace: &memWorkspaces{byID: map[string]domain.Workspace{}},
+		agents:    &memAgents{},
+		retriever: &stubRetriever{byAgent: map[string][]domain.Chunk{}, byQuery: map[string][]domain.Chunk{}, failOn: map[string]error{}},
+		local:     &scriptedLLM{name: "local"},
+		openai:    &scriptedLLM{name: "openai"},
+		bus:       &recordingBus{},
+		clock:     fixedClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)},
+		ws:        map[domain.Plan]*domain.Workspace{},
+		agent:     map[domain.Plan]domain.Agent{},
+		draft:     map[domain.Plan]domain.Agent{},
+	}
+	r.convs = &memConversations{agents: r.agents, convs: map[string]domain.Conversation{}}
+	for _, plan := range domain.Plans {
+		ws := &domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Name: plan.Title() + " Co", Plan: plan,
+			WebhookSecret: domain.NewSecret(domain.PrefixWebhookSecret)}
+		r.workspace.byID[ws.ID] = *ws
+		r.ws[plan] = ws
+		a := domain.Agent{
+			ID: domain.NewID(domain.PrefixAgent), WorkspaceID: ws.ID, Slug: "support", Name: "Ada", Seq: 1,
+			Config: domain.AgentConfig{SystemPrompt: testPrompt, FallbackMessage: testFallback, Published: true,
+				BlockedTopics: []string{"bet", "sports betting"}},
+		}
+		for _, f := range tweak {
+			f(&a)
+		}
+		d := domain.Agent{
+			ID: domain.NewID(domain.PrefixAgent), WorkspaceID: ws.ID, Slug: "draft", Name: "Draft", Seq: 2,
+			Config: domain.AgentConfig{SystemPrompt: "Draft agent.", FallbackMessage: testFallback},
+		}
+		r.agents.agents = append(r.agents.agents, a, d)
+		r.agent[plan], r.draft[plan] = a, d
+		r.retriever.byAgent[a.ID] = []domain.Chunk{chunkRefund, chunkRefund2, chunkShipping}
+		r.retriever.byAgent[d.ID] = []domain.Chunk{chunkWarranty}
+	}
+	r.limits = limits
+	svc, err := NewService(Deps{
+		Workspaces: r.workspace, Agents: r.agents, Conversations: r.convs, Retriever: r.retriever,
+		Models: map[string]ports.LLM{"local": r.local, "openai": r.openai}, DefaultModel: "local",
+		Bus: r.bus, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.svc = svc
+	return r
+}
+
+// session stores a conversation of plan's support agent in the given state.
+func (r *rig) session(plan domain.Plan, status domain.ConversationStatus) string {
+	a := r.agent[plan]
+	c := domain.NewConversation(a.WorkspaceID, &a, "", r.clock.Now())
+	c.Status = status
+	r.convs.mu.Lock()
+	defer r.convs.mu.Unlock()
+	r.convs.convs[c.ID] = c
+	return c.ID
+}
+
+// signedIdentity returns X-Service-Identity and X-Service-Signature values
+// for userID, signed with the workspace's webhook secret.
+func signedIdentity(ws *domain.Workspace, userID string) (identity, signature string) {
+	identity = base64.RawURLEncoding.EncodeToString([]byte(`{"userId":"` + userID + `"}`))
+	mac := hmac.New(sha256.New, []byte(ws.WebhookSecret))
+	mac.Write([]byte(identity))
+	return identity, hex.EncodeToString(mac.Sum(nil))
+}
+
+// ask runs Answer with a recording Emit.
+func (r *rig) ask(t *testing.T, req Request) (domain.Answer, []ports.SessionEvent, error) {
+	t.Helper()
+	return r.askCtx(t, t.Context(), req)
+}
+
+func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Answer, []ports.SessionEvent, error) {
+	t.Helper()
+	rec := &recorder{}
+	r.busMark = len(r.bus.all())
+	ans, err := r.svc.Answer(ctx, req, rec.emit)
+	return ans, rec.all(), err
+}
+
+// messagesOf returns the stored messages of a conversation.
+func (r *rig) messagesOf(convID string) []domain.Message {
+	var out []domain.Message
+	for _, m := range r.convs.all() {
+		if m.ConversationID == convID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// words splits text the way models stream it: each word with the space after it.
+func words(text string) []string {
+	var out []string
+	start := 0
+	for i, r := range text {
+		if r == ' ' && i+1 < len(text) && text[i+1] != ' ' {
+			out = append(out, text[start:i+1])
+			start = i + 1
+		}
+	}
+	return append(out, text[start:])
+}
+
+// runeChunks splits text into pieces of n runes.
+func runeChunks(text string, n int) []string {
+	var out []string
+	r := []rune(text)
+	for len(r) > 0 {
+		k := min(n, len(r))
+		out = append(out, string(r[:k]))
+		r = r[k:]
+	}
+	return out
+}
+
+func tokenTexts(events []ports.SessionEvent) []string {
+	var out []string
+	for _, ev := range events {
+		if ev.Type == ports.EventToken {
+			out = append(out, ev.Content)
+		}
+	}
+	return out
+}
+
+// promptRun returns a run of at least n runes of prompt that occurs in text
+// (case-insensitively), or "".
+func promptRun(text, prompt string, n int) string {
+	lt, p := strings.ToLower(text), []rune(strings.ToLower(prompt))
+	for i := 0; i+n <= len(p); i++ {
+		if w := string(p[i : i+n]); strings.Contains(lt, w) {
+			return w
+		}
+	}
+	return ""
+}
+
+// checkStream asserts the invariants of a finished answer's events: the USER
+// message first with seq 1, then the reply's tokens numbered 1..n, then done
+// numbered n+1; tokens are valid UTF-8 and concatenate to the stored reply;
+// the bus got exactly what Emit got (since the last ask), in the same order.
+func checkStream(t *testing.T, r *rig, events []ports.SessionEvent, ans domain.Answer) {
+	t.Helper()
+	if len(events) < 2 {
+		t.Fatalf("got %d events, want at least the USER message and done", len(events))
+	}
+	first := events[0]
+	if first.Type != ports.EventMessage || first.Message == nil || first.Message.Role != domain.RoleUser ||
+		first.Seq != 1 || first.MessageID != ans.UserMessage.ID || first.SessionID != ans.SessionID {
+		t.Errorf("first event = %+v, want the USER message %s with seq 1", first, ans.UserMessage.ID)
+	}
+	last := events[len(events)-1]
+	if last.Type != ports.EventDone || last.Answer == nil {
+		t.Fatalf("last event = %+v, want done with the answer", last)
+	}
+	var text strings.Builder
+	seq := 0
+	for i, ev := range events[1 : len(events)-1] {
+		if ev.Type == ports.EventStatus {
+			// A state change either follows the USER message (RESOLVED -> AI,
+			// numbered after it) or happens within the answer (a handoff tool,
+			// numbered with the reply's events).
+			if ev.MessageID == ans.UserMessage.ID {
+				if ev.Seq != 2 {
+					t.Errorf("status after the USER message: seq %d, want 2", ev.Seq)
+				}
+				continue
+			}
+			seq++
+			if ev.Seq != seq || ev.MessageID != ans.Reply.ID {
+				t.Errorf("status within the answer: seq %d message %s, want seq %d message %s", ev.Seq, ev.MessageID, seq, ans.Reply.ID)
+			}
+			continue
+		}
+		if ev.Type != ports.EventToken {
+			t.Errorf("event %d has type %q, want only tokens and status changes between the USER message and done", i+1, ev.Type)
+			continue
+		}
+		seq++
+		if ev.Seq != seq || ev.MessageID != ans.Reply.ID || ev.SessionID != ans.SessionID {
+			t.Errorf("token %d: seq %d message %s session %s, want seq %d message %s session %s",
+				seq, ev.Seq, ev.MessageID, ev.SessionID, seq, ans.Reply.ID, ans.SessionID)
+		}
+		if ev.Content == "" || !utf8.ValidString(ev.Content) {
+			t.Errorf("token %d content %q is empty or not valid UTF-8", seq, ev.Content)
+		}
+		text.WriteString(ev.Content)
+	}
+	if last.Seq != seq+1 || last.MessageID != ans.Reply.ID {
+		t.Errorf("done: seq %d message %s, want seq %d message %s (last of the answer)", last.Seq, last.MessageID, seq+1, ans.Reply.ID)
+	}
+	if got := text.String(); got != last.Answer.Reply.Content || got != ans.Reply.Content {
+		t.Errorf("tokens concatenate to %q; done.Reply.Content = %q; returned reply = %q", got, last.Answer.Reply.Content, ans.Reply.Content)
+	}
+	if !reflect.DeepEqual(*last.Answer, ans) {
+		t.Errorf("done carries %+v, Answer returned %+v", *last.Answer, ans)
+	}
+	if bus := r.bus.all()[r.busMark:]; r.bus.failFrom == 0 && !reflect.DeepEqual(bus, events) {
+		t.Errorf("bus got %d events, Emit got %d, or in another order:\nbus:  %s\nemit: %s", len(bus), len(events), describe(bus), describe(events))
+	}
+}
+
+func describe(events []ports.SessionEvent) string {
+	var b strings.Builder
+	for _, ev := range events {
+		fmt.Fprintf(&b, "[%s %d %q] ", ev.Type, ev.Seq, ev.Content)
+	}
+	return b.String()
+}

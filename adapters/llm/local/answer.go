@@ -70,20 +70,23 @@ type candidate struct {
 }
 
 // guard rejects text that must never be output: prompt-injection phrases and
-// anything overlapping the system prompt.
+// anything overlapping the system prompt. It normalises the system prompt on
+// first use only, since most calls check a sentence or two, or none.
 type guard struct {
+	raw         string
+	ready       bool
 	system      string
 	systemLines []string
 }
 
-func newGuard(system string) guard {
-	g := guard{system: normalizeForCompare(system)}
-	for _, line := range strings.Split(system, "\n") {
+func (g *guard) init() {
+	g.ready = true
+	g.system = normalizeForCompare(g.raw)
+	for line := range strings.SplitSeq(g.raw, "\n") {
 		if l := normalizeForCompare(line); len(l) >= 24 {
 			g.systemLines = append(g.systemLines, l)
 		}
 	}
-	return g
 }
 
 // allows reports whether text (lowercased, whitespace collapsed) may be
@@ -92,8 +95,11 @@ func (g *guard) allows(norm string) bool {
 	if looksLikeInjection(norm) {
 		return false
 	}
-	if g.system == "" {
+	if g.raw == "" {
 		return true
+	}
+	if !g.ready {
+		g.init()
 	}
 	if len(norm) >= 20 && strings.Contains(g.system, norm) {
 		return false
@@ -122,7 +128,7 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	if len(q.terms) == 0 {
 		return "", nil
 	}
-	g := newGuard(system)
+	g := guard{raw: system}
 	if text, id, ok := q.matchQA(knowledge, &g, buf); ok {
 		if qaMaxChars > 0 {
 			text = truncateWords(text, qaMaxChars)

@@ -156,10 +156,8 @@ func (q *query) add(s string, alias int) int {
 	if alias >= 0 {
 		return id
 	}
-	if genericWords.m != nil {
-		if _, ok := genericWords.m[s]; ok {
-			q.generic |= 1 << id
-		}
+	if genericWords.hasString(s) {
+		q.generic |= 1 << id
 	}
 	return id
 }

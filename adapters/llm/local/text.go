@@ -222,15 +222,53 @@ var moneyWords = makeStemSet(`
 free dollar dollars euro euros pound pounds cent cents usd eur gbp chf
 `)
 
-// wordSet is a set of words with a cheap pre-check: most words of a text
-// are rejected by their first letter and length before any hashing.
+// wordSet is a set of short words, bucketed by first letter and length so
+// that a lookup compares a few strings and never hashes.
 type wordSet struct {
-	m     map[string]struct{}
-	shape shape
+	buckets [27 * maxSetWordLen][]string
+}
+
+const maxSetWordLen = 24
+
+func (s *wordSet) has(w []byte) bool {
+	n := len(w)
+	if n == 0 || n >= maxSetWordLen {
+		return false
+	}
+	for _, x := range s.buckets[shapeRow(w[0])*maxSetWordLen+n] {
+		if string(w) == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *wordSet) hasString(w string) bool {
+	n := len(w)
+	if n == 0 || n >= maxSetWordLen {
+		return false
+	}
+	for _, x := range s.buckets[shapeRow(w[0])*maxSetWordLen+n] {
+		if w == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *wordSet) add(w string) {
+	n := len(w)
+	if n == 0 || n >= maxSetWordLen {
+		panic("local: word set entry of unsupported length: " + w)
+	}
+	if !s.hasString(w) {
+		i := shapeRow(w[0])*maxSetWordLen + n
+		s.buckets[i] = append(s.buckets[i], w)
+	}
 }
 
 // shape has, per first letter (a-z, then anything else), a bit per word
-// length below 64.
+// length below 64: a cheap test that most words are not among a few.
 type shape [27]uint64
 
 func (s *shape) add(w string) {
@@ -251,25 +289,15 @@ func shapeRow(c byte) int {
 	return 26
 }
 
-func (s *wordSet) has(w []byte) bool {
-	if !s.shape.mayHave(w) {
-		return false
-	}
-	_, ok := s.m[string(w)]
-	return ok
-}
-
-func makeSet(words string) wordSet {
-	fields := strings.Fields(words)
-	s := wordSet{m: make(map[string]struct{}, len(fields))}
-	for _, w := range fields {
-		s.m[w] = struct{}{}
-		s.shape.add(w)
+func makeSet(words string) *wordSet {
+	s := new(wordSet)
+	for _, w := range strings.Fields(words) {
+		s.add(w)
 	}
 	return s
 }
 
-func makeStemSet(words string) wordSet {
+func makeStemSet(words string) *wordSet {
 	fields := strings.Fields(words)
 	stems := make([]string, len(fields))
 	for i, w := range fields {
@@ -600,7 +628,32 @@ func truncateWords(s string, max int) string {
 // normalizeForCompare lowercases s and collapses whitespace, for containment
 // checks against the system prompt.
 func normalizeForCompare(s string) string {
-	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+	var b strings.Builder
+	b.Grow(len(s))
+	pending := false
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		i += n
+		if unicode.IsSpace(r) {
+			pending = b.Len() > 0
+			continue
+		}
+		if pending {
+			b.WriteByte(' ')
+			pending = false
+		}
+		if 'A' <= r && r <= 'Z' {
+			b.WriteByte(byte(r) + 'a' - 'A')
+		} else if r < utf8.RuneSelf {
+			b.WriteByte(byte(r))
+		} else {
+			b.WriteRune(unicode.ToLower(r))
+		}
+	}
+	return b.String()
 }
 
 // injectionMarkers are phrases of prompt-injection attempts. A sentence with

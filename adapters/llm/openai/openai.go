@@ -178,7 +178,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		if res.delivered || !f.retryable || attempt >= m.maxRetries {
 			return comp, f.toError(attempt + 1)
 		}
-		wait, ok := m.backoff(attempt, f.retryAfter, callCtx)
+		wait, ok := m.backoff(callCtx, attempt, f.retryAfter)
 		if !ok {
 			return comp, f.toError(attempt + 1)
 		}
@@ -198,7 +198,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 // backoff returns how long to wait before retry number attempt+1, and false
 // when waiting makes no sense: the server asked for longer than we are
 // prepared to wait, or the wait would outlast the call's deadline.
-func (m *Model) backoff(attempt int, retryAfter time.Duration, ctx context.Context) (time.Duration, bool) {
+func (m *Model) backoff(ctx context.Context, attempt int, retryAfter time.Duration) (time.Duration, bool) {
 	var wait time.Duration
 	if retryAfter > 0 {
 		if retryAfter > m.maxDelay {
@@ -220,8 +220,8 @@ func (m *Model) backoff(attempt int, retryAfter time.Duration, ctx context.Conte
 	return wait, true
 }
 
-// attempt is the outcome of one streamed request.
-type attempt struct {
+// streamResult is the outcome of one streamed request.
+type streamResult struct {
 	content     strings.Builder
 	acc         oai.ChatCompletionAccumulator
 	usage       domain.Usage
@@ -238,8 +238,8 @@ var errIncomplete = errors.New("stream ended before the model finished")
 // errMalformed marks a chunk the accumulator could not take.
 var errMalformed = errors.New("malformed stream chunk")
 
-func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta func(string) error) *attempt {
-	a := &attempt{}
+func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta func(string) error) *streamResult {
+	a := &streamResult{}
 	s := m.chat.NewStreaming(ctx, params, option.WithResponseInto(&a.httpRes))
 	defer s.Close()
 	finished := false
@@ -282,7 +282,7 @@ func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, 
 }
 
 // completion is what the attempt produced, complete or not.
-func (a *attempt) completion(knowledge []domain.Chunk) ports.Completion {
+func (a *streamResult) completion(knowledge []domain.Chunk) ports.Completion {
 	comp := ports.Completion{Content: a.content.String(), Usage: a.usage}
 	if len(a.acc.Choices) > 0 {
 		for _, tc := range a.acc.Choices[0].Message.ToolCalls {

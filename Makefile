@@ -6,14 +6,14 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench build lint services fmt clean
+.PHONY: run test bench build lint services mock-llm fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
 	$(GO) run ./app/concierge dev
 
 ## test: the whole test suite with the race detector
-test: services
+test: services mock-llm
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
@@ -32,6 +32,10 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## mock-llm: install the pinned OpenAI-compatible mock server (tools/mock-llm) for the LLM adapter's contract tests
+mock-llm:
+	@bash scripts/mock-llm.sh
 
 ## services: make sure PostgreSQL and Redis are running
 services:

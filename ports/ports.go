@@ -164,9 +164,11 @@ type SessionEvent struct {
 
 // EventBus publishes session events to every pod.
 type EventBus interface {
-	// Publish sends the event to subscribers of the session's channel. Returns
-	// domain.ErrUnavailable if the bus cannot be reached.
-	Publish(ctx context.Context, ev SessionEvent) error
+	// Publish sends events, in order, to subscribers of their sessions'
+	// channels; several events go in one round trip. Returns an error wrapping
+	// domain.ErrUnavailable if the bus cannot be reached (some of the events
+	// may have been published).
+	Publish(ctx context.Context, events ...SessionEvent) error
 }
 
 // RateLimit is the outcome of one rate-limit check.

@@ -48,16 +48,35 @@ func NewEventBus(client goredis.UniversalClient) *EventBus {
 // publishing, for an event that is not one of the ports.Event* types, lacks
 // its payload (a done event without Answer, a message event without Message)
 // or whose payload belongs to another session.
-func (b *EventBus) Publish(ctx context.Context, ev ports.SessionEvent) error {
-	w, err := toWire(ev)
-	if err != nil {
-		return err
+func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) error {
+	payloads := make([][]byte, len(events))
+	for i, ev := range events {
+		w, err := toWire(ev)
+		if err != nil {
+			return err
+		}
+		if payloads[i], err = json.Marshal(w); err != nil {
+			return fmt.Errorf("event bus: encode %s event: %w", ev.Type, err)
+		}
 	}
-	payload, err := json.Marshal(w)
-	if err != nil {
-		return fmt.Errorf("event bus: encode %s event: %w", ev.Type, err)
+	switch len(events) {
+	case 0:
+		return nil
+	case 1:
+		if err := b.client.Publish(ctx, ChannelFor(events[0].SessionID), payloads[0]).Err(); err != nil {
+			return domain.Unavailable("redis publish", err)
+		}
+		return nil
 	}
-	if err := b.client.Publish(ctx, ChannelFor(ev.SessionID), payload).Err(); err != nil {
+	// One round trip for a whole batch (an answer's queued tokens); a
+	// pipeline keeps their order.
+	_, err := b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for i, ev := range events {
+			p.Publish(ctx, ChannelFor(ev.SessionID), payloads[i])
+		}
+		return nil
+	})
+	if err != nil {
 		return domain.Unavailable("redis publish", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -147,23 +148,36 @@ func TestEventBusPublishesEveryEventType(t *testing.T) {
 // One answer's events arrive in publish order, numbered, and the tokens add
 // up to done's message: what a relay on another pod needs to replay a stream.
 func TestEventBusAnswerStreamInOrder(t *testing.T) {
-	t.Parallel()
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			testAnswerStreamInOrder(t, batched)
+		})
+	}
+}
+
+func testAnswerStreamInOrder(t *testing.T, batched bool) {
 	url := redistest.URL(t)
 	bus := redisadapter.NewEventBus(connect(t, url))
 	sub := subscribe(t, connect(t, url), "ses_stream")
 
 	tokens := []string{"Three ", "to ", "five ", "days."}
+	var events []ports.SessionEvent
 	for i, tok := range tokens {
-		ev := ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_stream", MessageID: "msg_a", Seq: i + 1, Content: tok}
-		if err := bus.Publish(t.Context(), ev); err != nil {
+		events = append(events, ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_stream", MessageID: "msg_a", Seq: i + 1, Content: tok})
+	}
+	events = append(events, ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_stream", MessageID: "msg_a", Seq: len(tokens) + 1, Answer: &domain.Answer{
+		SessionID: "ses_stream", Reply: domain.Message{ID: "msg_a", ConversationID: "ses_stream", Content: "Three to five days."},
+	}})
+	if batched {
+		if err := bus.Publish(t.Context(), events...); err != nil {
 			t.Fatal(err)
 		}
-	}
-	done := ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_stream", MessageID: "msg_a", Seq: len(tokens) + 1, Answer: &domain.Answer{
-		SessionID: "ses_stream", Reply: domain.Message{ID: "msg_a", ConversationID: "ses_stream", Content: "Three to five days."},
-	}}
-	if err := bus.Publish(t.Context(), done); err != nil {
-		t.Fatal(err)
+	} else {
+		for _, ev := range events {
+			if err := bus.Publish(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 
 	type envelope struct {

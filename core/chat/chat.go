@@ -122,6 +122,8 @@ type Pending struct {
 	agent   domain.Agent
 	conv    domain.Conversation
 	message string
+	// fresh is set when Start created the conversation: it has no history.
+	fresh bool
 }
 
 // SessionID is the conversation the turn belongs to.
@@ -137,7 +139,7 @@ func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message}, nil
+	return &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.SessionID == ""}, nil
 }
 
 // Answer runs one chat turn: Start, then Run.
@@ -158,9 +160,14 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
-	history, err := s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages)
-	if err != nil {
-		return domain.Answer{}, err
+	var (
+		history []domain.Message
+		err     error
+	)
+	if !p.fresh {
+		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
+			return domain.Answer{}, err
+		}
 	}
 
 	pub := newPublisher(ctx, s.bus, s.log, emit)
@@ -353,6 +360,8 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 		comp, err := llm.Complete(ctx, req, onDelta)
 		usage.PromptTokens += comp.Usage.PromptTokens
 		usage.CompletionTokens += comp.Usage.CompletionTokens
+		// Text already sent keeps its sources, however the turn ended.
+		cited = append(cited, comp.Cited...)
 		if errors.Is(err, errStopped) {
 			break
 		}
@@ -364,7 +373,6 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 			// Tokens are out and cannot be taken back: end what was said.
 			break
 		}
-		cited = append(cited, comp.Cited...)
 		if len(comp.ToolCalls) == 0 {
 			break
 		}

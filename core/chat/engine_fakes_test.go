@@ -380,7 +380,7 @@ type recordingBus struct {
 	hold     chan struct{}
 }
 
-func (b *recordingBus) Publish(ctx context.Context, ev ports.SessionEvent) error {
+func (b *recordingBus) Publish(ctx context.Context, events ...ports.SessionEvent) error {
 	if b.hold != nil {
 		select {
 		case <-b.hold:
@@ -390,11 +390,14 @@ func (b *recordingBus) Publish(ctx context.Context, ev ports.SessionEvent) error
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.calls++
-	if b.failFrom > 0 && b.calls >= b.failFrom {
-		return domain.Unavailable("redis", fmt.Errorf("connection refused"))
+	// Counted per event, so failFrom means the same whatever the batching.
+	for _, ev := range events {
+		b.calls++
+		if b.failFrom > 0 && b.calls >= b.failFrom {
+			return domain.Unavailable("redis", fmt.Errorf("connection refused"))
+		}
+		b.events = append(b.events, ev)
 	}
-	b.events = append(b.events, ev)
 	return nil
 }
 

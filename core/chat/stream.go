@@ -80,12 +80,28 @@ func newPublisher(ctx context.Context, bus ports.EventBus, log *slog.Logger, emi
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(p.done)
+		batch := make([]ports.SessionEvent, 0, 64)
 		for ev := range p.queue {
+			// Take whatever else is already queued: one round trip for the
+			// lot, in order.
+			batch = append(batch[:0], ev)
+		more:
+			for len(batch) < cap(batch) {
+				select {
+				case next, ok := <-p.queue:
+					if !ok {
+						break more
+					}
+					batch = append(batch, next)
+				default:
+					break more
+				}
+			}
 			if p.broken.Load() {
 				continue
 			}
 			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-			err := bus.Publish(pctx, ev)
+			err := bus.Publish(pctx, batch...)
 			cancel()
 			if err != nil {
 				log.WarnContext(ctx, "publishing session events failed; skipping the rest of this answer", "sessionId", ev.SessionID, "type", ev.Type, "error", err)

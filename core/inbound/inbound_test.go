@@ -123,10 +123,10 @@ type fakeBus struct {
 	err       error
 }
 
-func (b *fakeBus) Publish(_ context.Context, ev ports.SessionEvent) error {
+func (b *fakeBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.published = append(b.published, ev)
+	b.published = append(b.published, events...)
 	return b.err
 }
 

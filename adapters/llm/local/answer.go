@@ -3,6 +3,7 @@ package local
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -19,8 +20,9 @@ const (
 	// qaMatch is the minimum weighted F1 overlap between the user's question
 	// and a Q&A source's question for that answer to be used whole.
 	qaMatch = 0.65
-	// minRelevance is the share of the question's weight a sentence must
-	// cover (its own words, plus half for its heading or document name).
+	// minRelevance is the share of the question's weight (that of its
+	// relevanceTerms heaviest asked terms) a sentence must cover, counting
+	// its own words whole and words found only in its context by half.
 	minRelevance = 0.3
 	// contextWeight is what a question term counts for when it appears only
 	// in the sentence's context (document name, Q&A question, heading, a
@@ -50,6 +52,9 @@ const (
 	// adjacentBonus, as a share of the first sentence's score, favours the
 	// neighbours of a chosen sentence, which usually continue its thought.
 	adjacentBonus = 0.15
+	// relevanceTerms is how many of the question's heaviest terms the
+	// relevance of a sentence is measured against.
+	relevanceTerms = 4
 	// followShare is the share of the first sentence's score a further
 	// sentence must reach to join the answer.
 	followShare = 0.6
@@ -246,10 +251,22 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 		}
 	}
 	w := make([]float64, q.originals)
-	total := 0.0
 	for i := range w {
 		w[i] = q.base[i] * math.Log(1+float64(sentences+1)/float64(max(df[i], 1)+1))
-		total += w[i]
+	}
+	// Relevance is measured against the heaviest few terms of what is asked,
+	// so a long message (a story, then the question) can still be answered
+	// by a sentence that matches its core.
+	top := make([]float64, 0, len(w))
+	for i, x := range w {
+		if q.asked&(1<<i) != 0 {
+			top = append(top, x)
+		}
+	}
+	slices.Sort(top)
+	total := 0.0
+	for _, x := range top[max(0, len(top)-relevanceTerms):] {
+		total += x
 	}
 	pairW := make([]float64, len(q.pairs))
 	for i, p := range q.pairs {

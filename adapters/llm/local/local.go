@@ -1,41 +1,52 @@
 // Package local is the embedded language model: an extractive answerer that
-// needs no network and no weights, and answers the same question from the
-// same knowledge the same way every time. It is the default model, the one
-// `make run` uses on a fresh machine.
+// needs no network and no weights, and gives the same answer to the same
+// request every time. It is the default model, the one `make run` uses on a
+// fresh machine.
 //
 // It answers the last "user" message of the request (tool rounds after it
-// are ignored) only from req.Knowledge, and never invents anything:
+// are ignored) from req.Knowledge only, and never invents anything: every
+// answer is quoted from the knowledge it was given.
 //
-//   - If a Q&A chunk's question matches the user's question well (weighted
-//     overlap of stemmed content words, stopwords dropped), the answer is
-//     that chunk's answer text, whole, citing that chunk.
+//   - Words are compared after normalisation: lowercased, punctuation and
+//     English stopwords dropped, lightly stemmed ("returns", "returned" and
+//     "returning" meet), with a short list of support synonyms ("delivery"
+//     for "shipping") counting half. In a message that tells a story before
+//     asking ("I ordered last week. How long does shipping take?"), words
+//     outside its questions count half.
+//   - If the question of a Q&A chunk matches the user's well (weighted F1
+//     overlap of 0.65 or more), the answer is that chunk's answer text,
+//     whole, citing that chunk. A question written in a text chunk (a FAQ
+//     page: "Can I change my address?" then the answer) is matched the same
+//     way and answered with the sentences that follow it.
 //   - Otherwise every sentence of the chunks is scored by the question's
-//     content words it contains, weighted like IDF across the sentences, with
-//     a bonus for question bigrams, for the kind of answer asked for (a
-//     duration for "how long", an amount for "how much"), and half credit for
-//     words found only in the sentence's context (document name, Q&A
-//     question, section heading, a preceding question in a FAQ page). The
-//     answer quotes the best one to three sentences, at most
-//     Options.MaxAnswerChars bytes, grouped by chunk in their original order;
-//     ties go to the better-ranked chunk. Completion.Cited lists the chunks
-//     quoted, in order of use.
+//     words it contains, weighted like IDF across the sentences, with
+//     bonuses for question bigrams, for the kind of answer asked for (a
+//     duration for "how long", an amount for "how much") and for words also
+//     found in the sentence's context (document name, Q&A question, section
+//     heading), which also earns half credit for words found only there. The
+//     answer quotes the best sentence and up to two more that add to it, at
+//     most Options.MaxAnswerChars bytes, grouped by chunk and in their
+//     original order; ties go to the better-ranked chunk. Completion.Cited
+//     lists the quoted chunks' IDs, deduplicated, in order of use.
 //   - When Knowledge is empty, the question has no content word (small talk
-//     such as "hi" or "thanks"), or no sentence is relevant enough, Content is
-//     "" with no citations: the engine then answers with the agent's fallback
-//     message. This is the contract the engine relies on.
+//     such as "hi" or "thanks"), or no sentence covers enough of the question
+//     (30% of the weight of its four heaviest words), Content is "" and Cited
+//     is nil: the engine then answers with the agent's fallback message. The
+//     engine relies on this contract.
 //
-// Knowledge is data: the model only quotes it, never follows it. It never
+// Knowledge is data: the model only quotes it and never follows it. It never
 // quotes a sentence that looks like a prompt injection ("ignore previous
-// instructions", "system prompt"), nor anything that overlaps req.System,
-// which it otherwise never reads.
+// instructions", "system prompt"), nor one that overlaps req.System, which it
+// reads for no other purpose.
 //
 // The model never calls tools, even when req.Tools offers some: it answers
 // from the Knowledge it was given, so Completion.ToolCalls is always empty.
 //
-// Content is streamed to onDelta in word-sized fragments (a word with the
-// whitespace after it) that concatenate exactly to Content. Usage is an
-// estimate: one token per four characters (runes), rounded up, plus four
-// tokens of framing per message and per knowledge chunk.
+// Content is streamed to onDelta in word-sized fragments (a word with its
+// punctuation and the whitespace after it) that concatenate exactly to
+// Content. Usage is an estimate: one token per four characters (runes),
+// rounded up, for the system prompt, each message, tool call, tool spec and
+// knowledge chunk, plus four tokens of framing per message and per chunk.
 //
 // A Model is immutable after New and safe for concurrent use; each call
 // works on its own memory.
@@ -100,7 +111,9 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		maxChars = min(maxChars, qaMaxChars)
 	}
 	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars)
-	comp.Cited = cited
+	if content != "" {
+		comp.Cited = cited
+	}
 	sent, err := m.stream(ctx, content, onDelta)
 	comp.Content = content[:sent]
 	comp.Usage.CompletionTokens = estimateTokens(comp.Content)

@@ -511,3 +511,34 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestLongMessages(t *testing.T) {
+	m := New(Options{})
+	tests := []struct {
+		question string
+		contains string
+		cited    string
+	}{
+		{"Hi, I ordered a jacket last week and it still hasn't arrived. I live in Canada. How long does shipping usually take?", "3–5 business days", "chk_shipping"},
+		{"Hello there! My daughter bought me boots for my birthday but they are too small, unfortunately. Can I return them and get my money back?", "Refunds are issued", "chk_returns"},
+		{"I tried to log in this morning and I can't remember my password anymore, what should I do", "Forgot password", "chk_password"},
+		{"What? My parcel never arrived and the tracking link is broken.", "tracking link", "chk_shipping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question[:20], func(t *testing.T) {
+			comp := complete(t, m, ask(tt.question, allChunks()...))
+			if !strings.Contains(comp.Content, tt.contains) || len(comp.Cited) == 0 || comp.Cited[0] != tt.cited {
+				t.Fatalf("Content = %q, Cited = %v; want %q from %s", comp.Content, comp.Cited, tt.contains, tt.cited)
+			}
+		})
+	}
+}
+
+func TestTinyCapsNeverCiteAnEmptyAnswer(t *testing.T) {
+	for _, max := range []int{1, 2, 3, 4, 5, 10} {
+		comp := complete(t, New(Options{MaxAnswerChars: max}), ask("How long does shipping take?", shippingChunk))
+		if len(comp.Content) > max && max >= len("…")+1 {
+			t.Fatalf("max %d: Content %q", max, comp.Content)
+		}
+	}
+}

@@ -19,15 +19,22 @@ type query struct {
 	// pairs are question bigrams: consecutive content terms, stopwords
 	// skipped; a sentence matches one in either order.
 	pairs [][2]int
-	// base are the own terms' weights before IDF (generic words count
-	// half); baseTotal is their sum.
+	// base are the own terms' weights before IDF (generic words and words
+	// aside from the questions count half); baseTotal is their sum.
 	base      []float64
 	baseTotal float64
+	// asked marks the own terms found in the message's questions (all of
+	// them when it asks none).
+	asked uint64
 	// What kind of answer the question asks for: a time or duration
 	// ("how long", "when", "hours"), a price ("how much", "cost") or a
 	// count ("how many").
 	wantTime, wantMoney, wantNumber bool
 }
+
+// asideWeight is what a term counts for when the message asks questions
+// and the term appears only outside them.
+const asideWeight = 0.5
 
 // synonymWeight is what a synonym counts for, relative to the question's own
 // word ("delivery" found for "shipping").
@@ -40,7 +47,7 @@ var synonymGroups, synonymIndex = makeSynonyms([]string{
 	"ship shipping shipment deliver delivery dispatch courier",
 	"package parcel",
 	"cost price pricing fee charge",
-	"refund reimburse reimbursement",
+	"refund reimburse reimbursement money",
 	"contact reach",
 	"hour open opening available availability",
 	"cancel cancellation",
@@ -78,57 +85,83 @@ func makeSynonyms(groups []string) ([][]string, map[string]int) {
 // moneyCues are question stems that ask for a price.
 var moneyCues = makeStemSet(`cost costs price prices pricing fee fees charge charges rate rates expensive cheap`)
 
-// parseQuery extracts the content terms of a question.
+// parseQuery extracts the content terms of a question. When the message
+// mixes questions with other sentences ("I ordered last week. I live in
+// Canada. How long does shipping take?"), terms found only outside its
+// questions count asideWeight: they are context, not what is asked.
 func parseQuery(text string, buf []byte) (query, []byte) {
 	q := query{index: make(map[string]int, 16)}
-	prevRaw := ""
-	prev := -1
-	for i := 0; ; {
-		w, _, end, ok := nextWord(text, i, buf)
-		if !ok {
-			break
-		}
-		buf, i = w, end
-		raw := string(w)
-		switch {
-		case raw == "when" || (prevRaw == "what" && raw == "time"):
-			q.wantTime = true
-		case prevRaw == "how" && (raw == "long" || raw == "soon" || raw == "quickly" || raw == "fast"):
-			q.wantTime = true
-		case prevRaw == "how" && raw == "much":
-			q.wantMoney = true
-		case prevRaw == "how" && raw == "many":
-			q.wantNumber = true
-		}
-		prevRaw = raw
-		if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
-			continue
-		}
-		st := stem(w)
-		if timeWords.has(st) {
-			q.wantTime = true
-		}
-		if moneyCues.has(st) {
-			q.wantMoney = true
-		}
-		s := string(st)
-		id, seen := q.index[s]
-		if !seen {
-			if len(q.terms) == maxTerms {
-				prev = -1
+	spans := splitSentences(text, make([]span, 0, 4))
+	asking := false
+	for _, sp := range spans {
+		asking = asking || sp.question
+	}
+	var inQuestion uint64
+	for _, sp := range spans {
+		isQuestion := !asking || sp.question
+		sentence := text[sp.start:sp.end]
+		prevRaw := ""
+		prev := -1
+		for i := 0; ; {
+			w, _, end, ok := nextWord(sentence, i, buf)
+			if !ok {
+				break
+			}
+			buf, i = w, end
+			raw := string(w)
+			if isQuestion {
+				switch {
+				case raw == "when" || (prevRaw == "what" && raw == "time"):
+					q.wantTime = true
+				case prevRaw == "how" && (raw == "long" || raw == "soon" || raw == "quickly" || raw == "fast"):
+					q.wantTime = true
+				case prevRaw == "how" && raw == "much":
+					q.wantMoney = true
+				case prevRaw == "how" && raw == "many":
+					q.wantNumber = true
+				}
+			}
+			prevRaw = raw
+			if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
 				continue
 			}
-			id = q.add(s, -1)
+			st := stem(w)
+			if isQuestion && timeWords.has(st) {
+				q.wantTime = true
+			}
+			if isQuestion && moneyCues.has(st) {
+				q.wantMoney = true
+			}
+			s := string(st)
+			id, seen := q.index[s]
+			if !seen {
+				if len(q.terms) == maxTerms {
+					prev = -1
+					continue
+				}
+				id = q.add(s, -1)
+			}
+			if isQuestion {
+				inQuestion |= 1 << id
+			}
+			if prev >= 0 && prev != id && len(q.pairs) < 64 && q.pairIndex(prev, id) < 0 {
+				q.pairs = append(q.pairs, [2]int{prev, id})
+			}
+			prev = id
 		}
-		if prev >= 0 && prev != id && len(q.pairs) < 64 && q.pairIndex(prev, id) < 0 {
-			q.pairs = append(q.pairs, [2]int{prev, id})
-		}
-		prev = id
 	}
 	q.originals = len(q.terms)
+	if inQuestion == 0 {
+		// "What? I ordered a jacket." asks nothing by its words alone.
+		inQuestion = ^uint64(0)
+	}
+	q.asked = inQuestion
 	q.base = make([]float64, q.originals)
 	for i := range q.base {
 		q.base[i] = q.termWeight(i)
+		if inQuestion&(1<<i) == 0 {
+			q.base[i] *= asideWeight
+		}
 		q.baseTotal += q.base[i]
 	}
 	for id := 0; id < q.originals; id++ {

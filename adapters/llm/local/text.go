@@ -72,8 +72,16 @@ func nextWord(s string, i int, buf []byte) (word []byte, start, end int, ok bool
 }
 
 func isASCIIWordByte(c byte) bool {
-	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	return asciiWord[c]
 }
+
+// asciiWord marks the ASCII letters and digits.
+var asciiWord = func() (t [256]bool) {
+	for c := 0; c < 128; c++ {
+		t[c] = ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+	}
+	return t
+}()
 
 func isLetterAt(s string, i int) bool {
 	r, _ := utf8.DecodeRuneInString(s[i:])
@@ -195,6 +203,7 @@ very via was wasn wasnt we wed well were weren werent weve what whats whatever w
 where wheres whereas wherever whether which while who whos whoever whom whose why whys will with
 within without won wont would wouldn wouldnt yet you youd youll your youre yours yourself
 yourselves youve
+usually normally typically generally currently actually already anymore basically probably
 hello hey hiya howdy greetings thank thanks thx ty please pls plz ok okay yes yeah yep nope sure
 cheers bye goodbye sorry excuse dear sir madam
 `)
@@ -204,6 +213,7 @@ cheers bye goodbye sorry excuse dear sir madam
 var genericWords = makeStemSet(`
 take takes get gets got make need want know work way thing like help able possible tell say go
 come give find let see look long much many use new good best question questions info information
+back
 `)
 
 // timeWords are stems that make a sentence a plausible answer to "how long"
@@ -325,8 +335,6 @@ type span struct {
 	// question: the sentence ends with '?'; it gives context to the
 	// sentences after it (a FAQ written as text) and is never quoted.
 	question bool
-	// block: the sentence starts a new paragraph, list item or line.
-	block bool
 }
 
 // splitSentences appends the sentences of text to dst. Lines break hard
@@ -399,19 +407,18 @@ func splitBlock(text string, start, end int, last bool, dst []span) []span {
 			s++
 		}
 		if s < end {
-			dst = append(dst, span{start: s, end: end, heading: true, block: true})
+			dst = append(dst, span{start: s, end: end, heading: true})
 		}
 		return dst
 	}
 	if strings.IndexByte(block, '\n') < 0 {
 		if lastRune, _ := utf8.DecodeLastRuneInString(block); lastRune == ':' {
-			return append(dst, span{start: start, end: end, heading: true, block: true})
+			return append(dst, span{start: start, end: end, heading: true})
 		}
 		if !listItem && !last && isTitleLine(block) {
-			return append(dst, span{start: start, end: end, title: true, block: true})
+			return append(dst, span{start: start, end: end, title: true})
 		}
 	}
-	first := true
 	sentStart := start
 	for i := start; i < end; i++ {
 		c := text[i]
@@ -438,14 +445,13 @@ func splitBlock(text string, start, end int, last bool, dst []span) []span {
 		}
 		s, e := trimSpace(text, sentStart, j)
 		if s < e {
-			dst = append(dst, span{start: s, end: e, question: c == '?' || text[j-1] == '?', block: first})
-			first = false
+			dst = append(dst, span{start: s, end: e, question: c == '?' || text[j-1] == '?'})
 		}
 		sentStart = j
 		i = j - 1
 	}
 	if s, e := trimSpace(text, sentStart, end); s < e {
-		dst = append(dst, span{start: s, end: e, block: first})
+		dst = append(dst, span{start: s, end: e})
 	}
 	return dst
 }
@@ -661,9 +667,8 @@ func normalizeForCompare(s string) string {
 // "ignore previous instructions" helps no customer.
 var injectionMarkers = [...]string{
 	"ignore previous", "ignore all previous", "ignore the previous", "ignore the above",
-	"ignore all instructions", "ignore your instructions", "disregard previous",
-	"disregard all", "disregard the above", "disregard your", "system prompt", "your instructions",
-	"you are now", "new instructions", "developer mode", "jailbreak",
+	"ignore all instructions", "ignore your instructions", "previous instructions",
+	"disregard previous", "disregard all previous", "disregard the above", "system prompt",
 }
 
 func looksLikeInjection(lower string) bool {

@@ -142,13 +142,16 @@ func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
 	return &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.SessionID == ""}, nil
 }
 
-// Answer runs one chat turn: Start, then Run.
+// Answer runs one chat turn: Start, then Run. The caller leaving (ctx
+// cancelled) does not stop the answer, which is completed and stored within
+// the engine's hard time limit; callers that need shutdown to stop answers
+// use Start and Run with a server context, as the HTTP edge does.
 func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.Answer, error) {
 	p, err := s.Start(ctx, req)
 	if err != nil {
 		return domain.Answer{}, err
 	}
-	return p.Run(ctx, emit)
+	return p.Run(context.WithoutCancel(ctx), emit)
 }
 
 // Run generates and stores the answer, emitting its events. Problems during
@@ -160,11 +163,23 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
+	// Retrieval needs neither the session nor the question to be stored, so
+	// it runs while they are written: that is most of the time to the first
+	// token.
+	verdict := checkInput(p.message, s.limits.MaxMessageChars, agent.Config.BlockedTopics)
+	var retrieval <-chan retrieved
+	if verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
+		retrieval = s.retrieveAsync(ctx, ws.ID, agent.ID, p.message)
+	}
 	var (
 		history []domain.Message
 		err     error
 	)
-	if !p.fresh {
+	if p.fresh {
+		if err := s.conversations.CreateConversation(ctx, &conv); err != nil {
+			return domain.Answer{}, err
+		}
+	} else {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
 		}
@@ -205,7 +220,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	replyID := domain.NewID(domain.PrefixMessage)
 	out := &stream{pub: pub, sessionID: conv.ID, messageID: replyID}
 	t := &turn{ws: &ws, agent: &agent, conv: &conv, out: out}
-	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out)
+	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out, verdict, retrieval)
 	if reason != domain.FallbackNone {
 		content = agent.Config.EffectiveFallbackMessage()
 		cited = nil
@@ -303,23 +318,38 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 	if identity != nil {
 		userID = identity.UserID
 	}
+	// Stored by Run, alongside retrieval.
 	conv = domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
-	if err := s.conversations.CreateConversation(ctx, &conv); err != nil {
-		return ws, agent, conv, err
-	}
 	return ws, agent, conv, nil
+}
+
+type retrieved struct {
+	chunks []domain.Chunk
+	err    error
+}
+
+// retrieveAsync runs retrieval on its own goroutine; the channel is
+// buffered, so the goroutine never leaks when the answer ends early.
+func (s *Service) retrieveAsync(ctx context.Context, workspaceID, agentID, text string) <-chan retrieved {
+	ch := make(chan retrieved, 1)
+	go func() {
+		chunks, err := s.retriever.Retrieve(ctx, ports.RetrievalQuery{WorkspaceID: workspaceID, AgentID: agentID, Text: text, Limit: s.limits.RetrievalLimit})
+		ch <- retrieved{chunks: chunks, err: err}
+	}()
+	return ch
 }
 
 // errStopped tells the model adapter the output filter ended the answer.
 var errStopped = errors.New("answer stopped by the output filter")
 
 // generate produces the answer's text through out, or a fallback reason.
-func (s *Service) generate(ctx context.Context, t *turn, message string, history []domain.Message, out *stream) (string, []string, domain.FallbackReason, domain.Usage) {
+func (s *Service) generate(ctx context.Context, t *turn, message string, history []domain.Message, out *stream, verdict domain.FallbackReason, retrieval <-chan retrieved) (string, []string, domain.FallbackReason, domain.Usage) {
 	var usage domain.Usage
-	if reason := checkInput(message, s.limits.MaxMessageChars, t.agent.Config.BlockedTopics); reason != domain.FallbackNone {
-		return "", nil, reason, usage
+	if verdict != domain.FallbackNone {
+		return "", nil, verdict, usage
 	}
-	chunks, err := s.retriever.Retrieve(ctx, ports.RetrievalQuery{WorkspaceID: t.ws.ID, AgentID: t.agent.ID, Text: message, Limit: s.limits.RetrievalLimit})
+	r := <-retrieval
+	chunks, err := r.chunks, r.err
 	if err != nil {
 		s.log.ErrorContext(ctx, "retrieval failed", "sessionId", t.conv.ID, "error", err)
 		return "", nil, domain.FallbackModelError, usage

@@ -300,13 +300,17 @@ func TestRunIgnoresStartContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.SessionID() == "" || r.convs.conv(p.SessionID()).ID == "" {
-		t.Fatalf("Start did not create the session %q", p.SessionID())
+	// Start only checks; Run stores the new session, alongside retrieval.
+	if p.SessionID() == "" || r.convs.conv(p.SessionID()).ID != "" {
+		t.Fatalf("Start should name the session %q but leave storing it to Run", p.SessionID())
 	}
 	rec := &recorder{}
 	ans, err := p.Run(context.WithoutCancel(t.Context()), rec.emit)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.convs.conv(ans.SessionID).ID != ans.SessionID {
+		t.Fatalf("Run did not store the session %q", ans.SessionID)
 	}
 	checkStream(t, r, rec.all(), ans)
 	if stored := r.messagesOf(ans.SessionID); len(stored) != 2 || stored[1].Content != full {

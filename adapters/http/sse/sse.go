@@ -26,14 +26,16 @@ type Event struct {
 // Stream is a queue of events between a producer that must never block on
 // the client (the answer engine) and the writer that serves the client.
 type Stream struct {
-	events chan Event
-	gone   chan struct{}
-	once   sync.Once
+	events    chan Event
+	gone      chan struct{}
+	once      sync.Once
+	heartbeat time.Duration
 }
 
-// NewStream returns a stream buffering up to size events.
+// NewStream returns a stream buffering up to size events, with the standard
+// heartbeat.
 func NewStream(size int) *Stream {
-	return &Stream{events: make(chan Event, size), gone: make(chan struct{})}
+	return &Stream{events: make(chan Event, size), gone: make(chan struct{}), heartbeat: Heartbeat}
 }
 
 // Send queues an event. Once the client is gone it returns at once and drops
@@ -64,7 +66,7 @@ func Serve(c *fiber.Ctx, s *Stream) error {
 	c.Set("X-Accel-Buffering", "no")
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.markGone()
-		ticker := time.NewTicker(Heartbeat)
+		ticker := time.NewTicker(s.heartbeat)
 		defer ticker.Stop()
 		for {
 			select {

@@ -14,12 +14,6 @@ import (
 	"github.com/conciergehq/concierge/ports"
 )
 
-// Identity verification headers (PRODUCT.md, "Identity verification").
-const (
-	HeaderIdentity  = "X-Service-Identity"
-	HeaderSignature = "X-Service-Signature"
-)
-
 // Handlers serves /api/v1.
 type Handlers struct {
 	conversations *conversation.Service
@@ -52,7 +46,7 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 		return err
 	}
 	p, _ := wire.Principal(c)
-	identity, err := domain.VerifyIdentity(&p.Workspace, strings.Clone(c.Get(HeaderIdentity)), strings.Clone(c.Get(HeaderSignature)), h.clock.Now())
+	identity, err := domain.VerifyIdentity(&p.Workspace, strings.Clone(c.Get(wire.HeaderIdentity)), strings.Clone(c.Get(wire.HeaderSignature)), h.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -89,8 +83,8 @@ func (h *Handlers) message(c *fiber.Ctx) error {
 	pending, err := h.engine.Start(ctx, chat.Request{
 		SessionID:       strings.Clone(c.Params("sessionId")),
 		Message:         body.Message,
-		IdentityHeader:  strings.Clone(c.Get(HeaderIdentity)),
-		SignatureHeader: strings.Clone(c.Get(HeaderSignature)),
+		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
+		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
 	})
 	if err != nil {
 		return err

@@ -12,12 +12,6 @@ import (
 	"github.com/conciergehq/concierge/ports"
 )
 
-// Identity verification headers (PRODUCT.md, "Identity verification").
-const (
-	headerIdentity  = "X-Service-Identity"
-	headerSignature = "X-Service-Signature"
-)
-
 // chatRequest is the body of POST /api/v2/chat. A missing message is left to
 // the engine, which answers with the spec's exact "message is required".
 type chatRequest struct {
@@ -55,8 +49,8 @@ func (h *ChatHandlers) chat(c *fiber.Ctx) error {
 		AgentSlug:       body.Agent,
 		SessionID:       body.SessionID,
 		Message:         body.Message,
-		IdentityHeader:  strings.Clone(c.Get(headerIdentity)),
-		SignatureHeader: strings.Clone(c.Get(headerSignature)),
+		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
+		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,13 @@ import (
 	"github.com/conciergehq/concierge/core/workspace"
 )
 
+// Identity verification headers (PRODUCT.md, "Identity verification"),
+// honoured on every call that can start or continue a session.
+const (
+	HeaderIdentity  = "X-Service-Identity"
+	HeaderSignature = "X-Service-Signature"
+)
+
 type principalKey struct{}
 
 // SetPrincipal records the authenticated API caller on the request.

@@ -136,6 +136,10 @@ Try it (in another terminal):
 
   export CONCIERGE_API_KEY=%[3]s CONCIERGE_API_URL=%[1]s/api/v2
 
+  curl -s %[1]s/api/v2/chat -H "Authorization: Bearer $CONCIERGE_API_KEY" \
+       -H 'Content-Type: application/json' -d '{"agent":"%[5]s","message":"How long does shipping take?"}'
+  curl -sN %[1]s/api/v2/chat -H "Authorization: Bearer $CONCIERGE_API_KEY" \
+       -H 'Content-Type: application/json' -d '{"message":"How do I return an item?","stream":true}'
   curl -s %[1]s/api/v2/agents -H "Authorization: Bearer $CONCIERGE_API_KEY"
   curl -s -X POST %[1]s/api/v1/sessions -H "Authorization: Bearer $CONCIERGE_API_KEY" \
        -H 'Content-Type: application/json' -d '{"slug":"%[5]s"}'

@@ -400,3 +400,34 @@ func TestNoAnswerWhileAHumanOwnsTheConversation(t *testing.T) {
 		t.Fatalf("conversation = %v", conv)
 	}
 }
+
+// TestShutdownCancelsGeneration: generation has its own cancellation path.
+// Server shutdown waits for in-flight answers up to its timeout, then cancels
+// them; what was said so far is stored.
+func TestShutdownCancelsGeneration(t *testing.T) {
+	s := newStack(t, stackOptions{env: map[string]string{"CONCIERGE_LOCAL_TOKEN_DELAY": "300ms", "CONCIERGE_SHUTDOWN_TIMEOUT": "1s"}})
+	tn := s.newTenant(domain.PlanStandard)
+	supportAgent(s, tn)
+
+	resp := s.postStream(tn, map[string]any{"agent": "support", "message": "How long does standard shipping take and is it free?", "stream": true})
+	defer resp.Body.Close()
+	first := readSSE(t, resp.Body, 1)
+	messageID := strings.Split(first[0].ID, ":")[0]
+
+	started := time.Now()
+	s.stopHTTP() // what SIGTERM does to serveHTTP
+	<-s.httpDone
+	// The answer needs about 7 s at this pace: shutdown drains for its 1 s
+	// timeout, then cancels it rather than waiting.
+	if took := time.Since(started); took < time.Second || took > 5*time.Second {
+		t.Fatalf("shutdown took %s with an answer in flight; want the 1 s drain, then cancellation", took)
+	}
+	var content string
+	if err := s.sys.db.Raw("SELECT content FROM messages WHERE id = ?", messageID).Scan(&content).Error; err != nil {
+		t.Fatal(err)
+	}
+	if content == "" {
+		t.Fatal("the interrupted answer was not stored")
+	}
+	t.Logf("stored after shutdown: %q", content)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +64,16 @@ func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down the HTTP API", "timeout", s.cfg.ShutdownTimeout)
-	if err := app.ShutdownWithTimeout(s.cfg.ShutdownTimeout); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	err = app.ShutdownWithTimeout(s.cfg.ShutdownTimeout)
+	// Answers still streaming after the drain are cancelled now; wait for them
+	// to store what they said before the caller closes the stores.
+	cancelBase()
+	wait, cancelWait := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelWait()
+	if werr := s.chat.Wait(wait); werr != nil {
+		s.log.Warn("answers still running after shutdown", "error", werr)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -76,6 +77,9 @@ type Service struct {
 	log           *slog.Logger
 	limits        Limits
 	tools         *toolbox
+	// inflight counts answers being generated, so shutdown can wait for
+	// cancelled ones to store what they said before connections close.
+	inflight sync.WaitGroup
 }
 
 // NewService returns the engine. The default model must be one of Models.
@@ -161,6 +165,8 @@ func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.An
 // not stop the answer. The hard time limit applies either way.
 func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
+	s.inflight.Add(1)
+	defer s.inflight.Done()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
 	// Retrieval needs neither the session nor the question to be stored, so
@@ -245,6 +251,23 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	answer.Reply = reply
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
 	return answer, nil
+}
+
+// Wait blocks until every answer in progress has finished (stored, or
+// stopped by its context) or ctx ends. Shutdown calls it after cancelling
+// the answers' context, before closing the stores.
+func (s *Service) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // resolve finds or creates the conversation and loads its workspace and agent.

@@ -85,6 +85,11 @@ type ConversationStore interface {
 	// CreateConversation stores a new conversation; AgentID and AgentSlug must
 	// name the same agent of the workspace, else domain.ErrNotFound.
 	CreateConversation(ctx context.Context, conv *domain.Conversation) error
+	// StartConversation stores a new conversation together with its first
+	// message, atomically and in one round trip (the first turn of every
+	// conversation). Returns domain.ErrNotFound when AgentID and AgentSlug do
+	// not name an agent of the workspace; nothing is stored then.
+	StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error)
 	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
 	// GetConversationBySession looks a conversation up by its session id alone, for

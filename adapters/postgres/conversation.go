@@ -393,6 +393,39 @@ func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversa
 	return nil
 }
 
+// StartConversation inserts the conversation, already counting its first
+// message, and that message in one statement: the foreign key from the
+// message to the conversation is checked at the end of the statement, when
+// both rows exist.
+func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error) {
+	row, err := messageFromDomain(first)
+	if err != nil {
+		return domain.Message{}, err
+	}
+	c := conversationFromDomain(conv)
+	c.MessageCount, c.LastMessage, c.LastActivityAt = 1, domain.Preview(first.Content, lastMessageRunes), row.CreatedAt
+	_, err = s.pool.Exec(ctx, `WITH c AS (
+		INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		RETURNING id, workspace_id
+	)
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at)
+	SELECT $12, c.workspace_id, c.id, $13, $14, $15, $16, $17, $18, $19 FROM c`,
+		c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt,
+		row.ID, row.Role, row.Content, row.Citations, row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt)
+	if err != nil {
+		if foreignKeyViolation(err) {
+			return domain.Message{}, domain.NotFound("agent")
+		}
+		if _, ok := uniqueViolation(err); ok {
+			return domain.Message{}, domain.Conflict("a conversation or message with this id already exists")
+		}
+		return domain.Message{}, dbError("start conversation", err)
+	}
+	conv.MessageCount, conv.LastMessage, conv.LastActivityAt, conv.CreatedAt = c.MessageCount, c.LastMessage, c.LastActivityAt, c.CreatedAt
+	return row.toDomain()
+}
+
 // RecentMessages returns up to limit of the conversation's latest messages,
 // oldest first. An unknown conversation simply has none.
 func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {

@@ -516,3 +516,53 @@ func TestSetConversationStatusAndRecentMessages(t *testing.T) {
 		t.Fatalf("recent = %+v, %v", recent, err)
 	}
 }
+
+func TestStartConversation(t *testing.T) {
+	ctx := t.Context()
+	store := pgtest.NewStore(t)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", domain.SystemClock{}.Now())
+	now := domain.SystemClock{}.Now()
+
+	conv := domain.NewConversation(ws.ID, &agent, "user-1", now)
+	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "Where is my parcel?", now.Add(time.Millisecond))
+	stored, err := store.StartConversation(ctx, &conv, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.ID != first.ID || stored.Content != first.Content {
+		t.Fatalf("stored = %+v", stored)
+	}
+	got, err := store.GetConversation(ctx, ws.ID, conv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MessageCount != 1 || got.LastMessage != "Where is my parcel?" || !got.LastActivityAt.Equal(first.CreatedAt) ||
+		got.AgentSlug != "support" || got.VerifiedUserID != "user-1" || got.Status != domain.StatusAI {
+		t.Fatalf("conversation = %+v", got)
+	}
+	msgs, err := store.RecentMessages(ctx, ws.ID, conv.ID, 10)
+	if err != nil || len(msgs) != 1 || msgs[0].ID != first.ID {
+		t.Fatalf("messages = %+v, %v", msgs, err)
+	}
+
+	refused := []struct {
+		name  string
+		agent domain.Agent
+	}{
+		{"agent of another workspace", newAgent(t, store, func() string { w, _, _ := newWorkspace(t, store, domain.PlanStandard); return w.ID }(), "support", now)},
+		{"slug that is not the agent's", domain.Agent{ID: agent.ID, WorkspaceID: ws.ID, Slug: "sales"}},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			c := domain.NewConversation(ws.ID, &tc.agent, "", now)
+			m := newMessage(ws.ID, c.ID, domain.RoleUser, "hi", now)
+			if _, err := store.StartConversation(ctx, &c, m); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("err = %v, want not found", err)
+			}
+			if _, err := store.GetConversation(ctx, ws.ID, c.ID); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("a refused start stored its conversation: %v", err)
+			}
+		})
+	}
+}

@@ -181,12 +181,22 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		history []domain.Message
 		err     error
 	)
+	userMsg := domain.Message{
+		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
+		Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
+	}
+	// The question is stored before anything is generated, so nothing the
+	// user said is lost; a new conversation and its first question go in one
+	// statement.
 	if p.fresh {
-		if err := s.conversations.CreateConversation(ctx, &conv); err != nil {
+		if userMsg, err = s.conversations.StartConversation(ctx, &conv, userMsg); err != nil {
 			return domain.Answer{}, err
 		}
 	} else {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
+			return domain.Answer{}, err
+		}
+		if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg); err != nil {
 			return domain.Answer{}, err
 		}
 	}
@@ -194,13 +204,6 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	pub := newPublisher(ctx, s.bus, s.log, emit)
 	defer pub.close()
 
-	userMsg := domain.Message{
-		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
-		Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
-	}
-	if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg); err != nil {
-		return domain.Answer{}, err
-	}
 	pub.send(ports.SessionEvent{Type: ports.EventMessage, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 1, Message: &userMsg})
 
 	answer := domain.Answer{SessionID: conv.ID, UserMessage: userMsg}

@@ -133,6 +133,22 @@ func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.
 	return nil
 }
 
+// StartConversation is CreateConversation then AppendMessage, undone when
+// the append fails, as the real store's single statement would be.
+func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error) {
+	if err := s.CreateConversation(ctx, conv); err != nil {
+		return domain.Message{}, err
+	}
+	stored, _, err := s.AppendMessage(ctx, first)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.convs, conv.ID)
+		s.mu.Unlock()
+		return domain.Message{}, err
+	}
+	return stored, nil
+}
+
 func (s *memConversations) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Conversation{}, err

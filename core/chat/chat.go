@@ -248,7 +248,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// Store the reply even if the caller has gone: the context of the answer
 	// is the engine's own, bounded by the hard time limit.
 	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply); err != nil {
-		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), ErrorCode: "UNAVAILABLE", ErrorMessage: "the answer could not be stored; retry later"})
+		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 		return answer, err
 	}
 	answer.Reply = reply

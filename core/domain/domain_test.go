@@ -165,3 +165,28 @@ func TestAgentConfigValidate(t *testing.T) {
 		t.Fatalf("blank question: %v", err)
 	}
 }
+
+func TestErrorCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{InvalidField("limit", "bad"), CodeValidation},
+		{Unauthorized("no"), CodeUnauthorized},
+		{&PlanError{Feature: FeatureAPIAccess, Plan: PlanFree}, CodePlanUpgrade},
+		{NotFound("agent"), CodeNotFound},
+		{Conflict("taken"), CodeConflict},
+		{&RateLimitError{RetryAfterSeconds: 3}, CodeRateLimited},
+		{Unavailable("postgres", errors.New("refused")), CodeUnavailable},
+		{fmtWrap(NotFound("session")), CodeNotFound},
+		{errors.New("driver: boom"), CodeInternal},
+		{nil, CodeInternal},
+	}
+	for _, tt := range tests {
+		if got := ErrorCode(tt.err); got != tt.want {
+			t.Errorf("ErrorCode(%v) = %s, want %s", tt.err, got, tt.want)
+		}
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }

@@ -108,3 +108,38 @@ func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
 func Unavailable(what string, cause error) error {
 	return fmt.Errorf("%s: %w: %w", what, ErrUnavailable, cause)
 }
+
+// Error codes, as PRODUCT.md names them for every surface: HTTP error
+// bodies, stream error events and the event bus.
+const (
+	CodeValidation   = "VALIDATION_ERROR"
+	CodeUnauthorized = "UNAUTHORIZED"
+	CodePlanUpgrade  = "PLAN_UPGRADE_REQUIRED"
+	CodeNotFound     = "NOT_FOUND"
+	CodeConflict     = "CONFLICT"
+	CodeRateLimited  = "RATE_LIMITED"
+	CodeUnavailable  = "UNAVAILABLE"
+	CodeInternal     = "INTERNAL"
+)
+
+// ErrorCode is the one mapping of error kinds to codes. Errors of no kind
+// are CodeInternal: their text is never shown.
+func ErrorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalidInput):
+		return CodeValidation
+	case errors.Is(err, ErrUnauthorized):
+		return CodeUnauthorized
+	case errors.Is(err, ErrForbidden):
+		return CodePlanUpgrade
+	case errors.Is(err, ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, ErrConflict):
+		return CodeConflict
+	case errors.Is(err, ErrRateLimited):
+		return CodeRateLimited
+	case errors.Is(err, ErrUnavailable):
+		return CodeUnavailable
+	}
+	return CodeInternal
+}

@@ -20,57 +20,75 @@ type ErrorDetail struct {
 	Details map[string]string `json:"details,omitempty"`
 }
 
+// statusOf is the HTTP status of each error code.
+var statusOf = map[string]int{
+	domain.CodeValidation:   fiber.StatusBadRequest,
+	domain.CodeUnauthorized: fiber.StatusUnauthorized,
+	domain.CodePlanUpgrade:  fiber.StatusForbidden,
+	domain.CodeNotFound:     fiber.StatusNotFound,
+	domain.CodeConflict:     fiber.StatusConflict,
+	domain.CodeRateLimited:  fiber.StatusTooManyRequests,
+	domain.CodeUnavailable:  fiber.StatusServiceUnavailable,
+}
+
 // DescribeError maps an error to its HTTP status and the documented error
-// body. It is the one mapping of error kinds for the HTTP edge: the fiber
-// ErrorHandler uses it for responses, streams for their error events. Unknown
-// errors become 500 INTERNAL without their text.
+// body. The code comes from domain.ErrorCode; this adds the status and the
+// public message. The fiber ErrorHandler uses it for responses, streams for
+// their error events. Unknown errors become 500 INTERNAL without their text.
 func DescribeError(err error) (int, ErrorBody) {
+	code := domain.ErrorCode(err)
+	if code == domain.CodeInternal {
+		var ferr *fiber.Error
+		if errors.As(err, &ferr) {
+			return fiberError(ferr)
+		}
+		return fiber.StatusInternalServerError, newBody(code, "internal error", nil)
+	}
+	message, details := publicMessage(err, code)
+	return statusOf[code], newBody(code, message, details)
+}
+
+// publicMessage is the text a caller may see: the message of a typed domain
+// error, or a generic one for a bare kind.
+func publicMessage(err error, code string) (string, map[string]string) {
 	var (
 		verr *domain.ValidationError
 		perr *domain.PlanError
 		nf   *domain.NotFoundError
 		cf   *domain.ConflictError
 		un   *domain.UnauthorizedError
-		ferr *fiber.Error
 	)
 	switch {
 	case errors.As(err, &verr):
-		return fiber.StatusBadRequest, newBody("VALIDATION_ERROR", verr.Message, verr.Fields)
-	case errors.Is(err, domain.ErrInvalidInput):
-		return fiber.StatusBadRequest, newBody("VALIDATION_ERROR", "invalid request", nil)
+		return verr.Message, verr.Fields
 	case errors.As(err, &un):
-		return fiber.StatusUnauthorized, newBody("UNAUTHORIZED", un.Message, nil)
-	case errors.Is(err, domain.ErrUnauthorized):
-		return fiber.StatusUnauthorized, newBody("UNAUTHORIZED", "unauthorized", nil)
+		return un.Message, nil
 	case errors.As(err, &perr):
-		return fiber.StatusForbidden, newBody("PLAN_UPGRADE_REQUIRED", perr.Error(),
-			map[string]string{"feature": string(perr.Feature), "plan": string(perr.Plan), "requiredPlan": string(domain.MinimumPlanFor(perr.Feature))})
-	case errors.Is(err, domain.ErrForbidden):
-		return fiber.StatusForbidden, newBody("PLAN_UPGRADE_REQUIRED", "your plan does not include this feature", nil)
+		return perr.Error(), map[string]string{"feature": string(perr.Feature), "plan": string(perr.Plan), "requiredPlan": string(domain.MinimumPlanFor(perr.Feature))}
 	case errors.As(err, &nf):
-		return fiber.StatusNotFound, newBody("NOT_FOUND", nf.Error(), nil)
-	case errors.Is(err, domain.ErrNotFound):
-		return fiber.StatusNotFound, newBody("NOT_FOUND", "not found", nil)
+		return nf.Error(), nil
 	case errors.As(err, &cf):
-		return fiber.StatusConflict, newBody("CONFLICT", cf.Message, nil)
-	case errors.Is(err, domain.ErrConflict):
-		return fiber.StatusConflict, newBody("CONFLICT", "conflict", nil)
-	case errors.Is(err, domain.ErrRateLimited):
-		return fiber.StatusTooManyRequests, newBody("RATE_LIMITED", err.Error(), nil)
-	case errors.Is(err, domain.ErrUnavailable):
-		return fiber.StatusServiceUnavailable, newBody("UNAVAILABLE", "a dependency is unavailable; retry later", nil)
-	case errors.As(err, &ferr):
-		return fiberError(ferr)
-	default:
-		return fiber.StatusInternalServerError, newBody("INTERNAL", "internal error", nil)
+		return cf.Message, nil
+	case code == domain.CodeRateLimited:
+		return err.Error(), nil
 	}
+	return genericMessage[code], nil
+}
+
+var genericMessage = map[string]string{
+	domain.CodeValidation:   "invalid request",
+	domain.CodeUnauthorized: "unauthorized",
+	domain.CodePlanUpgrade:  "your plan does not include this feature",
+	domain.CodeNotFound:     "not found",
+	domain.CodeConflict:     "conflict",
+	domain.CodeUnavailable:  "a dependency is unavailable; retry later",
 }
 
 // fiberError covers errors raised by fiber itself (routing, body limit).
 func fiberError(e *fiber.Error) (int, ErrorBody) {
 	switch e.Code {
 	case fiber.StatusNotFound:
-		return e.Code, newBody("NOT_FOUND", "no such route", nil)
+		return e.Code, newBody(domain.CodeNotFound, "no such route", nil)
 	case fiber.StatusMethodNotAllowed:
 		return e.Code, newBody("METHOD_NOT_ALLOWED", "method not allowed on this path", nil)
 	case fiber.StatusRequestEntityTooLarge:
@@ -79,11 +97,11 @@ func fiberError(e *fiber.Error) (int, ErrorBody) {
 		return e.Code, newBody("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", nil)
 	}
 	if e.Code >= 500 {
-		return fiber.StatusInternalServerError, newBody("INTERNAL", "internal error", nil)
+		return fiber.StatusInternalServerError, newBody(domain.CodeInternal, "internal error", nil)
 	}
 	// Anything else fiber refuses (malformed request line, oversized headers)
 	// is the caller's malformed request.
-	return fiber.StatusBadRequest, newBody("VALIDATION_ERROR", "malformed request", nil)
+	return fiber.StatusBadRequest, newBody(domain.CodeValidation, "malformed request", nil)
 }
 
 func newBody(code, message string, details map[string]string) ErrorBody {

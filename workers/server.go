@@ -126,11 +126,12 @@ func (s *Server) handleInboundProcess(ctx context.Context, t *asynq.Task) error 
 	// enqueuer may add fields that this worker does not know yet.
 	var p InboundProcessPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
-		// Every attempt would decode the same bytes the same way.
-		return fmt.Errorf("%s: malformed payload: %w: %w", TypeInboundProcess, err, asynq.SkipRetry)
+		// Every attempt would decode the same bytes the same way: invalid
+		// input, which the one retry mapping makes permanent.
+		return toAsynqError(fmt.Errorf("%s: malformed payload: %w: %w", TypeInboundProcess, err, domain.ErrInvalidInput))
 	}
 	if !domain.ValidID(domain.PrefixInboundEvent, p.EventID) {
-		return fmt.Errorf("%s: payload has no valid event id: %w", TypeInboundProcess, asynq.SkipRetry)
+		return toAsynqError(fmt.Errorf("%s: payload has no valid event id: %w", TypeInboundProcess, domain.ErrInvalidInput))
 	}
 	if err := s.inbound.ProcessInboundEvent(ctx, p.EventID); err != nil {
 		return toAsynqError(fmt.Errorf("process inbound event %s: %w", p.EventID, err))

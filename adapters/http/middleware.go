@@ -184,3 +184,13 @@ func limitBody(limit int) fiber.Handler {
 		return c.Next()
 	}
 }
+
+// limitPerIP counts keyless calls against the client IP.
+func limitPerIP(rl rateLimiter, lim limits) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := rl.take(c, "ip:"+c.IP(), lim.PublicPerMinute); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+}

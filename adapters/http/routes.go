@@ -108,12 +108,7 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	v1h := v1.NewHandlers(s.Conversations, s.Chat, decoder, d.Clock)
 	v1h.RegisterKeyed(api.Group("/v1", keyed))
 	// The session id is the capability here; no key, so count per client IP.
-	v1h.RegisterSession(api.Group("/chat", func(c *fiber.Ctx) error {
-		if err := rl.take(c, "ip:"+c.IP(), lim.PublicPerMinute); err != nil {
-			return err
-		}
-		return c.Next()
-	}))
+	v1h.RegisterSession(api.Group("/chat", limitPerIP(rl, lim)))
 
 	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
 		Workspace: func(c *fiber.Ctx, workspaceID string) error {

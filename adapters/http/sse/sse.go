@@ -51,9 +51,6 @@ func (s *Stream) Send(ev Event) {
 // Close ends the stream after the queued events are written.
 func (s *Stream) Close() { close(s.events) }
 
-// Gone reports whether the client left.
-func (s *Stream) Gone() <-chan struct{} { return s.gone }
-
 func (s *Stream) markGone() { s.once.Do(func() { close(s.gone) }) }
 
 // Serve sets the SSE headers and writes the stream's events until it is

@@ -58,15 +58,6 @@ func Time(t time.Time) string {
 	return string(b[:])
 }
 
-// OptionalTime formats t, or returns nil for a nil or zero time.
-func OptionalTime(t *time.Time) *string {
-	if t == nil || t.IsZero() {
-		return nil
-	}
-	s := Time(*t)
-	return &s
-}
-
 // OptionalString returns nil for "" so responses show null instead of "".
 func OptionalString(s string) *string {
 	if s == "" {

@@ -1,0 +1,110 @@
+package domain
+
+import "time"
+
+// Document is the text of one file or web page, extracted for indexing. Text
+// is Markdown-like: headings are lines starting with '#', so the chunker can
+// keep each chunk under its heading path.
+type Document struct {
+	// Title names the document: the file name, the page's <title> or its
+	// first heading.
+	Title string
+	// URL is the page's address for web sources, after redirects; "" for files.
+	URL  string
+	Text string
+}
+
+// ChunkDraft is one piece of a document, ready to embed and store.
+type ChunkDraft struct {
+	// Ordinal is the chunk's position in its source, from 0.
+	Ordinal int
+	// Heading is the heading path above the chunk, "Install > Linux", or "".
+	Heading string
+	// Text is the chunk's content; its first line repeats the heading path
+	// when there is one, so retrieval and the model see the context.
+	Text string
+	// Tokens is Text's length in the tokenizer's tokens.
+	Tokens int
+	// URL is the page the chunk came from (web sources).
+	URL string
+}
+
+// CrawlLimits bound a website crawl.
+type CrawlLimits struct {
+	// MaxPages caps the pages visited (fetched successfully).
+	MaxPages int
+	// MaxDepth caps the link distance from the start page; sitemap entries
+	// are depth 1.
+	MaxDepth int
+}
+
+// StoredChunk is a chunk as the index job stores it.
+type StoredChunk struct {
+	ChunkDraft
+	ID string
+	// Question is set on the chunk of a Q&A source, whose Text is the answer.
+	Question string
+	// ContentHash identifies what was embedded, so identical text is embedded
+	// once per workspace and embedder.
+	ContentHash string
+	// Vector is the L2-normalised embedding; nil when the text embeds to nothing.
+	Vector []float32
+}
+
+// IndexResult is what indexing a source produced.
+type IndexResult struct {
+	ContentHash string
+	Embedder    string
+	ChunkCount  int
+	TokenCount  int
+	PageCount   int
+	At          time.Time
+}
+
+// SourceRef names a source and the indexing generation a job is for.
+type SourceRef struct {
+	WorkspaceID string
+	SourceID    string
+	Generation  int
+}
+
+// RetrievalTrace records how one retrieval ranked an agent's knowledge, for
+// admins tuning their agent: every chunk considered, its scores and why it
+// was kept or dropped.
+type RetrievalTrace struct {
+	Query string
+	// Method is "hybrid", "keyword" or "vector": the legs that ran.
+	Method string
+	// Note explains a degraded method ("the index is loading: keyword search
+	// in PostgreSQL only").
+	Note             string
+	Embedder         string
+	KnowledgeVersion int64
+	TopK             int
+	Threshold        float64
+	Candidates       []TraceCandidate
+}
+
+// TraceCandidate is one chunk a retrieval considered. Ranks count from 1; 0
+// means the leg did not find the chunk.
+type TraceCandidate struct {
+	ChunkID      string
+	SourceID     string
+	DocumentName string
+	KeywordRank  int
+	KeywordScore float64
+	VectorRank   int
+	VectorScore  float64
+	// Score is the fused score the final order uses.
+	Score float64
+	Kept  bool
+	// Reason says why the chunk was kept or dropped.
+	Reason string
+}
+
+// Reasons of trace candidates.
+const (
+	TraceKept           = "kept: among the top results"
+	TraceBelowThreshold = "dropped: score below the agent's threshold"
+	TraceBeyondTopK     = "dropped: beyond the agent's top-k"
+)

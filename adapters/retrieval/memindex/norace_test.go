@@ -1,0 +1,5 @@
+//go:build !race
+
+package memindex
+
+const raceEnabled = false

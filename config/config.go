@@ -67,6 +67,25 @@ type Config struct {
 
 	WorkerConcurrency  int           `env:"WORKER_CONCURRENCY" envDefault:"10"`
 	InboundSweepPeriod time.Duration `env:"INBOUND_SWEEP_PERIOD" envDefault:"30s"`
+
+	// Embedder turns knowledge into vectors: "local" (embedded, no network)
+	// or "openai" (any OpenAI-compatible embeddings endpoint, configured by
+	// the OPENAI_* variables above plus the model and dimensions here).
+	// Changing it re-embeds every source in the background.
+	Embedder                  string `env:"EMBEDDER" envDefault:"local"`
+	OpenAIEmbeddingModel      string `env:"OPENAI_EMBEDDING_MODEL" envDefault:"text-embedding-3-small"`
+	OpenAIEmbeddingDimensions int    `env:"OPENAI_EMBEDDING_DIMENSIONS" envDefault:"0"`
+	// IndexCacheBytes bounds the in-memory retrieval indexes of one API pod.
+	IndexCacheBytes int64 `env:"INDEX_CACHE_BYTES" envDefault:"536870912"`
+	// IndexSlotsPerWorkspace bounds one workspace's concurrent indexing jobs
+	// across all workers.
+	IndexSlotsPerWorkspace int `env:"INDEX_SLOTS_PER_WORKSPACE" envDefault:"2"`
+	// CrawlUserAgent identifies the website crawler to the sites it reads.
+	CrawlUserAgent string `env:"CRAWL_USER_AGENT"`
+	// CrawlAllowPrivateAddresses lets the crawler read private and loopback
+	// addresses. For tests against a local site only: it turns off the
+	// protection against server-side request forgery.
+	CrawlAllowPrivateAddresses bool `env:"CRAWL_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS" envDefault:"false"`
 }
 
 // Prefix starts every variable name.
@@ -173,6 +192,8 @@ func (c Config) validate() error {
 		{"RETRIEVAL_LIMIT", c.RetrievalLimit, 1, ""},
 		{"MAX_TOOL_ROUNDS", c.MaxToolRounds, 1, ""},
 		{"HISTORY_MESSAGES", c.HistoryMessages, 0, ""},
+		{"INDEX_SLOTS_PER_WORKSPACE", c.IndexSlotsPerWorkspace, 1, ""},
+		{"OPENAI_EMBEDDING_DIMENSIONS", c.OpenAIEmbeddingDimensions, 0, " (0 takes the model's own size)"},
 	}
 	for _, m := range minimums {
 		if m.value < m.min {
@@ -203,6 +224,18 @@ func (c Config) validate() error {
 	}
 	if u, err := url.Parse(c.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%sOPENAI_BASE_URL=%q is not an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1", Prefix, c.OpenAIBaseURL)
+	}
+	switch c.Embedder {
+	case "local":
+	case "openai":
+		if c.OpenAIAPIKey == "" && strings.Contains(c.OpenAIBaseURL, "api.openai.com") {
+			return fmt.Errorf("%sOPENAI_API_KEY is required when %sEMBEDDER=openai talks to api.openai.com; set it, or point %sOPENAI_BASE_URL at your own server", Prefix, Prefix, Prefix)
+		}
+	default:
+		return fmt.Errorf("%sEMBEDDER=%q is not local or openai", Prefix, c.Embedder)
+	}
+	if c.IndexCacheBytes < 0 {
+		return fmt.Errorf("%sINDEX_CACHE_BYTES=%d must be 0 (no in-memory index) or more", Prefix, c.IndexCacheBytes)
 	}
 	if c.LocalTokenDelay < 0 || c.LocalTokenDelay > time.Second {
 		return fmt.Errorf("%sLOCAL_TOKEN_DELAY=%s must be between 0s and 1s", Prefix, c.LocalTokenDelay)

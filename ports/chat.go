@@ -70,7 +70,15 @@ type RetrievalQuery struct {
 	WorkspaceID string
 	AgentID     string
 	Text        string
-	Limit       int
+	// Limit is the agent's top-k; 0 uses the retriever's default.
+	Limit int
+	// Threshold drops chunks whose relevance (in [0, 1]) is below it.
+	Threshold float64
+	// KnowledgeVersion is the agent's knowledge version as the caller read
+	// it; a cached index older than this is not used.
+	KnowledgeVersion int64
+	// Trace, when not nil, receives what the retrieval considered.
+	Trace *domain.RetrievalTrace
 }
 
 // Retriever finds knowledge.

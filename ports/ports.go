@@ -76,8 +76,14 @@ type SourceStore interface {
 	ListSources(ctx context.Context, workspaceID, agentID string, page domain.PageRequest) (domain.Page[domain.Source], error)
 	// GetSource returns domain.ErrNotFound unless the source belongs to the agent and workspace.
 	GetSource(ctx context.Context, workspaceID, agentID, id string) (domain.Source, error)
-	// DeleteSource returns domain.ErrNotFound unless the source belongs to the agent and workspace.
-	DeleteSource(ctx context.Context, workspaceID, agentID, id string) error
+	// DeleteSource removes the source and its chunks and bumps the agent's
+	// knowledge version, which it returns. Returns domain.ErrNotFound unless
+	// the source belongs to the agent and workspace.
+	DeleteSource(ctx context.Context, workspaceID, agentID, id string) (KnowledgeChange, error)
+	// RequestReindex moves the source to PENDING with a new generation and
+	// returns it. Returns domain.ErrNotFound unless the source belongs to the
+	// agent and workspace.
+	RequestReindex(ctx context.Context, workspaceID, agentID, id string, at time.Time) (domain.Source, error)
 }
 
 // ConversationStore keeps conversations and their messages.
@@ -113,6 +119,10 @@ type ConversationStore interface {
 	// ListMessages returns a page of a conversation's messages, oldest first.
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
+	// MessageTrace returns the retrieval trace stored with a message. Returns
+	// domain.ErrNotFound unless the message belongs to the conversation and
+	// workspace and has a trace.
+	MessageTrace(ctx context.Context, workspaceID, conversationID, messageID string) (domain.RetrievalTrace, error)
 }
 
 // InboundEventStore keeps inbound webhook events durably.

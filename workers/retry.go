@@ -44,12 +44,16 @@ const (
 	retryMaxDelay  = 5 * time.Minute
 )
 
-// RetryDelay is the server's asynq.RetryDelayFunc: exponential backoff from
+// RetryDelay is the server's asynq.RetryDelayFunc. A task waiting for its
+// workspace's index slot comes back in 2 to 5 s. Otherwise, exponential backoff from
 // one second, doubling per retry, capped at five minutes. Each delay is drawn
 // from [d/2, d] so tasks that failed together (a Redis or Postgres blip) do not
 // all come back in the same instant. asynq's default (n^4 + 15 s + jitter)
 // makes the first retry of a message a person waits on take 15 s or more.
-func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
+	if errors.Is(err, errWorkspaceBusy) {
+		return busyDelay()
+	}
 	d := retryMaxDelay
 	// Beyond 2^9 s the cap applies anyway; checking first avoids overflow.
 	if n >= 0 && n < 9 {

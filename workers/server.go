@@ -49,29 +49,45 @@ type ServerConfig struct {
 	ShutdownTimeout time.Duration
 	// TaskCheckInterval is the idle poll interval of the queues.
 	TaskCheckInterval time.Duration
+	// IndexSlotsPerWorkspace bounds one workspace's concurrent index jobs.
+	IndexSlotsPerWorkspace int
 }
 
-// queuePriorities weighs the queues: with both busy, inbound messages get six
-// of every seven slots, and the default queue is never starved.
+// Processors are the use cases the server's handlers call.
+type Processors struct {
+	Inbound   InboundProcessor
+	Knowledge KnowledgeIndexer
+	Slots     WorkspaceSlots
+}
+
+// queuePriorities weighs the queues: with all busy, inbound messages get six
+// of every nine slots, indexing two, and the default queue is never starved.
 func queuePriorities() map[string]int {
 	return map[string]int{
-		QueueInbound: 6,
-		QueueDefault: 1,
+		QueueInbound:   6,
+		QueueKnowledge: 2,
+		QueueDefault:   1,
 	}
 }
 
 // Server runs asynq task handlers. Start it, and Shutdown it under the
 // process's signal context: it never installs signal handlers itself.
 type Server struct {
-	srv     *asynq.Server
-	mux     *asynq.ServeMux
-	inbound InboundProcessor
-	logger  *slog.Logger
+	srv        *asynq.Server
+	mux        *asynq.ServeMux
+	inbound    InboundProcessor
+	knowledge  KnowledgeIndexer
+	slots      WorkspaceSlots
+	indexSlots int
+	logger     *slog.Logger
 }
 
 // NewServer returns a server processing the queues in redisOpt's Redis with
 // the given processors. It does not connect until Start.
-func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, inbound InboundProcessor, logger *slog.Logger) *Server {
+func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, logger *slog.Logger) *Server {
+	if procs.Inbound == nil || procs.Knowledge == nil || procs.Slots == nil {
+		panic("workers.NewServer: every processor is required")
+	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
@@ -81,9 +97,14 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, inbound InboundPro
 	if cfg.TaskCheckInterval <= 0 {
 		cfg.TaskCheckInterval = DefaultTaskCheckInterval
 	}
+	if cfg.IndexSlotsPerWorkspace <= 0 {
+		cfg.IndexSlotsPerWorkspace = DefaultIndexSlotsPerWorkspace
+	}
 	logger = logger.With("component", "worker")
-	s := &Server{inbound: inbound, logger: logger, mux: asynq.NewServeMux()}
+	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots,
+		indexSlots: cfg.IndexSlotsPerWorkspace, logger: logger, mux: asynq.NewServeMux()}
 	s.mux.HandleFunc(TypeInboundProcess, s.handleInboundProcess)
+	s.mux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
 	s.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:              cfg.Concurrency,
 		Queues:                   queuePriorities(),
@@ -91,6 +112,7 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, inbound InboundPro
 		DelayedTaskCheckInterval: delayedTaskCheckInterval,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		RetryDelayFunc:           RetryDelay,
+		IsFailure:                isFailure,
 		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
 		HealthCheckFunc: func(err error) {
 			if err != nil {
@@ -142,6 +164,9 @@ func (s *Server) handleInboundProcess(ctx context.Context, t *asynq.Task) error 
 // logTaskError is asynq's ErrorHandler. It logs identifiers only, never the
 // raw payload, so nothing a future payload might carry ends up in logs.
 func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
+	if errors.Is(err, errWorkspaceBusy) {
+		return
+	}
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
 	taskID, _ := asynq.GetTaskID(ctx)

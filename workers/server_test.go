@@ -38,11 +38,30 @@ func redisOpt(t *testing.T) asynq.RedisConnOpt {
 // redistest flushes the database (cleanups run last registered, first).
 func startServer(t *testing.T, opt asynq.RedisConnOpt, cfg ServerConfig, proc InboundProcessor) (*Server, *logBuffer) {
 	t.Helper()
+	return startServerWith(t, opt, cfg, Processors{Inbound: proc, Knowledge: indexerFunc(func(context.Context, domain.SourceRef, bool) error { return nil }), Slots: unboundedSlots{}})
+}
+
+// indexerFunc adapts a function to KnowledgeIndexer.
+type indexerFunc func(ctx context.Context, ref domain.SourceRef, lastAttempt bool) error
+
+func (f indexerFunc) Index(ctx context.Context, ref domain.SourceRef, lastAttempt bool) error {
+	return f(ctx, ref, lastAttempt)
+}
+
+// unboundedSlots always grants a slot, for tests about other tasks.
+type unboundedSlots struct{}
+
+func (unboundedSlots) TryAcquire(context.Context, string, int, time.Duration) (func(), bool, error) {
+	return func() {}, true, nil
+}
+
+func startServerWith(t *testing.T, opt asynq.RedisConnOpt, cfg ServerConfig, procs Processors) (*Server, *logBuffer) {
+	t.Helper()
 	logger, logs := newTestLogger()
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 2 * time.Second
 	}
-	srv := NewServer(opt, cfg, proc, logger)
+	srv := NewServer(opt, cfg, procs, logger)
 	if err := srv.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

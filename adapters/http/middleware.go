@@ -170,12 +170,20 @@ func bearer(header string) (string, bool) {
 	return strings.Clone(token), token != ""
 }
 
+// uploadLimitBytes bounds a multipart file upload: the largest file a
+// source may have plus room for the form's other parts.
+const uploadLimitBytes = domain.MaxSourceFileBytes + 64<<10
+
 // limitBody enforces the documented body limit on the raw (still encoded)
-// body, and refuses compressed bodies, which fiber would otherwise inflate
-// past any limit.
-func limitBody(limit int) fiber.Handler {
+// body, the larger upload limit on multipart uploads of sources, and refuses
+// compressed bodies, which fiber would otherwise inflate past any limit.
+func limitBody(limit, uploadLimit int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if len(c.Request().Body()) > limit {
+		allowed := limit
+		if c.Method() == fiber.MethodPost && strings.HasSuffix(c.Path(), "/sources") && wire.IsMultipart(c) {
+			allowed = uploadLimit
+		}
+		if len(c.Request().Body()) > allowed {
 			return fiber.ErrRequestEntityTooLarge
 		}
 		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {

@@ -64,7 +64,7 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 		// the body unread, which clients may see as a reset instead of the
 		// 413. It buffers up to twice the documented limit and limitBody answers
 		// a clean 413 between the two.
-		BodyLimit:             2 * o.BodyLimitBytes,
+		BodyLimit:             max(2*o.BodyLimitBytes, uploadLimitBytes+o.BodyLimitBytes),
 		ErrorHandler:          errorHandler(d.Log),
 		DisableStartupMessage: true,
 		// Response encoding only: goccy/go-json produces the same output as
@@ -94,7 +94,7 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
 
-	api := app.Group("/api", limitBody(o.BodyLimitBytes))
+	api := app.Group("/api", limitBody(o.BodyLimitBytes, uploadLimitBytes))
 	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		c.Set(fiber.HeaderCacheControl, "public, max-age=300")

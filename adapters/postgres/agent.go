@@ -18,12 +18,14 @@ type agentRow struct {
 	ID          string `gorm:"column:id;primaryKey"`
 	WorkspaceID string `gorm:"column:workspace_id"`
 	// Seq is assigned by the database (an identity column), hence read-only.
-	Seq       int64     `gorm:"column:seq;->"`
-	Slug      string    `gorm:"column:slug"`
-	Name      string    `gorm:"column:name"`
-	Config    []byte    `gorm:"column:config;type:jsonb"`
-	CreatedAt time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	Seq    int64  `gorm:"column:seq;->"`
+	Slug   string `gorm:"column:slug"`
+	Name   string `gorm:"column:name"`
+	Config []byte `gorm:"column:config;type:jsonb"`
+	// KnowledgeVersion is bumped by indexing only, never by agent updates.
+	KnowledgeVersion int64     `gorm:"column:knowledge_version;->"`
+	CreatedAt        time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt        time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (agentRow) TableName() string { return "agents" }
@@ -38,6 +40,8 @@ type agentConfigJSON struct {
 	Published          bool     `json:"published"`
 	Model              string   `json:"model,omitempty"`
 	BlockedTopics      []string `json:"blockedTopics,omitempty"`
+	RetrievalTopK      *int     `json:"retrievalTopK,omitempty"`
+	RetrievalThreshold *float64 `json:"retrievalThreshold,omitempty"`
 }
 
 func agentFromDomain(a *domain.Agent) (agentRow, error) {
@@ -53,6 +57,8 @@ func agentFromDomain(a *domain.Agent) (agentRow, error) {
 		Published:          a.Config.Published,
 		Model:              a.Config.Model,
 		BlockedTopics:      a.Config.BlockedTopics,
+		RetrievalTopK:      &a.Config.RetrievalTopK,
+		RetrievalThreshold: &a.Config.RetrievalThreshold,
 	})
 	if err != nil {
 		return agentRow{}, fmt.Errorf("postgres: encode agent config: %w", err)
@@ -77,6 +83,15 @@ func (r agentRow) toDomain() (domain.Agent, error) {
 	if len(c.SuggestedQuestions) == 0 {
 		c.SuggestedQuestions = nil
 	}
+	// Agents stored before retrieval settings existed get the defaults.
+	topK := domain.DefaultRetrievalTopK
+	if c.RetrievalTopK != nil {
+		topK = *c.RetrievalTopK
+	}
+	threshold := domain.DefaultRetrievalThreshold
+	if c.RetrievalThreshold != nil {
+		threshold = *c.RetrievalThreshold
+	}
 	return domain.Agent{
 		ID:          r.ID,
 		WorkspaceID: r.WorkspaceID,
@@ -90,10 +105,13 @@ func (r agentRow) toDomain() (domain.Agent, error) {
 			Published:          c.Published,
 			Model:              c.Model,
 			BlockedTopics:      c.BlockedTopics,
+			RetrievalTopK:      topK,
+			RetrievalThreshold: threshold,
 		},
-		Seq:       r.Seq,
-		CreatedAt: r.CreatedAt.UTC(),
-		UpdatedAt: r.UpdatedAt.UTC(),
+		KnowledgeVersion: r.KnowledgeVersion,
+		Seq:              r.Seq,
+		CreatedAt:        r.CreatedAt.UTC(),
+		UpdatedAt:        r.UpdatedAt.UTC(),
 	}, nil
 }
 

@@ -297,10 +297,14 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.M
 		return domain.Message{}, false, err
 	}
 	var created bool
+	trace, err := encodeTrace(msg.Trace)
+	if err != nil {
+		return domain.Message{}, false, err
+	}
 	err = s.pool.QueryRow(ctx, appendMessageSQL,
 		row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes)).Scan(&created)
+		domain.Preview(msg.Content, lastMessageRunes), trace).Scan(&created)
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, false, domain.NotFound("conversation")
@@ -321,14 +325,15 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.M
 		return stored, false, err
 	}
 	stored, err := row.toDomain()
+	stored.Trace = msg.Trace
 	return stored, true, err
 }
 
 // appendMessageSQL inserts the message and, only if it was inserted, updates
 // its conversation; a data-modifying CTE is one atomic statement.
 const appendMessageSQL = `WITH ins AS (
-	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12)
 	ON CONFLICT (inbound_event_id) DO NOTHING
 	RETURNING 1
 ), upd AS (

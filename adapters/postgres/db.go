@@ -274,3 +274,20 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	v := dbTime(t)
+	return &v
+}
+
+// timeOrZero reads an optional time back as the zero time.
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -53,6 +53,8 @@ func newAgent(t *testing.T, store *postgres.Store, workspaceID, slug string, cre
 			WelcomeMessage:     "Hi!",
 			SuggestedQuestions: []string{"How do I reset my password?"},
 			Published:          true,
+			RetrievalTopK:      domain.DefaultRetrievalTopK,
+			RetrievalThreshold: domain.DefaultRetrievalThreshold,
 		},
 		CreatedAt: created,
 		UpdatedAt: created,

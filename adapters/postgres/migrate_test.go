@@ -64,7 +64,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "api_keys", "conversations", "goose_db_version", "inbound_events", "messages", "sources", "workspaces"}
+	want := []string{"agents", "api_keys", "chunks", "conversations", "goose_db_version", "inbound_events", "messages", "source_files", "sources", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}
@@ -79,7 +79,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	sort.Strings(indexes)
 	for _, name := range []string{
 		"conversations_activity_idx", "conversations_agent_activity_idx", "conversations_status_activity_idx",
-		"messages_conversation_seq_idx", "messages_inbound_event_id_key", "sources_search_idx",
+		"messages_conversation_seq_idx", "messages_inbound_event_id_key", "chunks_search_idx",
 		"inbound_events_idempotency_key_idx", "inbound_events_pending_idx", "agents_workspace_slug_key",
 		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
 	} {

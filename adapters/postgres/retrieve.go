@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
-
-var _ ports.Retriever = (*Store)(nil)
 
 // Retrieval limits.
 const (
@@ -20,18 +16,13 @@ const (
 	DefaultRetrieveLimit = 5
 	// MaxRetrieveLimit caps RetrievalQuery.Limit.
 	MaxRetrieveLimit = 50
-	// MaxChunkChars caps the characters of a chunk's Text. Sources are stored
-	// whole for now, so a long text source is cut down to the passages around
-	// its matches (see retrieveSQL).
-	MaxChunkChars = 4000
 	// maxQueryBytes bounds the user text given to the parser: the query keeps
 	// only its first 64 distinct words anyway.
 	maxQueryBytes = 16 << 10
 )
 
-// retrieveSQL is the full-text retrieval over an agent's READY sources.
-// Parameters: $1 the user's text, $2 workspace id, $3 agent id, $4 the number
-// of chunks, $5 how many characters of a text source to fetch at most.
+// searchSQL is the full-text search over an agent's chunks. Parameters: $1
+// the user's text, $2 workspace id, $3 agent id, $4 the number of chunks.
 //
 //   - terms: the user's words normalised by to_tsvector('english'), exactly as
 //     the generated search column was, first mentioned first, at most 64. Each
@@ -40,33 +31,27 @@ const (
 //     parsed again: nothing the user types becomes an operator.
 //   - query: the lexemes OR-ed ('a' | 'b' | ...). websearch_to_tsquery and
 //     plainto_tsquery would AND them, so one unknown word would hide every
-//     source. No lexeme (stopwords, punctuation, empty text) means no terms,
+//     chunk. No lexeme (stopwords, punctuation, empty text) means no terms,
 //     no candidates and no rows.
 //   - candidates: the tenant filter and @@ on the GIN index, bounded before
-//     any ranking to about 200 sources shared out between the words: each
-//     word brings at most ceil(200 / words) of the sources containing it. A
+//     any ranking to about 200 chunks shared out between the words: each
+//     word brings at most ceil(200 / words) of the chunks containing it. A
 //     single OR-ed LIMIT 200 would keep whichever 200 matches come first on
-//     disk, so a word found in hundreds of sources could crowd out the few
+//     disk, so a word found in hundreds of chunks could crowd out the few
 //     that contain a rare, telling word; with a quota per word, a rare word
-//     brings all of its sources.
-//   - ranked: ts_rank_cd (weights A for name and question, B for content and
-//     answer; normalisation 32 scales it into [0, 1), so repeating a word
-//     saturates) times the share of the query's words the source contains,
-//     which stands in for the IDF that ts_rank_cd lacks: a source with three
-//     of four words beats one that repeats one of them. Q&A sources add the
+//     brings all of its chunks.
+//   - ranked: ts_rank_cd (weights A for headings and questions, B for
+//     content; normalisation 32 scales it into [0, 1), so repeating a word
+//     saturates) times the share of the query's words the chunk contains,
+//     which stands in for the IDF that ts_rank_cd lacks: a chunk with three
+//     of four words beats one that repeats one of them. Q&A chunks add the
 //     square of the Dice similarity between the query's words and their
 //     question's, in [0, 1]: a question that matches is the strongest signal
-//     we have, while one sharing a single common word adds little. No length
-//     normalisation: it would sink long texts below any short Q&A.
-//   - the outer query fetches the text of the winners only: a Q&A answer, a
-//     short text whole, and for a long text the passages around its matches
-//     (ts_headline fragments in document order, joined by " … "), or its
-//     beginning when only its name matched. ts_headline parses the whole
-//     document, so it runs on at most $4 rows.
+//     we have, while one sharing a single common word adds little.
 //
 // The tenant filter is repeated on the final join by primary key, so the
 // rows returned are scoped even if the candidates' filter were ever changed.
-const retrieveSQL = `WITH terms AS (
+const searchSQL = `WITH terms AS (
     SELECT t.lexeme,
         '''' || replace(replace(t.lexeme, '\', '\\'), '''', '''''') || '''' AS quoted
     FROM unnest(to_tsvector('english', $1::text)) AS t
@@ -79,13 +64,12 @@ const retrieveSQL = `WITH terms AS (
         ceil(200 / greatest(count(*), 1)::float8)::int AS quota
     FROM terms
 ), candidates AS (
-    SELECT DISTINCT ON (m.id) m.id, m.type, m.question, m.search
+    SELECT DISTINCT ON (m.id) m.id, m.question, m.search
     FROM terms CROSS JOIN LATERAL (
-        SELECT s.id, s.type, s.question, s.search
-        FROM sources AS s
-        WHERE s.workspace_id = $2 AND s.agent_id = $3
-            AND s.status = 'READY' AND s.type IN ('text', 'qa')
-            AND s.search @@ terms.quoted::tsquery
+        SELECT c.id, c.question, c.search
+        FROM chunks AS c
+        WHERE c.workspace_id = $2 AND c.agent_id = $3
+            AND c.search @@ terms.quoted::tsquery
         LIMIT (SELECT quota FROM query)
     ) AS m
 ), ranked AS (
@@ -98,67 +82,52 @@ const retrieveSQL = `WITH terms AS (
     LEFT JOIN LATERAL (
         SELECT 2 * (length(v) - length(ts_delete(v, query.lexemes))) / (query.n + length(v)) AS dice
         FROM to_tsvector('english', c.question) AS v
-        WHERE c.type = 'qa'
+        WHERE c.question <> ''
     ) AS qa ON true
     ORDER BY score DESC, c.id
     LIMIT $4
 )
-SELECT s.id, s.type, s.name, s.question,
-    CASE
-        WHEN s.type = 'qa' THEN left(s.answer, $5)
-        WHEN char_length(s.content) <= $5 OR NOT ts_filter(s.search, '{b}') @@ query.q THEN left(s.content, $5)
-        ELSE ts_headline('english', s.content, query.q,
-            'MaxFragments=4, MaxWords=150, MinWords=60, StartSel="", StopSel="", FragmentDelimiter=" … "')
-    END AS text,
-    r.score
+SELECT c.id, c.source_id, s.type, s.name, c.url, c.question, c.content, r.score
 FROM ranked AS r
-JOIN sources AS s ON s.id = r.id AND s.workspace_id = $2 AND s.agent_id = $3
-CROSS JOIN query
+JOIN chunks AS c ON c.id = r.id AND c.workspace_id = $2 AND c.agent_id = $3
+JOIN sources AS s ON s.id = c.source_id
 ORDER BY r.score DESC, r.id`
 
-// Retrieve returns up to q.Limit (default 5, at most 50) chunks of the
-// agent's READY text and Q&A sources that contain any of the words of q.Text,
-// best first. Each source is one chunk whose ID is the source id. Text that
-// has no searchable word (empty, stopwords, punctuation) finds nothing, which
-// is not an error. Failures to reach the server wrap domain.ErrUnavailable.
-func (s *Store) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]domain.Chunk, error) {
-	if q.WorkspaceID == "" || q.AgentID == "" {
+// SearchChunks returns up to limit (default 5, at most 50) of the agent's
+// chunks that contain any of the words of text, best first. Text that has no
+// searchable word (empty, stopwords, punctuation) finds nothing, which is not
+// an error. Failures to reach the server wrap domain.ErrUnavailable.
+func (s *Store) SearchChunks(ctx context.Context, workspaceID, agentID, text string, limit int) ([]domain.Chunk, error) {
+	if workspaceID == "" || agentID == "" {
 		// A query without its tenant is a bug in the caller, not a miss.
-		return nil, errors.New("postgres: retrieve: workspace and agent ids are required")
+		return nil, errors.New("postgres: search chunks: workspace and agent ids are required")
 	}
-	text := retrievalText(q.Text)
+	text = retrievalText(text)
 	if text == "" {
 		return nil, nil
 	}
-	limit := q.Limit
 	if limit <= 0 {
 		limit = DefaultRetrieveLimit
 	}
 	limit = min(limit, MaxRetrieveLimit)
 
-	// One character more than the cap tells cutText the text went on.
-	rows, err := s.pool.Query(ctx, retrieveSQL, text, q.WorkspaceID, q.AgentID, limit, MaxChunkChars+1)
+	rows, err := s.pool.Query(ctx, searchSQL, text, workspaceID, agentID, limit)
 	if err != nil {
-		return nil, dbError("retrieve", err)
+		return nil, dbError("search chunks", err)
 	}
 	defer rows.Close()
 	var chunks []domain.Chunk
 	for rows.Next() {
 		var c domain.Chunk
 		var typ string
-		if err := rows.Scan(&c.ID, &typ, &c.DocumentName, &c.Question, &c.Text, &c.Score); err != nil {
-			return nil, dbError("retrieve", err)
+		if err := rows.Scan(&c.ID, &c.SourceID, &typ, &c.DocumentName, &c.URL, &c.Question, &c.Text, &c.Score); err != nil {
+			return nil, dbError("search chunks", err)
 		}
-		c.SourceID = c.ID
 		c.SourceType = domain.SourceType(typ)
-		if c.SourceType != domain.SourceQA {
-			c.Question = ""
-		}
-		c.Text = cutText(c.Text, MaxChunkChars)
 		chunks = append(chunks, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbError("retrieve", err)
+		return nil, dbError("search chunks", err)
 	}
 	return chunks, nil
 }
@@ -176,27 +145,4 @@ func retrievalText(text string) string {
 	text = strings.ToValidUTF8(text, " ")
 	text = strings.ReplaceAll(text, "\x00", " ")
 	return strings.TrimSpace(text)
-}
-
-// cutText returns text if it has at most maxChars characters, else its first
-// maxChars-1 characters, cut back to a word boundary when one is near, and an
-// ellipsis.
-func cutText(text string, maxChars int) string {
-	if utf8.RuneCountInString(text) <= maxChars {
-		return text
-	}
-	end, n := 0, 0
-	for i := range text {
-		if n == maxChars-1 {
-			end = i
-			break
-		}
-		n++
-	}
-	cut := text[:end]
-	// Prefer ending between words, unless that loses more than a few lines.
-	if i := strings.LastIndexFunc(cut, unicode.IsSpace); i >= 0 && len(cut)-i < 200 {
-		cut = cut[:i]
-	}
-	return strings.TrimRightFunc(cut, unicode.IsSpace) + "…"
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // BenchmarkRetrieve measures one retrieval over an agent of 1,000 sources,
@@ -38,21 +37,26 @@ func BenchmarkRetrieve(b *testing.B) {
 		if err := store.CreateSource(ctx, &src); err != nil {
 			b.Fatal(err)
 		}
+		chunk := domain.StoredChunk{ChunkDraft: domain.ChunkDraft{Heading: src.Name, Text: src.Content, Tokens: 30}, ID: domain.NewID(domain.PrefixChunk), ContentHash: src.ID}
+		ref := domain.SourceRef{WorkspaceID: ws.ID, SourceID: src.ID}
+		if _, ok, err := store.CompleteIndexing(ctx, ref, domain.IndexResult{Embedder: "bench", ChunkCount: 1, At: clock.Now()}, []domain.StoredChunk{chunk}); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
 	}
 	// A knowledge base at rest: autovacuum (tuned by migration 00003) has
 	// refreshed the index statistics the planner relies on.
-	if err := db.Exec("VACUUM ANALYZE sources").Error; err != nil {
+	if err := db.Exec("VACUUM ANALYZE chunks").Error; err != nil {
 		b.Fatal(err)
 	}
-	q := ports.RetrievalQuery{WorkspaceID: ws.ID, AgentID: agent.ID, Text: "How long do returns take?", Limit: 5}
+	const q = "How long do returns take?"
 	for range 20 {
-		if _, err := store.Retrieve(ctx, q); err != nil {
+		if _, err := store.SearchChunks(ctx, ws.ID, agent.ID, q, 5); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		chunks, err := store.Retrieve(ctx, q)
+		chunks, err := store.SearchChunks(ctx, ws.ID, agent.ID, q, 5)
 		if err != nil || len(chunks) == 0 {
 			b.Fatalf("%d chunks, %v", len(chunks), err)
 		}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -47,12 +46,31 @@ func createSource(t *testing.T, store *postgres.Store, workspaceID, agentID stri
 	if err := store.CreateSource(ctxT(t), &src); err != nil {
 		t.Fatalf("CreateSource %q: %v", spec.name, err)
 	}
+	if spec.status == domain.SourceReady {
+		indexWhole(t, store, src)
+	}
 	return src
+}
+
+// indexWhole completes the indexing of a source as one chunk whose id is the
+// source's, so tests can compare retrieved chunks with sources.
+func indexWhole(t *testing.T, store *postgres.Store, src domain.Source) {
+	t.Helper()
+	draft := domain.ChunkDraft{Heading: src.Name, Text: src.Content, Tokens: len(strings.Fields(src.Content))}
+	if src.Type == domain.SourceQA {
+		draft = domain.ChunkDraft{Text: src.Answer, Tokens: len(strings.Fields(src.Answer))}
+	}
+	chunk := domain.StoredChunk{ChunkDraft: draft, ID: src.ID, Question: src.Question, ContentHash: "hash-" + src.ID}
+	ref := domain.SourceRef{WorkspaceID: src.WorkspaceID, SourceID: src.ID, Generation: src.Generation}
+	result := domain.IndexResult{ContentHash: "hash-" + src.ID, Embedder: "test", ChunkCount: 1, TokenCount: draft.Tokens, At: t0}
+	if _, ok, err := store.CompleteIndexing(ctxT(t), ref, result, []domain.StoredChunk{chunk}); err != nil || !ok {
+		t.Fatalf("CompleteIndexing %q: ok %v, %v", src.Name, ok, err)
+	}
 }
 
 func retrieve(t *testing.T, store *postgres.Store, workspaceID, agentID, text string, limit int) []domain.Chunk {
 	t.Helper()
-	chunks, err := store.Retrieve(ctxT(t), ports.RetrievalQuery{WorkspaceID: workspaceID, AgentID: agentID, Text: text, Limit: limit})
+	chunks, err := store.SearchChunks(ctxT(t), workspaceID, agentID, text, limit)
 	if err != nil {
 		t.Fatalf("Retrieve(%q): %v", text, err)
 	}
@@ -306,7 +324,7 @@ func TestRetrieveTenantIsolation(t *testing.T) {
 		{AgentID: agentA.ID, Text: "refund"},
 		{WorkspaceID: wsA.ID, Text: "refund"},
 	} {
-		if got, err := store.Retrieve(ctxT(t), q); err == nil {
+		if got, err := store.SearchChunks(ctxT(t), q.WorkspaceID, q.AgentID, q.Text, 0); err == nil {
 			t.Errorf("Retrieve(%+v) = %v, want an error for the missing scope", q, chunkIDs(got))
 		}
 	}
@@ -351,6 +369,11 @@ func TestRetrieveLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	err = db.Exec(`INSERT INTO chunks (id, workspace_id, agent_id, source_id, ordinal, heading, content, token_count, content_hash, embedder, created_at)
+		SELECT id, workspace_id, agent_id, id, 0, name, content, 20, 'hash-' || id, 'test', created_at FROM sources WHERE agent_id = ?`, agent.ID).Error
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct{ limit, want int }{
 		{limit: 0, want: postgres.DefaultRetrieveLimit},
 		{limit: -3, want: postgres.DefaultRetrieveLimit},
@@ -369,57 +392,6 @@ func TestRetrieveLimit(t *testing.T) {
 	top50 := chunkIDs(retrieve(t, store, ws.ID, agent.ID, "download invoices", 50))
 	if !slices.Equal(top12, top50[:12]) {
 		t.Errorf("top 12 = %v, want the prefix of the top 50 %v", top12, top50[:12])
-	}
-}
-
-// A long text source gives the passages around its matches, not its whole
-// body; one matched by its name alone gives its beginning.
-func TestRetrieveLongTextIsCut(t *testing.T) {
-	t.Parallel()
-	store := pgtest.NewStore(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-
-	filler := strings.Repeat("Our office is open on weekdays and the team answers email quickly. ", 1500) // ~100k chars
-	needle := "To rotate a webhook secret, open Settings and click Rotate."
-	long := createSource(t, store, ws.ID, agent.ID, textSource("Administration handbook",
-		filler+needle+" "+filler))
-	named := createSource(t, store, ws.ID, agent.ID, textSource("Kubernetes deployment",
-		"Intro. "+filler))
-	longQA := createSource(t, store, ws.ID, agent.ID, qaSource("What does the enterprise contract say?",
-		strings.Repeat("The contract says many things. ", 700)))
-
-	start := time.Now()
-	got := retrieve(t, store, ws.ID, agent.ID, "How do I rotate the webhook secret?", 0)
-	t.Logf("retrieval over a %d-character source took %v", utf8.RuneCountInString(filler)*2, time.Since(start))
-	if len(got) != 1 || got[0].ID != long.ID {
-		t.Fatalf("Retrieve = %v, want [%s]", chunkIDs(got), long.ID)
-	}
-	text := got[0].Text
-	if n := utf8.RuneCountInString(text); n > postgres.MaxChunkChars {
-		t.Errorf("text has %d characters, want at most %d", n, postgres.MaxChunkChars)
-	}
-	if !strings.Contains(text, needle) {
-		t.Errorf("text does not contain the matching passage %q:\n%.300s…", needle, text)
-	}
-	t.Logf("window (%d characters): %.200s…", utf8.RuneCountInString(text), text)
-
-	got = retrieve(t, store, ws.ID, agent.ID, "kubernetes", 0)
-	if len(got) != 1 || got[0].ID != named.ID {
-		t.Fatalf("Retrieve(kubernetes) = %v, want [%s]", chunkIDs(got), named.ID)
-	}
-	if text := got[0].Text; !strings.HasPrefix(text, "Intro. Our office") || !strings.HasSuffix(text, "…") ||
-		utf8.RuneCountInString(text) > postgres.MaxChunkChars {
-		t.Errorf("name-only match: text of %d characters = %.80q…%q, want the beginning, cut with an ellipsis",
-			utf8.RuneCountInString(text), text, text[max(0, len(text)-20):])
-	}
-
-	got = retrieve(t, store, ws.ID, agent.ID, "enterprise contract", 0)
-	if len(got) != 1 || got[0].ID != longQA.ID {
-		t.Fatalf("Retrieve(enterprise contract) = %v, want [%s]", chunkIDs(got), longQA.ID)
-	}
-	if text := got[0].Text; !strings.HasPrefix(text, "The contract says") || utf8.RuneCountInString(text) > postgres.MaxChunkChars {
-		t.Errorf("long answer: %d characters, want its beginning within %d", utf8.RuneCountInString(text), postgres.MaxChunkChars)
 	}
 }
 
@@ -465,6 +437,15 @@ func TestRetrievePlanUsesSearchIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Indexed sources have one chunk each, named like their source.
+		err = db.Exec(`INSERT INTO chunks (id, workspace_id, agent_id, source_id, ordinal, heading, question, content,
+				token_count, content_hash, embedder, created_at)
+			SELECT id, workspace_id, agent_id, id, 0, CASE WHEN type = 'text' THEN name ELSE '' END, question,
+				CASE WHEN type = 'text' THEN content ELSE answer END, 300, 'hash-' || id, 'test', created_at
+			FROM sources WHERE agent_id = ? AND status = 'READY'`, agentID).Error
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	load(ws.ID, agent.ID, "src_a", 2000)
 	load(other.ID, otherAgent.ID, "src_b", 2000)
@@ -475,18 +456,18 @@ func TestRetrievePlanUsesSearchIndex(t *testing.T) {
 	// The steady state autovacuum keeps: fresh statistics, and the GIN
 	// index's own counts, which only VACUUM updates; without them the
 	// planner prices any GIN scan for an unknown query pessimistically.
-	if err := db.Exec(`VACUUM ANALYZE sources`).Error; err != nil {
+	if err := db.Exec(`VACUUM ANALYZE chunks`).Error; err != nil {
 		t.Fatal(err)
 	}
 
 	const text = "How do I reset passwords for topic13?"
-	plan := explainRetrieve(t, db, retrieveQueryText(t), text, ws.ID, agent.ID, postgres.DefaultRetrieveLimit, postgres.MaxChunkChars+1)
-	t.Logf("EXPLAIN ANALYZE of the retrieval query over 2,000 sources in one agent:\n%s", plan)
-	if !strings.Contains(plan, "Bitmap Index Scan on sources_search_idx") {
-		t.Errorf("plan does not use the GIN index sources_search_idx")
+	plan := explainRetrieve(t, db, retrieveQueryText(t), text, ws.ID, agent.ID, postgres.DefaultRetrieveLimit)
+	t.Logf("EXPLAIN ANALYZE of the search query over 2,000 chunks in one agent:\n%s", plan)
+	if !strings.Contains(plan, "Bitmap Index Scan on chunks_search_idx") {
+		t.Errorf("plan does not use the GIN index chunks_search_idx")
 	}
-	if strings.Contains(plan, "Seq Scan on sources") {
-		t.Errorf("plan scans sources sequentially")
+	if strings.Contains(plan, "Seq Scan on chunks") {
+		t.Errorf("plan scans chunks sequentially")
 	}
 
 	start := time.Now()
@@ -529,12 +510,12 @@ func retrieveQueryText(t *testing.T) string {
 		for _, spec := range gen.Specs {
 			vs := spec.(*ast.ValueSpec)
 			for i, name := range vs.Names {
-				if name.Name != "retrieveSQL" {
+				if name.Name != "searchSQL" {
 					continue
 				}
 				lit, ok := vs.Values[i].(*ast.BasicLit)
 				if !ok {
-					t.Fatal("retrieveSQL is not a single string literal")
+					t.Fatal("searchSQL is not a single string literal")
 				}
 				query, err := strconv.Unquote(lit.Value)
 				if err != nil {
@@ -544,7 +525,7 @@ func retrieveQueryText(t *testing.T) string {
 			}
 		}
 	}
-	t.Fatal("retrieveSQL not found in retrieve.go")
+	t.Fatal("searchSQL not found in retrieve.go")
 	return ""
 }
 

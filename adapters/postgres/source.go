@@ -2,7 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -13,20 +18,29 @@ var _ ports.SourceStore = (*Store)(nil)
 // sourceRow leaves out the generated search column: it is written by
 // PostgreSQL and read only by retrieval queries.
 type sourceRow struct {
-	ID           string    `gorm:"column:id;primaryKey"`
-	WorkspaceID  string    `gorm:"column:workspace_id"`
-	AgentID      string    `gorm:"column:agent_id"`
-	Type         string    `gorm:"column:type"`
-	Name         string    `gorm:"column:name"`
-	Content      string    `gorm:"column:content"`
-	Question     string    `gorm:"column:question"`
-	Answer       string    `gorm:"column:answer"`
-	Status       string    `gorm:"column:status"`
-	StatusReason string    `gorm:"column:status_reason"`
-	ChunkCount   int       `gorm:"column:chunk_count"`
-	TokenCount   int       `gorm:"column:token_count"`
-	CreatedAt    time.Time `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt    time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
+	ID           string     `gorm:"column:id;primaryKey"`
+	WorkspaceID  string     `gorm:"column:workspace_id"`
+	AgentID      string     `gorm:"column:agent_id"`
+	Type         string     `gorm:"column:type"`
+	Name         string     `gorm:"column:name"`
+	Content      string     `gorm:"column:content"`
+	Question     string     `gorm:"column:question"`
+	Answer       string     `gorm:"column:answer"`
+	Status       string     `gorm:"column:status"`
+	StatusReason string     `gorm:"column:status_reason"`
+	ChunkCount   int        `gorm:"column:chunk_count"`
+	TokenCount   int        `gorm:"column:token_count"`
+	URL          string     `gorm:"column:url"`
+	Filename     string     `gorm:"column:filename"`
+	MaxPages     int        `gorm:"column:max_pages"`
+	MaxDepth     int        `gorm:"column:max_depth"`
+	PageCount    int        `gorm:"column:page_count"`
+	ContentHash  string     `gorm:"column:content_hash"`
+	Embedder     string     `gorm:"column:embedder"`
+	Generation   int        `gorm:"column:generation"`
+	IndexedAt    *time.Time `gorm:"column:indexed_at"`
+	CreatedAt    time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt    time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (sourceRow) TableName() string { return "sources" }
@@ -45,6 +59,15 @@ func sourceFromDomain(s *domain.Source) sourceRow {
 		StatusReason: s.StatusReason,
 		ChunkCount:   s.ChunkCount,
 		TokenCount:   s.TokenCount,
+		URL:          s.URL,
+		Filename:     s.Filename,
+		MaxPages:     s.MaxPages,
+		MaxDepth:     s.MaxDepth,
+		PageCount:    s.PageCount,
+		ContentHash:  s.ContentHash,
+		Embedder:     s.Embedder,
+		Generation:   s.Generation,
+		IndexedAt:    nullTime(s.IndexedAt),
 		CreatedAt:    dbTime(s.CreatedAt),
 		UpdatedAt:    dbTime(s.UpdatedAt),
 	}
@@ -64,6 +87,15 @@ func (r sourceRow) toDomain() (domain.Source, error) {
 		StatusReason: r.StatusReason,
 		ChunkCount:   r.ChunkCount,
 		TokenCount:   r.TokenCount,
+		URL:          r.URL,
+		Filename:     r.Filename,
+		MaxPages:     r.MaxPages,
+		MaxDepth:     r.MaxDepth,
+		PageCount:    r.PageCount,
+		ContentHash:  r.ContentHash,
+		Embedder:     r.Embedder,
+		Generation:   r.Generation,
+		IndexedAt:    timeOrZero(r.IndexedAt),
 		CreatedAt:    r.CreatedAt.UTC(),
 		UpdatedAt:    r.UpdatedAt.UTC(),
 	}, nil
@@ -73,12 +105,22 @@ func sourcePosition(s domain.Source) domain.Position {
 	return domain.Position{Time: s.CreatedAt, ID: s.ID}
 }
 
-// CreateSource stores a source and truncates its times to what is stored.
-// Returns domain.ErrNotFound if the agent does not exist in the source's
-// workspace.
+// CreateSource stores a source, and a file source's file with it, atomically,
+// and truncates its times to what is stored. Returns domain.ErrNotFound if
+// the agent does not exist in the source's workspace.
 func (s *Store) CreateSource(ctx context.Context, src *domain.Source) error {
 	row := sourceFromDomain(src)
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if len(src.File) == 0 {
+			return nil
+		}
+		return tx.Exec(`INSERT INTO source_files (source_id, workspace_id, body, created_at) VALUES (?, ?, ?, ?)`,
+			row.ID, row.WorkspaceID, src.File, row.CreatedAt).Error
+	})
+	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.NotFound("agent")
 		}
@@ -119,17 +161,44 @@ func (s *Store) GetSource(ctx context.Context, workspaceID, agentID, id string) 
 	return row.toDomain()
 }
 
-// DeleteSource returns domain.ErrNotFound unless the source belongs to the
-// agent and workspace.
-func (s *Store) DeleteSource(ctx context.Context, workspaceID, agentID, id string) error {
-	res := s.db.WithContext(ctx).
+// DeleteSource removes the source with its chunks and file and bumps the
+// agent's knowledge version, in one statement. Returns domain.ErrNotFound
+// unless the source belongs to the agent and workspace.
+func (s *Store) DeleteSource(ctx context.Context, workspaceID, agentID, id string) (ports.KnowledgeChange, error) {
+	change := ports.KnowledgeChange{WorkspaceID: workspaceID, AgentID: agentID}
+	err := s.pool.QueryRow(ctx, `WITH gone AS (
+    DELETE FROM sources WHERE workspace_id = $1 AND agent_id = $2 AND id = $3 RETURNING agent_id
+)
+UPDATE agents SET knowledge_version = knowledge_version + 1
+WHERE workspace_id = $1 AND id = (SELECT agent_id FROM gone)
+RETURNING knowledge_version`, workspaceID, agentID, id).Scan(&change.Version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ports.KnowledgeChange{}, domain.NotFound("source")
+	}
+	if err != nil {
+		return ports.KnowledgeChange{}, dbError("delete source", err)
+	}
+	return change, nil
+}
+
+// RequestReindex moves the source to PENDING with a new generation. Returns
+// domain.ErrNotFound unless the source belongs to the agent and workspace.
+func (s *Store) RequestReindex(ctx context.Context, workspaceID, agentID, id string, at time.Time) (domain.Source, error) {
+	var row sourceRow
+	res := s.db.WithContext(ctx).Model(&row).
+		Clauses(clause.Returning{}).
 		Where("workspace_id = ? AND agent_id = ? AND id = ?", workspaceID, agentID, id).
-		Delete(&sourceRow{})
+		Updates(map[string]any{
+			"status":        string(domain.SourcePending),
+			"status_reason": "",
+			"generation":    gorm.Expr("generation + 1"),
+			"updated_at":    dbTime(at),
+		})
 	if res.Error != nil {
-		return dbError("delete source", res.Error)
+		return domain.Source{}, dbError("request reindex", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return domain.NotFound("source")
+		return domain.Source{}, domain.NotFound("source")
 	}
-	return nil
+	return row.toDomain()
 }

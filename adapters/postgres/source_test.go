@@ -51,18 +51,7 @@ func TestSources(t *testing.T) {
 		t.Fatalf("GetSource = %+v, %v; want %+v", got, err, qa)
 	}
 
-	// The generated full-text column is searchable at once, stemmed in English.
-	var hits []string
-	err = db.Raw(`SELECT id FROM sources WHERE workspace_id = ? AND search @@ websearch_to_tsquery('english', ?) ORDER BY id`,
-		ws.ID, "refund purchases").Scan(&hits).Error
-	if err != nil || len(hits) != 1 || hits[0] != text.ID {
-		t.Fatalf("full-text hits = %v, %v; want [%s]", hits, err, text.ID)
-	}
-	if err := db.Raw(`SELECT id FROM sources WHERE search @@ to_tsquery('english', 'shipping & days')`).Scan(&hits).Error; err != nil || len(hits) != 1 || hits[0] != qa.ID {
-		t.Fatalf("full-text hits on Q&A = %v, %v; want [%s]", hits, err, qa.ID)
-	}
-
-	if err := store.DeleteSource(ctx, ws.ID, agent.ID, text.ID); err != nil {
+	if _, err := store.DeleteSource(ctx, ws.ID, agent.ID, text.ID); err != nil {
 		t.Fatalf("DeleteSource: %v", err)
 	}
 	if _, err := store.GetSource(ctx, ws.ID, agent.ID, text.ID); !errors.Is(err, domain.ErrNotFound) {
@@ -95,9 +84,12 @@ func TestSourceErrorsAndScoping(t *testing.T) {
 		{"get from B", func() error { _, err := store.GetSource(ctx, wsB.ID, agentA.ID, src.ID); return err }},
 		{"get via B's agent", func() error { _, err := store.GetSource(ctx, wsB.ID, agentB.ID, src.ID); return err }},
 		{"get via A's other agent", func() error { _, err := store.GetSource(ctx, wsA.ID, otherA.ID, src.ID); return err }},
-		{"delete from B", func() error { return store.DeleteSource(ctx, wsB.ID, agentA.ID, src.ID) }},
-		{"delete via A's other agent", func() error { return store.DeleteSource(ctx, wsA.ID, otherA.ID, src.ID) }},
-		{"delete unknown", func() error { return store.DeleteSource(ctx, wsA.ID, agentA.ID, domain.NewID(domain.PrefixSource)) }},
+		{"delete from B", func() error { _, err := store.DeleteSource(ctx, wsB.ID, agentA.ID, src.ID); return err }},
+		{"delete via A's other agent", func() error { _, err := store.DeleteSource(ctx, wsA.ID, otherA.ID, src.ID); return err }},
+		{"delete unknown", func() error {
+			_, err := store.DeleteSource(ctx, wsA.ID, agentA.ID, domain.NewID(domain.PrefixSource))
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -281,8 +281,11 @@ func TestSources(t *testing.T) {
 	r := s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "text", "name": "Refunds", "content": "Refunds take 5 days."}, auth)
 	s.mustStatus(r, 201)
 	text := r.JSON(t)
-	if text["status"] != "READY" || text["type"] != "text" || text["agent"] != "support" || text["content"] != "Refunds take 5 days." {
+	if text["status"] != "PENDING" || text["type"] != "text" || text["agent"] != "support" || text["content"] != "Refunds take 5 days." {
 		t.Fatalf("text source = %v", text)
+	}
+	if loc := r.Header.Get("Location"); loc != "/api/v2/agents/support/sources/"+text["id"].(string) {
+		t.Fatalf("Location = %q", loc)
 	}
 	r = s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "qa", "question": "Do you ship abroad?", "answer": "Yes, to the EU."}, auth)
 	s.mustStatus(r, 201)
@@ -291,12 +294,15 @@ func TestSources(t *testing.T) {
 		t.Fatalf("qa source = %v", qa)
 	}
 
-	r = s.do("GET", "/api/v2/agents/support/sources", nil, auth)
-	s.mustStatus(r, 200)
-	var list listBody[map[string]any]
-	r.decode(t, &list)
-	if len(list.Data) != 2 || list.Data[0]["id"] != qa["id"] || list.Data[1]["status"] != "READY" {
-		t.Fatalf("sources (newest first) = %v", list.Data)
+	// The worker indexes them: each becomes one chunk.
+	list := s.waitIndexed(tn, "support")
+	if len(list) != 2 || list[0]["id"] != qa["id"] || list[1]["status"] != "READY" || list[1]["chunkCount"] != 1.0 || list[1]["indexedAt"] == nil {
+		t.Fatalf("sources (newest first) = %v", list)
+	}
+	got := s.do("GET", "/api/v2/agents/support/sources/"+text["id"].(string), nil, auth)
+	s.mustStatus(got, 200)
+	if one := got.JSON(t); one["status"] != "READY" || one["tokenCount"].(float64) < 1 {
+		t.Fatalf("GET source = %v", one)
 	}
 
 	refusals := []struct {
@@ -311,7 +317,14 @@ func TestSources(t *testing.T) {
 		{"text without name", map[string]any{"type": "text", "content": "x"}, 400, "name"},
 		{"qa without answer", map[string]any{"type": "qa", "question": "x"}, 400, "answer"},
 		{"qa without question", map[string]any{"type": "qa", "answer": "x"}, 400, "question"},
-		{"unknown field", map[string]any{"type": "text", "name": "x", "content": "y", "url": "http://x"}, 400, "url"},
+		{"unknown field", map[string]any{"type": "text", "name": "x", "content": "y", "link": "http://x"}, 400, "link"},
+		{"url on a text source", map[string]any{"type": "text", "name": "x", "content": "y", "url": "http://x"}, 400, "url"},
+		{"url without url", map[string]any{"type": "url", "name": "x"}, 400, "url"},
+		{"url not http", map[string]any{"type": "url", "url": "file:///etc/passwd"}, 400, "url"},
+		{"url with credentials", map[string]any{"type": "url", "url": "https://user:pw@example.com/"}, 400, "url"},
+		{"website page cap", map[string]any{"type": "website", "url": "https://example.com/", "maxPages": 5000}, 400, "maxPages"},
+		{"website depth cap", map[string]any{"type": "website", "url": "https://example.com/", "maxDepth": 50}, 400, "maxDepth"},
+		{"file as JSON", map[string]any{"type": "file", "name": "x"}, 400, "file"},
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {

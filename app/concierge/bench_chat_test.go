@@ -41,14 +41,22 @@ func seedKnowledge(b *testing.B, s *stack, workspaceID, agentID string, n int) {
 		INSERT INTO sources (id, workspace_id, agent_id, type, name, content, question, answer, status, status_reason, chunk_count, token_count, created_at, updated_at)
 		SELECT 'src_' || lpad(i::text, 26, '0'), ?, ?, 'text', (?::text[])[1 + i % 10] || ' guide ' || i,
 		       format((?::text[])[1 + i % 10], 2 + i % 7) || ' Reference ' || i || '.',
-		       '', '', 'READY', '', 1, 60, now(), now()
+		       '', '', 'PENDING', '', 0, 0, now(), now()
 		FROM generate_series(1, ?) AS i`, workspaceID, agentID, pgText(names), pgText(topics), n).Error
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Indexed by the real pipeline (chunked, embedded, stored), as the
+	// worker would.
+	for i := 1; i <= n; i++ {
+		ref := domain.SourceRef{WorkspaceID: workspaceID, SourceID: fmt.Sprintf("src_%026d", i)}
+		if err := s.sys.indexer.Index(context.Background(), ref, true); err != nil {
+			b.Fatal(err)
+		}
+	}
 	// A knowledge base at rest: autovacuum has refreshed the GIN index's
-	// statistics (see migration 00003), so the planner uses the index.
-	if err := s.sys.db.Exec("VACUUM ANALYZE sources").Error; err != nil {
+	// statistics (see migration 00004), so the planner uses the index.
+	if err := s.sys.db.Exec("VACUUM ANALYZE chunks").Error; err != nil {
 		b.Fatal(err)
 	}
 }

@@ -50,6 +50,11 @@ func supportAgent(s *stack, tn tenant) {
 	} {
 		s.mustStatus(s.do("POST", "/api/v2/agents/support/sources", src, tn.auth()), 201)
 	}
+	for _, src := range s.waitIndexed(tn, "support") {
+		if src["status"] != "READY" {
+			s.t.Fatalf("source not indexed: %v", src)
+		}
+	}
 }
 
 func (s *stack) chat(tn tenant, body map[string]any) (response, answerBody) {

@@ -110,8 +110,15 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 	if strings.Count(first, `"slug"`) != 1 || !strings.Contains(first, `"slug":"support"`) {
 		t.Fatalf("demo agents = %s", first)
 	}
-	if sources := get(banner, "/api/v2/agents/support/sources"); strings.Count(sources, `"status":"READY"`) != 4 {
-		t.Fatalf("demo sources = %s", sources)
+	// dev runs the worker too, which indexes the demo's sources.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		sources := get(banner, "/api/v2/agents/support/sources")
+		if strings.Count(sources, `"status":"READY"`) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo sources = %s", sources)
+		}
 	}
 	stop()
 

@@ -42,6 +42,8 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 		s.mustStatus(s.do("GET", "/api/v2/agents", nil, header{"Authorization": "Bearer " + secret}), 200)
 	}
 	s.mustStatus(s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "qa", "question": "Key?", "answer": "Never here."}, tn.auth()), 201)
+	s.mustStatus(s.upload(tn, "support", map[string]string{"type": "file"}, "guide.md", []byte("# Guide\n\nKeys are never stored in plain text.")), 201)
+	s.waitIndexed(tn, "support")
 	ack := whMustAck(s, whPost(s, tn.WebhookSecret, whChat(sess, "hello"), nil), tn.ID)
 	whEventually(t, 10*time.Second, "the inbound event to be processed", func() bool {
 		return whEventStatus(s, ack.EventID) == string(domain.InboundProcessed)

@@ -54,6 +54,7 @@ func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	s.listenForChanges(base)
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
 	s.log.Info("HTTP API listening", "addr", ln.Addr().String(), "publicUrl", s.cfg.PublicURL)

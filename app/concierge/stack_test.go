@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"strings"
@@ -267,5 +268,86 @@ func (s *stack) mustStatus(r response, want int) {
 	s.t.Helper()
 	if r.Status != want {
 		s.t.Fatalf("status %d, want %d: %s", r.Status, want, r.Body)
+	}
+}
+
+// upload sends a multipart form with the given fields and one file part
+// named "file", validating the answer against the OpenAPI document.
+func (s *stack) upload(tn tenant, slug string, fields map[string]string, filename string, content []byte) response {
+	s.t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for k, v := range fields {
+		if err := w.WriteField(k, v); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	if filename != "" {
+		part, err := w.CreateFormFile("file", filename)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if _, err := part.Write(content); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		s.t.Fatal(err)
+	}
+	req, err := http.NewRequest("POST", s.base+"/api/v2/agents/"+slug+"/sources", &buf)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+tn.Key)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.t.Fatalf("upload: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	// The multipart body was consumed; the validator checks the response.
+	req.Body = http.NoBody
+	s.spec.ValidateResponse(s.t, req, resp, raw)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// ensureWorker starts the in-process worker unless it runs already.
+func (s *stack) ensureWorker() {
+	s.workerMu.Lock()
+	running := s.stopWorker != nil
+	s.workerMu.Unlock()
+	if !running {
+		s.startWorker()
+	}
+}
+
+// waitIndexed waits until every source of the agent is READY or FAILED and
+// returns them, newest first. It starts the worker if needed.
+func (s *stack) waitIndexed(tn tenant, slug string) []map[string]any {
+	s.t.Helper()
+	s.ensureWorker()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list listBody[map[string]any]
+		r := s.do("GET", "/api/v2/agents/"+slug+"/sources?limit=100", nil, tn.auth())
+		s.mustStatus(r, 200)
+		r.decode(s.t, &list)
+		done := true
+		for _, src := range list.Data {
+			if st := src["status"]; st != "READY" && st != "FAILED" {
+				done = false
+			}
+		}
+		if done {
+			return list.Data
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("sources still indexing after 30 s: %v", list.Data)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -11,18 +11,24 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/conciergehq/concierge/adapters/embedding/local"
+	embedopenai "github.com/conciergehq/concierge/adapters/embedding/openai"
 	httpapi "github.com/conciergehq/concierge/adapters/http"
 	"github.com/conciergehq/concierge/adapters/http/openapi"
-	"github.com/conciergehq/concierge/adapters/llm/local"
+	"github.com/conciergehq/concierge/adapters/ingest"
+	"github.com/conciergehq/concierge/adapters/ingest/web"
+	llmlocal "github.com/conciergehq/concierge/adapters/llm/local"
 	"github.com/conciergehq/concierge/adapters/llm/openai"
 	"github.com/conciergehq/concierge/adapters/postgres"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
+	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/inbound"
+	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 	"github.com/conciergehq/concierge/workers"
@@ -44,6 +50,10 @@ type system struct {
 	conversations *conversation.Service
 	inbound       *inbound.Service
 	chat          *chat.Service
+	changes       *redisadapter.Changes
+	retriever     *retrieval.Retriever
+	indexer       *knowledge.Indexer
+	embedder      ports.Embedder
 }
 
 // connect builds the system. Its errors are one line naming the variable to fix.
@@ -69,8 +79,18 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
 	bus := redisadapter.NewEventBus(rdb)
+	s.changes = redisadapter.NewChanges(rdb, log)
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)
-	s.agents = agent.NewService(s.store, s.store, s.clock)
+	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.changes, s.clock, log)
+	if s.embedder, err = embedder(ctx, cfg); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes}, log)
+	if s.indexer, err = indexer(cfg, s, log); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.conversations = conversation.NewService(s.store, s.store, s.clock)
 	s.inbound = inbound.NewService(s.store, s.store, s.enqueuer, bus, s.clock, log, cfg.MaxMessageChars)
 	models, err := languageModels(cfg)
@@ -79,7 +99,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, err
 	}
 	s.chat, err = chat.NewService(chat.Deps{
-		Workspaces: s.store, Agents: s.store, Conversations: s.store, Retriever: s.store,
+		Workspaces: s.store, Agents: s.store, Conversations: s.store, Retriever: s.retriever,
 		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Clock: s.clock, Log: log,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
@@ -92,11 +112,64 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	return s, nil
 }
 
+// embedder builds the configured embedder. The openai one asks its server
+// for the model's size when none is configured, so a wrong model fails here.
+func embedder(ctx context.Context, cfg config.Config) (ports.Embedder, error) {
+	if cfg.Embedder == "openai" {
+		e, err := embedopenai.New(ctx, embedopenai.Options{
+			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIEmbeddingModel,
+			Dimensions: cfg.OpenAIEmbeddingDimensions, Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%sEMBEDDER=openai: %v", config.Prefix, err)
+		}
+		return e, nil
+	}
+	return local.New(local.Options{})
+}
+
+// indexer builds the knowledge pipeline: extraction, chunking, fetching,
+// embedding.
+func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer, error) {
+	chunker, err := ingest.NewChunker(ingest.ChunkerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := web.New(web.Options{
+		UserAgent: cfg.CrawlUserAgent,
+		Extract:   ingest.HTMLDocument,
+		// Test-only: see config.Config.CrawlAllowPrivateAddresses.
+		AllowPrivateAddresses: cfg.CrawlAllowPrivateAddresses,
+		Logger:                log.With("component", "crawler"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%sCRAWL_*: %v", config.Prefix, err)
+	}
+	return knowledge.NewIndexer(knowledge.Deps{
+		Store: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
+		Embedder: s.embedder, Notifier: s.changes, Clock: s.clock, Log: log.With("component", "indexer"),
+	}), nil
+}
+
+// listenForChanges keeps this pod's caches in step with other pods' agent
+// and knowledge changes until ctx ends.
+func (s *system) listenForChanges(ctx context.Context) {
+	go func() {
+		_ = s.changes.Listen(ctx, nil, func(_, agentID string, version int64) {
+			s.retriever.Invalidate(agentID, version)
+		}, func() {
+			// Messages may have been lost while disconnected; every lookup
+			// compares knowledge versions, so stale indexes are replaced on
+			// their next use anyway.
+		})
+	}()
+}
+
 // languageModels builds every configured model adapter: the embedded one
 // always (agents may pick it), the OpenAI-compatible one when it is the
 // default or has credentials.
 func languageModels(cfg config.Config) (map[string]ports.LLM, error) {
-	models := map[string]ports.LLM{"local": local.New(local.Options{TokenDelay: cfg.LocalTokenDelay})}
+	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay})}
 	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
 		m, err := openai.New(openai.Options{
 			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel,
@@ -166,8 +239,13 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 }
 
 // workerServer builds the asynq server and the inbound sweeper.
-func (s *system) workerServer() (*workers.Server, *workers.Sweeper) {
-	srv := workers.NewServer(s.redisOpt, workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout}, s.inbound, s.log)
-	sweeper := workers.NewSweeper(s.inbound, s.cfg.InboundSweepPeriod, s.log)
-	return srv, sweeper
+func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
+	srv := workers.NewServer(s.redisOpt,
+		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
+		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis)}, s.log)
+	sweepers := []*workers.Sweeper{
+		workers.NewSweeper(s.inbound, s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper(knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
+	}
+	return srv, sweepers
 }

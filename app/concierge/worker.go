@@ -31,12 +31,14 @@ func workerCommand(e *env) *cobra.Command {
 // runWorker processes jobs until ctx is cancelled, then lets in-flight tasks
 // finish (asynq's ShutdownTimeout) before returning.
 func (s *system) runWorker(ctx context.Context) error {
-	srv, sweeper := s.workerServer()
+	srv, sweepers := s.workerServer()
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { sweeper.Run(ctx) })
+	for _, sweeper := range sweepers {
+		wg.Go(func() { sweeper.Run(ctx) })
+	}
 	s.log.Info("worker started", "concurrency", s.cfg.WorkerConcurrency)
 	<-ctx.Done()
 	s.log.Info("shutting down the worker")

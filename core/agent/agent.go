@@ -3,6 +3,7 @@ package agent
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -10,14 +11,18 @@ import (
 
 // Service runs agent use cases, always within one workspace.
 type Service struct {
-	agents  ports.AgentStore
-	sources ports.SourceStore
-	clock   ports.Clock
+	agents   ports.AgentStore
+	sources  ports.SourceStore
+	jobs     ports.IndexJobs
+	notifier ports.KnowledgeNotifier
+	clock    ports.Clock
+	log      *slog.Logger
 }
 
 // NewService returns a Service.
-func NewService(agents ports.AgentStore, sources ports.SourceStore, clock ports.Clock) *Service {
-	return &Service{agents: agents, sources: sources, clock: clock}
+func NewService(agents ports.AgentStore, sources ports.SourceStore, jobs ports.IndexJobs, notifier ports.KnowledgeNotifier,
+	clock ports.Clock, log *slog.Logger) *Service {
+	return &Service{agents: agents, sources: sources, jobs: jobs, notifier: notifier, clock: clock, log: log}
 }
 
 // Create stores a new agent. Returns domain.ErrInvalidInput for bad fields and
@@ -59,6 +64,8 @@ type Patch struct {
 	Published          *bool
 	Model              *string
 	BlockedTopics      *[]string
+	RetrievalTopK      *int
+	RetrievalThreshold *float64
 }
 
 // Update applies a patch. Returns domain.ErrNotFound or domain.ErrInvalidInput.
@@ -75,6 +82,8 @@ func (s *Service) Update(ctx context.Context, workspaceID, slug string, p Patch)
 	setIf(&a.Config.Published, p.Published)
 	setIf(&a.Config.Model, p.Model)
 	setIf(&a.Config.BlockedTopics, p.BlockedTopics)
+	setIf(&a.Config.RetrievalTopK, p.RetrievalTopK)
+	setIf(&a.Config.RetrievalThreshold, p.RetrievalThreshold)
 	if err := a.Validate(); err != nil {
 		return domain.Agent{}, err
 	}
@@ -82,6 +91,7 @@ func (s *Service) Update(ctx context.Context, workspaceID, slug string, p Patch)
 	if err := s.agents.UpdateAgent(ctx, &a); err != nil {
 		return domain.Agent{}, err
 	}
+	s.announce(ctx, a.WorkspaceID, a.ID)
 	return a, nil
 }
 
@@ -97,12 +107,25 @@ func (s *Service) Delete(ctx context.Context, workspaceID, slug string) error {
 	if err != nil {
 		return err
 	}
-	return s.agents.DeleteAgent(ctx, workspaceID, a.ID)
+	if err := s.agents.DeleteAgent(ctx, workspaceID, a.ID); err != nil {
+		return err
+	}
+	s.announce(ctx, workspaceID, a.ID)
+	return nil
 }
 
-// AddSource stores a knowledge source for the agent. Text and Q&A sources are
-// searchable as soon as they are stored, so they start READY; source types that
-// need extraction start PENDING when the knowledge pipeline arrives.
+// announce tells every pod to drop its cached copy of the agent. Caches also
+// expire on their own within seconds, so a lost message only delays that.
+func (s *Service) announce(ctx context.Context, workspaceID, agentID string) {
+	if err := s.notifier.AgentChanged(ctx, workspaceID, agentID); err != nil {
+		s.log.WarnContext(ctx, "announcing an agent change", "agent_id", agentID, "error", err)
+	}
+}
+
+// AddSource stores a knowledge source for the agent, PENDING, and schedules
+// its indexing. If the job cannot be enqueued now, the source stays PENDING
+// and the worker's sweeper enqueues it later: the request still succeeds,
+// because nothing the caller sent is lost.
 func (s *Service) AddSource(ctx context.Context, workspaceID, slug string, src domain.Source) (domain.Source, error) {
 	a, err := s.Get(ctx, workspaceID, slug)
 	if err != nil {
@@ -115,12 +138,53 @@ func (s *Service) AddSource(ctx context.Context, workspaceID, slug string, src d
 	src.ID = domain.NewID(domain.PrefixSource)
 	src.WorkspaceID = workspaceID
 	src.AgentID = a.ID
-	src.Status = domain.SourceReady
+	src.Status = domain.SourcePending
+	src.Generation = 0
 	src.CreatedAt, src.UpdatedAt = now, now
 	if err := s.sources.CreateSource(ctx, &src); err != nil {
 		return domain.Source{}, err
 	}
+	s.enqueue(ctx, src)
+	src.File = nil
 	return src, nil
+}
+
+// Reindex schedules the source's indexing again (its file, page or site may
+// have changed, or its last indexing failed).
+func (s *Service) Reindex(ctx context.Context, workspaceID, slug, sourceID string) (domain.Source, error) {
+	a, err := s.Get(ctx, workspaceID, slug)
+	if err != nil {
+		return domain.Source{}, err
+	}
+	if !domain.ValidID(domain.PrefixSource, sourceID) {
+		return domain.Source{}, domain.NotFound("source")
+	}
+	src, err := s.sources.RequestReindex(ctx, workspaceID, a.ID, sourceID, s.clock.Now())
+	if err != nil {
+		return domain.Source{}, err
+	}
+	s.enqueue(ctx, src)
+	return src, nil
+}
+
+func (s *Service) enqueue(ctx context.Context, src domain.Source) {
+	ref := domain.SourceRef{WorkspaceID: src.WorkspaceID, SourceID: src.ID, Generation: src.Generation}
+	if err := s.jobs.EnqueueIndexSource(ctx, ref); err != nil {
+		s.log.WarnContext(ctx, "enqueueing a source's indexing failed; the sweeper will retry",
+			"source_id", src.ID, "error", err)
+	}
+}
+
+// GetSource returns one of the agent's sources, or domain.ErrNotFound.
+func (s *Service) GetSource(ctx context.Context, workspaceID, slug, sourceID string) (domain.Source, error) {
+	a, err := s.Get(ctx, workspaceID, slug)
+	if err != nil {
+		return domain.Source{}, err
+	}
+	if !domain.ValidID(domain.PrefixSource, sourceID) {
+		return domain.Source{}, domain.NotFound("source")
+	}
+	return s.sources.GetSource(ctx, workspaceID, a.ID, sourceID)
 }
 
 // ListSources returns a page of the agent's sources, newest first.
@@ -141,5 +205,12 @@ func (s *Service) DeleteSource(ctx context.Context, workspaceID, slug, sourceID 
 	if !domain.ValidID(domain.PrefixSource, sourceID) {
 		return domain.NotFound("source")
 	}
-	return s.sources.DeleteSource(ctx, workspaceID, a.ID, sourceID)
+	change, err := s.sources.DeleteSource(ctx, workspaceID, a.ID, sourceID)
+	if err != nil {
+		return err
+	}
+	if err := s.notifier.KnowledgeChanged(ctx, change); err != nil {
+		s.log.WarnContext(ctx, "announcing a knowledge change", "agent_id", change.AgentID, "error", err)
+	}
+	return nil
 }

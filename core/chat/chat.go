@@ -175,7 +175,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	verdict := checkInput(p.message, s.limits.MaxMessageChars, agent.Config.BlockedTopics)
 	var retrieval <-chan retrieved
 	if verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
-		retrieval = s.retrieveAsync(ctx, ws.ID, agent.ID, p.message)
+		retrieval = s.retrieveAsync(ctx, &agent, p.message)
 	}
 	var (
 		history []domain.Message
@@ -244,6 +244,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		ID: replyID, WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleAssistant,
 		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
 		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
+		Trace: t.trace,
 	}
 	// Store the reply even if the caller has gone: the context of the answer
 	// is the engine's own, bounded by the hard time limit.
@@ -351,18 +352,34 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 
 type retrieved struct {
 	chunks []domain.Chunk
+	trace  *domain.RetrievalTrace
 	err    error
 }
 
 // retrieveAsync runs retrieval on its own goroutine; the channel is
 // buffered, so the goroutine never leaks when the answer ends early.
-func (s *Service) retrieveAsync(ctx context.Context, workspaceID, agentID, text string) <-chan retrieved {
+func (s *Service) retrieveAsync(ctx context.Context, agent *domain.Agent, text string) <-chan retrieved {
 	ch := make(chan retrieved, 1)
 	go func() {
-		chunks, err := s.retriever.Retrieve(ctx, ports.RetrievalQuery{WorkspaceID: workspaceID, AgentID: agentID, Text: text, Limit: s.limits.RetrievalLimit})
-		ch <- retrieved{chunks: chunks, err: err}
+		q := s.retrievalQuery(agent, text)
+		q.Trace = &domain.RetrievalTrace{}
+		chunks, err := s.retriever.Retrieve(ctx, q)
+		ch <- retrieved{chunks: chunks, trace: q.Trace, err: err}
 	}()
 	return ch
+}
+
+// retrievalQuery applies the agent's retrieval settings; the engine's limit
+// caps the agent's top-k.
+func (s *Service) retrievalQuery(agent *domain.Agent, text string) ports.RetrievalQuery {
+	limit := s.limits.RetrievalLimit
+	if k := agent.Config.RetrievalTopK; k > 0 {
+		limit = k
+	}
+	return ports.RetrievalQuery{
+		WorkspaceID: agent.WorkspaceID, AgentID: agent.ID, Text: text, Limit: limit,
+		Threshold: agent.Config.RetrievalThreshold, KnowledgeVersion: agent.KnowledgeVersion,
+	}
 }
 
 // errStopped tells the model adapter the output filter ended the answer.
@@ -376,6 +393,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 	}
 	r := <-retrieval
 	chunks, err := r.chunks, r.err
+	t.trace = r.trace
 	if err != nil {
 		s.log.ErrorContext(ctx, "retrieval failed", "sessionId", t.conv.ID, "error", err)
 		return "", nil, domain.FallbackModelError, usage

@@ -98,6 +98,7 @@ type turn struct {
 	agent        *domain.Agent
 	conv         *domain.Conversation
 	knowledge    []domain.Chunk
+	trace        *domain.RetrievalTrace
 	offerHandoff bool
 	out          *stream
 }
@@ -108,7 +109,7 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 	switch call.Name {
 	case toolSearchKnowledge:
 		query, _ := args["query"].(string)
-		found, err := s.retriever.Retrieve(ctx, ports.RetrievalQuery{WorkspaceID: t.ws.ID, AgentID: t.agent.ID, Text: query, Limit: s.limits.RetrievalLimit})
+		found, err := s.retriever.Retrieve(ctx, s.retrievalQuery(t.agent, query))
 		if err != nil {
 			return "", err
 		}

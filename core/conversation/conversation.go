@@ -94,3 +94,13 @@ func (s *Service) Get(ctx context.Context, workspaceID, id string, page domain.P
 	}
 	return conv, msgs, nil
 }
+
+// MessageTrace returns how an answer's knowledge was retrieved. Returns
+// domain.ErrNotFound for unknown or foreign ids and for messages without a
+// trace (questions, human replies, answers given without retrieval).
+func (s *Service) MessageTrace(ctx context.Context, workspaceID, conversationID, messageID string) (domain.RetrievalTrace, error) {
+	if !domain.ValidID(domain.PrefixSession, conversationID) || !domain.ValidID(domain.PrefixMessage, messageID) {
+		return domain.RetrievalTrace{}, domain.NotFound("message")
+	}
+	return s.conversations.MessageTrace(ctx, workspaceID, conversationID, messageID)
+}

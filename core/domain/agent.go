@@ -14,9 +14,12 @@ type Agent struct {
 	Slug        string
 	Name        string
 	Config      AgentConfig
-	Seq         int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// KnowledgeVersion changes whenever the agent's indexed knowledge does;
+	// retrieval caches compare it with what they hold.
+	KnowledgeVersion int64
+	Seq              int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // AgentConfig is what the answer engine uses. Only a published agent answers
@@ -32,6 +35,10 @@ type AgentConfig struct {
 	Model string
 	// BlockedTopics are words or phrases the agent refuses to discuss.
 	BlockedTopics []string
+	// RetrievalTopK is how many chunks of knowledge an answer may use.
+	RetrievalTopK int
+	// RetrievalThreshold drops chunks whose relevance, in [0, 1], is lower.
+	RetrievalThreshold float64
 }
 
 // Limits on agent fields.
@@ -46,6 +53,14 @@ const (
 	MaxBlockedTopics          = 50
 	MaxBlockedTopicChars      = 100
 	MaxModelChars             = 100
+	MaxRetrievalTopK          = 20
+)
+
+// Retrieval defaults for agents that do not set them. The threshold was
+// chosen on the evaluation set in testdata/eval (see docs/benchmarks.md).
+const (
+	DefaultRetrievalTopK      = 5
+	DefaultRetrievalThreshold = 0.2
 )
 
 // DefaultFallbackMessage is used when an agent sets none.
@@ -118,6 +133,16 @@ func (c *AgentConfig) Validate() error {
 	c.Model = strings.TrimSpace(c.Model)
 	if len(c.Model) > MaxModelChars || strings.ContainsAny(c.Model, " \t\n") {
 		return InvalidField("model", "must be a provider such as local or openai, optionally with :model")
+	}
+	if c.RetrievalTopK == 0 {
+		c.RetrievalTopK = DefaultRetrievalTopK
+	}
+	if c.RetrievalTopK < 1 || c.RetrievalTopK > MaxRetrievalTopK {
+		return InvalidField("retrievalTopK", "must be between 1 and 20")
+	}
+	// NaN fails both comparisons, so it is refused too.
+	if !(c.RetrievalThreshold >= 0 && c.RetrievalThreshold <= 1) {
+		return InvalidField("retrievalThreshold", "must be between 0 and 1")
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ const (
 	PrefixSession      = "ses_"
 	PrefixMessage      = "msg_"
 	PrefixInboundEvent = "evt_"
+	PrefixChunk        = "chk_"
 	// PrefixAPIKeySecret starts every API key secret, so leaked keys are easy
 	// to recognise in logs and by secret scanners.
 	PrefixAPIKeySecret = "ck_live_"

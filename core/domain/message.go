@@ -33,7 +33,10 @@ type Message struct {
 	InboundEventID string
 	TokensIn       int
 	TokensOut      int
-	CreatedAt      time.Time
+	// Trace is how the answer's knowledge was retrieved (ASSISTANT messages
+	// that retrieved); stored with the message, read only by the trace API.
+	Trace     *RetrievalTrace
+	CreatedAt time.Time
 }
 
 // Citation points at the knowledge an answer used.

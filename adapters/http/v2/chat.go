@@ -35,6 +35,7 @@ func NewChatHandlers(engine *chat.Service, decoder *wire.Decoder) *ChatHandlers 
 // Register adds the chat route to r (already authenticated).
 func (h *ChatHandlers) Register(r fiber.Router) {
 	r.Post("/chat", h.chat)
+	r.Post("/agents/:slug/retrieve", h.retrieve)
 }
 
 func (h *ChatHandlers) chat(c *fiber.Ctx) error {

@@ -16,6 +16,8 @@ type agentCreate struct {
 	Published          *bool    `json:"published"`
 	Model              string   `json:"model" validate:"max=100"`
 	BlockedTopics      []string `json:"blockedTopics" validate:"max=50,dive,max=100"`
+	RetrievalTopK      int      `json:"retrievalTopK" validate:"omitempty,min=1,max=20"`
+	RetrievalThreshold *float64 `json:"retrievalThreshold" validate:"omitnil,min=0,max=1"`
 }
 
 // agentUpdate is the body of PATCH /api/v2/agents/{slug}; absent fields stay.
@@ -28,6 +30,8 @@ type agentUpdate struct {
 	Published          *bool     `json:"published"`
 	Model              *string   `json:"model" validate:"omitnil,max=100"`
 	BlockedTopics      *[]string `json:"blockedTopics" validate:"omitnil,max=50,dive,max=100"`
+	RetrievalTopK      *int      `json:"retrievalTopK" validate:"omitnil,min=1,max=20"`
+	RetrievalThreshold *float64  `json:"retrievalThreshold" validate:"omitnil,min=0,max=1"`
 }
 
 type agentDTO struct {
@@ -41,6 +45,8 @@ type agentDTO struct {
 	Published          bool     `json:"published"`
 	Model              *string  `json:"model"`
 	BlockedTopics      []string `json:"blockedTopics"`
+	RetrievalTopK      int      `json:"retrievalTopK"`
+	RetrievalThreshold float64  `json:"retrievalThreshold"`
 	CreatedAt          string   `json:"createdAt"`
 	UpdatedAt          string   `json:"updatedAt"`
 }
@@ -65,6 +71,8 @@ func toAgentDTO(a domain.Agent) agentDTO {
 		Published:          a.Config.Published,
 		Model:              wire.OptionalString(a.Config.Model),
 		BlockedTopics:      topics,
+		RetrievalTopK:      a.Config.RetrievalTopK,
+		RetrievalThreshold: a.Config.RetrievalThreshold,
 		CreatedAt:          wire.Time(a.CreatedAt),
 		UpdatedAt:          wire.Time(a.UpdatedAt),
 	}
@@ -73,11 +81,14 @@ func toAgentDTO(a domain.Agent) agentDTO {
 // sourceCreate is the body of POST /api/v2/agents/{slug}/sources. The type
 // decides which of the other fields are required; the domain checks that.
 type sourceCreate struct {
-	Type     string `json:"type" validate:"required,oneof=text qa"`
+	Type     string `json:"type" validate:"required,oneof=text qa file url website"`
 	Name     string `json:"name" validate:"max=300"`
 	Content  string `json:"content"`
 	Question string `json:"question" validate:"max=2000"`
 	Answer   string `json:"answer" validate:"max=20000"`
+	URL      string `json:"url" validate:"max=2048"`
+	MaxPages int    `json:"maxPages" validate:"min=0"`
+	MaxDepth int    `json:"maxDepth" validate:"min=0"`
 }
 
 type sourceDTO struct {
@@ -92,6 +103,12 @@ type sourceDTO struct {
 	StatusReason *string `json:"statusReason"`
 	ChunkCount   int     `json:"chunkCount"`
 	TokenCount   int     `json:"tokenCount"`
+	URL          *string `json:"url,omitempty"`
+	Filename     *string `json:"filename,omitempty"`
+	MaxPages     *int    `json:"maxPages,omitempty"`
+	MaxDepth     *int    `json:"maxDepth,omitempty"`
+	PageCount    *int    `json:"pageCount,omitempty"`
+	IndexedAt    *string `json:"indexedAt"`
 	CreatedAt    string  `json:"createdAt"`
 	UpdatedAt    string  `json:"updatedAt"`
 }
@@ -110,11 +127,21 @@ func toSourceDTO(agentSlug string) func(domain.Source) sourceDTO {
 			CreatedAt:    wire.Time(s.CreatedAt),
 			UpdatedAt:    wire.Time(s.UpdatedAt),
 		}
+		if !s.IndexedAt.IsZero() {
+			at := wire.Time(s.IndexedAt)
+			dto.IndexedAt = &at
+		}
 		switch s.Type {
 		case domain.SourceQA:
 			dto.Question, dto.Answer = &s.Question, &s.Answer
-		default:
+		case domain.SourceText:
 			dto.Content = &s.Content
+		case domain.SourceFile:
+			dto.Filename = &s.Filename
+		case domain.SourceURL:
+			dto.URL, dto.PageCount = &s.URL, &s.PageCount
+		case domain.SourceWebsite:
+			dto.URL, dto.PageCount, dto.MaxPages, dto.MaxDepth = &s.URL, &s.PageCount, &s.MaxPages, &s.MaxDepth
 		}
 		return dto
 	}

@@ -2,6 +2,7 @@
 package v2
 
 import (
+	"io"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -34,9 +35,12 @@ func (h *Handlers) Register(r fiber.Router) {
 	r.Delete("/agents/:slug", h.deleteAgent)
 	r.Post("/agents/:slug/sources", h.createSource)
 	r.Get("/agents/:slug/sources", h.listSources)
+	r.Get("/agents/:slug/sources/:id", h.getSource)
+	r.Post("/agents/:slug/sources/:id/reindex", h.reindexSource)
 	r.Delete("/agents/:slug/sources/:id", h.deleteSource)
 	r.Get("/conversations", h.listConversations)
 	r.Get("/conversations/:id", h.getConversation)
+	r.Get("/conversations/:id/messages/:messageId/trace", h.messageTrace)
 }
 
 func workspaceID(c *fiber.Ctx) string {
@@ -66,6 +70,10 @@ func (h *Handlers) createAgent(c *fiber.Ctx) error {
 	if body.Published != nil {
 		published = *body.Published
 	}
+	threshold := domain.DefaultRetrievalThreshold
+	if body.RetrievalThreshold != nil {
+		threshold = *body.RetrievalThreshold
+	}
 	created, err := h.agents.Create(c.UserContext(), workspaceID(c), domain.Agent{
 		Slug: body.Slug,
 		Name: body.Name,
@@ -77,6 +85,8 @@ func (h *Handlers) createAgent(c *fiber.Ctx) error {
 			Published:          published,
 			Model:              body.Model,
 			BlockedTopics:      body.BlockedTopics,
+			RetrievalTopK:      body.RetrievalTopK,
+			RetrievalThreshold: threshold,
 		},
 	})
 	if err != nil {
@@ -108,6 +118,8 @@ func (h *Handlers) updateAgent(c *fiber.Ctx) error {
 		Published:          body.Published,
 		Model:              body.Model,
 		BlockedTopics:      body.BlockedTopics,
+		RetrievalTopK:      body.RetrievalTopK,
+		RetrievalThreshold: body.RetrievalThreshold,
 	})
 	if err != nil {
 		return err
@@ -123,22 +135,101 @@ func (h *Handlers) deleteAgent(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) createSource(c *fiber.Ctx) error {
-	var body sourceCreate
-	if err := h.decoder.Decode(c, &body, false); err != nil {
-		return err
-	}
 	slug := strings.Clone(c.Params("slug"))
-	src, err := h.agents.AddSource(c.UserContext(), workspaceID(c), slug, domain.Source{
-		Type:     domain.SourceType(body.Type),
-		Name:     body.Name,
-		Content:  body.Content,
-		Question: body.Question,
-		Answer:   body.Answer,
-	})
+	var src domain.Source
+	if wire.IsMultipart(c) {
+		var err error
+		if src, err = fileSource(c); err != nil {
+			return err
+		}
+	} else {
+		var body sourceCreate
+		if err := h.decoder.Decode(c, &body, false); err != nil {
+			return err
+		}
+		if body.Type == string(domain.SourceFile) {
+			return domain.InvalidField("file", "upload files as multipart/form-data with the fields type=file, name (optional) and file")
+		}
+		src = domain.Source{
+			Type:     domain.SourceType(body.Type),
+			Name:     body.Name,
+			Content:  body.Content,
+			Question: body.Question,
+			Answer:   body.Answer,
+			URL:      body.URL,
+			MaxPages: body.MaxPages,
+			MaxDepth: body.MaxDepth,
+		}
+	}
+	created, err := h.agents.AddSource(c.UserContext(), workspaceID(c), slug, src)
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(toSourceDTO(slug)(src))
+	c.Location("/api/v2/agents/" + slug + "/sources/" + created.ID)
+	return c.Status(fiber.StatusCreated).JSON(toSourceDTO(slug)(created))
+}
+
+// fileSource reads a multipart upload: the fields type (which must be
+// "file") and name (optional), and exactly one file part named file.
+func fileSource(c *fiber.Ctx) (domain.Source, error) {
+	form, err := c.MultipartForm()
+	if err != nil {
+		return domain.Source{}, domain.Invalid("invalid multipart/form-data body")
+	}
+	for field := range form.Value {
+		if field != "type" && field != "name" {
+			return domain.Source{}, domain.InvalidField(field, "unknown field; a file upload has the fields type, name and file")
+		}
+	}
+	for field := range form.File {
+		if field != "file" {
+			return domain.Source{}, domain.InvalidField(field, "unknown file part; send the document as the part named file")
+		}
+	}
+	value := func(name string) string {
+		if v := form.Value[name]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	if typ := value("type"); typ != string(domain.SourceFile) {
+		return domain.Source{}, domain.InvalidField("type", "must be file for a multipart upload; other types are sent as JSON")
+	}
+	files := form.File["file"]
+	if len(files) != 1 {
+		return domain.Source{}, domain.InvalidField("file", "exactly one file is required")
+	}
+	if files[0].Size > domain.MaxSourceFileBytes {
+		return domain.Source{}, domain.InvalidField("file", "must be at most 20 MiB")
+	}
+	f, err := files[0].Open()
+	if err != nil {
+		return domain.Source{}, domain.InvalidField("file", "could not be read")
+	}
+	defer f.Close()
+	body, err := io.ReadAll(io.LimitReader(f, domain.MaxSourceFileBytes+1))
+	if err != nil {
+		return domain.Source{}, domain.InvalidField("file", "could not be read")
+	}
+	return domain.Source{Type: domain.SourceFile, Name: value("name"), Filename: files[0].Filename, File: body}, nil
+}
+
+func (h *Handlers) getSource(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	src, err := h.agents.GetSource(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toSourceDTO(slug)(src))
+}
+
+func (h *Handlers) reindexSource(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	src, err := h.agents.Reindex(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(toSourceDTO(slug)(src))
 }
 
 func (h *Handlers) listSources(c *fiber.Ctx) error {

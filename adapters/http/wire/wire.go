@@ -261,3 +261,9 @@ func jsonKind(t reflect.Type) string {
 		return "number"
 	}
 }
+
+// IsMultipart reports whether the request body is multipart/form-data.
+func IsMultipart(c *fiber.Ctx) bool {
+	mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+	return err == nil && mt == fiber.MIMEMultipartForm
+}

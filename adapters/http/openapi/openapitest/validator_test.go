@@ -38,7 +38,7 @@ type scripted struct {
 
 const (
 	agentJSON = `{"id":"agt_1","slug":"support","name":"Support","systemPrompt":"Be nice.","welcomeMessage":"Hi!",
-		"suggestedQuestions":["How do I reset my password?"],"fallbackMessage":"","published":true,"model":null,"blockedTopics":[],
+		"suggestedQuestions":["How do I reset my password?"],"fallbackMessage":"","published":true,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.15,
 		"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`
 	conversationFields = `"id":"ses_1","agent":"support","channel":"CHAT","status":"AI","lastMessage":"hello",
 		"messageCount":2,"verifiedUserId":null,"lastActivityAt":"2026-11-21T10:00:00.123Z","createdAt":"2026-11-21T09:00:00.000Z"`
@@ -81,9 +81,9 @@ func TestValidateResponse(t *testing.T) {
 		{"empty last page", "GET", "/api/v2/agents", jsonAnswer(200, `{"data":[],"meta":{"nextCursor":null,"hasMore":false}}`), true},
 		{"created agent", "POST", "/api/v2/agents", jsonAnswer(201, agentJSON), true},
 		{"text source", "POST", "/api/v2/agents/support/sources", jsonAnswer(201, `{"id":"src_1","agent":"support","type":"text","name":"Refunds","content":"30 days",
-			"status":"READY","statusReason":null,"chunkCount":1,"tokenCount":3,"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`), true},
+			"status":"READY","statusReason":null,"chunkCount":1,"tokenCount":3,"indexedAt":"2026-11-21T10:00:01.000Z","createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`), true},
 		{"qa source", "POST", "/api/v2/agents/support/sources", jsonAnswer(201, `{"id":"src_2","agent":"support","type":"qa","name":"Refunds?","question":"Refunds?","answer":"30 days",
-			"status":"READY","statusReason":null,"chunkCount":1,"tokenCount":3,"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`), true},
+			"status":"READY","statusReason":null,"chunkCount":1,"tokenCount":3,"indexedAt":"2026-11-21T10:00:01.000Z","createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`), true},
 		{"conversation list", "GET", "/api/v2/conversations?agent=support&status=AI", jsonAnswer(200, `{"data":[{`+conversationFields+`}],"meta":{"nextCursor":null,"hasMore":false}}`), true},
 		{"conversation with messages", "GET", "/api/v2/conversations/ses_1", jsonAnswer(200, `{`+conversationFields+`,"messages":{"data":[`+messageJSON+`],"meta":{"nextCursor":null,"hasMore":false}}}`), true},
 		{"deleted agent", "DELETE", "/api/v2/agents/support", deleted, true},

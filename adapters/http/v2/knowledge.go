@@ -1,0 +1,110 @@
+package v2
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// retrieveRequest is the body of POST /api/v2/agents/{slug}/retrieve.
+type retrieveRequest struct {
+	Query     string   `json:"query"`
+	TopK      int      `json:"topK" validate:"omitempty,min=1,max=50"`
+	Threshold *float64 `json:"threshold" validate:"omitnil,min=0,max=1"`
+}
+
+type retrievedChunkDTO struct {
+	ChunkID      string  `json:"chunkId"`
+	SourceID     string  `json:"sourceId"`
+	SourceType   string  `json:"sourceType"`
+	DocumentName string  `json:"documentName"`
+	URL          *string `json:"url"`
+	Question     *string `json:"question"`
+	Text         string  `json:"text"`
+	Score        float64 `json:"score"`
+}
+
+type traceCandidateDTO struct {
+	ChunkID      string  `json:"chunkId"`
+	SourceID     string  `json:"sourceId"`
+	DocumentName string  `json:"documentName"`
+	KeywordRank  *int    `json:"keywordRank"`
+	KeywordScore float64 `json:"keywordScore"`
+	VectorRank   *int    `json:"vectorRank"`
+	VectorScore  float64 `json:"vectorScore"`
+	Score        float64 `json:"score"`
+	Kept         bool    `json:"kept"`
+	Reason       string  `json:"reason"`
+}
+
+type traceDTO struct {
+	Query            string              `json:"query"`
+	Method           string              `json:"method"`
+	Note             *string             `json:"note"`
+	Embedder         *string             `json:"embedder"`
+	KnowledgeVersion int64               `json:"knowledgeVersion"`
+	TopK             int                 `json:"topK"`
+	Threshold        float64             `json:"threshold"`
+	Candidates       []traceCandidateDTO `json:"candidates"`
+}
+
+type retrieveResponse struct {
+	Query   string              `json:"query"`
+	Results []retrievedChunkDTO `json:"results"`
+	Trace   traceDTO            `json:"trace"`
+}
+
+func rank(r int) *int {
+	if r == 0 {
+		return nil
+	}
+	return &r
+}
+
+func toTraceDTO(t domain.RetrievalTrace) traceDTO {
+	dto := traceDTO{Query: t.Query, Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
+		KnowledgeVersion: t.KnowledgeVersion, TopK: t.TopK, Threshold: t.Threshold, Candidates: make([]traceCandidateDTO, len(t.Candidates))}
+	for i, c := range t.Candidates {
+		dto.Candidates[i] = traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,
+			KeywordRank: rank(c.KeywordRank), KeywordScore: c.KeywordScore, VectorRank: rank(c.VectorRank), VectorScore: c.VectorScore,
+			Score: c.Score, Kept: c.Kept, Reason: c.Reason}
+	}
+	return dto
+}
+
+// retrieve serves POST /api/v2/agents/{slug}/retrieve: the agent's
+// retrieval for a query, for admins tuning top-k, threshold and sources.
+func (h *ChatHandlers) retrieve(c *fiber.Ctx) error {
+	var body retrieveRequest
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	p, _ := wire.Principal(c)
+	chunks, trace, err := h.engine.Retrieve(c.UserContext(), chat.RetrieveRequest{
+		WorkspaceID: p.Workspace.ID, AgentSlug: strings.Clone(c.Params("slug")),
+		Query: body.Query, TopK: body.TopK, Threshold: body.Threshold,
+	})
+	if err != nil {
+		return err
+	}
+	out := retrieveResponse{Query: trace.Query, Results: make([]retrievedChunkDTO, len(chunks)), Trace: toTraceDTO(trace)}
+	for i, ch := range chunks {
+		out.Results[i] = retrievedChunkDTO{ChunkID: ch.ID, SourceID: ch.SourceID, SourceType: string(ch.SourceType),
+			DocumentName: ch.DocumentName, URL: wire.OptionalString(ch.URL), Question: wire.OptionalString(ch.Question),
+			Text: ch.Text, Score: ch.Score}
+	}
+	return c.JSON(out)
+}
+
+// messageTrace serves GET /api/v2/conversations/{id}/messages/{messageId}/trace.
+func (h *Handlers) messageTrace(c *fiber.Ctx) error {
+	t, err := h.conversations.MessageTrace(c.UserContext(), workspaceID(c), strings.Clone(c.Params("id")), strings.Clone(c.Params("messageId")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toTraceDTO(t))
+}

@@ -1,0 +1,332 @@
+// Package retrieval is hybrid retrieval over an agent's knowledge: keyword
+// search (BM25F) and an exact vector search in one in-process index per
+// agent, fused by reciprocal rank. The index is loaded lazily from
+// PostgreSQL, bounded in memory, checked against the agent's knowledge
+// version on every query and dropped when another pod announces a change.
+// While an agent's index is loading (or does not fit in memory), queries are
+// answered by PostgreSQL's full-text search, so retrieval never waits long.
+package retrieval
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Defaults of Options.
+const (
+	DefaultBudget     = 512 << 20
+	DefaultCandidates = 50
+	DefaultLoadWait   = 250 * time.Millisecond
+	defaultLimit      = 5
+	maxLimit          = 50
+	// loadTimeout bounds a background load; it outlives the request that
+	// started it.
+	loadTimeout = 2 * time.Minute
+	// traceCandidates caps the candidates a trace records.
+	traceCandidates = 20
+)
+
+// Mode picks the legs of a ranking.
+type Mode int
+
+// Modes. Hybrid is what agents use; the others exist for evaluation.
+const (
+	Hybrid Mode = iota
+	KeywordOnly
+	VectorOnly
+)
+
+func (m Mode) String() string {
+	switch m {
+	case KeywordOnly:
+		return "keyword"
+	case VectorOnly:
+		return "vector"
+	default:
+		return "hybrid"
+	}
+}
+
+// Options tune a Retriever; zero fields take the defaults.
+type Options struct {
+	// Budget caps the bytes of cached indexes (texts included).
+	Budget int64
+	// Candidates is how many results each leg contributes to the fusion.
+	Candidates int
+	// LoadWait is how long a query waits for its agent's index to load
+	// before answering from PostgreSQL instead.
+	LoadWait time.Duration
+}
+
+// Retriever implements ports.Retriever.
+type Retriever struct {
+	reader   ports.ChunkReader
+	embedder ports.Embedder
+	cache    *memindex.Cache[*agentChunks]
+	opts     Options
+	log      *slog.Logger
+}
+
+var _ ports.Retriever = (*Retriever)(nil)
+
+// New returns a Retriever reading chunks through reader and embedding
+// queries with embedder, which must be the one the knowledge was indexed
+// with (vectors of other embedders are not loaded).
+func New(reader ports.ChunkReader, embedder ports.Embedder, opts Options, log *slog.Logger) *Retriever {
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultBudget
+	}
+	if opts.Candidates <= 0 {
+		opts.Candidates = DefaultCandidates
+	}
+	if opts.LoadWait <= 0 {
+		opts.LoadWait = DefaultLoadWait
+	}
+	return &Retriever{reader: reader, embedder: embedder, cache: memindex.NewCache[*agentChunks](opts.Budget), opts: opts, log: log}
+}
+
+// agentChunks is a cached index's chunks, by document position.
+type agentChunks struct {
+	chunks []domain.Chunk
+	bytes  int64
+}
+
+// Bytes lets the cache charge the chunks' texts to its budget.
+func (a *agentChunks) Bytes() int64 { return a.bytes }
+
+// Invalidate drops an agent's cached index: version > 0 says its knowledge
+// changed to that version (older loads in flight are refused too); 0 says
+// the agent itself changed or was deleted.
+func (r *Retriever) Invalidate(agentID string, version int64) {
+	if version > 0 {
+		r.cache.InvalidateBelow(agentID, version)
+		return
+	}
+	r.cache.Invalidate(agentID)
+}
+
+// Stats reports the cache's counters.
+func (r *Retriever) Stats() memindex.CacheStats { return r.cache.Stats() }
+
+// Retrieve returns up to q.Limit chunks whose relevance reaches q.Threshold,
+// best first, recording what it considered in q.Trace when set.
+func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]domain.Chunk, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	limit = min(limit, maxLimit)
+	entry, err := r.index(ctx, q)
+	if err != nil {
+		return r.fromPostgres(ctx, q, limit, err)
+	}
+	var vec []float32
+	mode := Hybrid
+	vectors, err := r.embedder.Embed(ctx, []string{q.Text})
+	if err != nil || len(vectors) != 1 {
+		// The keyword leg alone still answers; an embedding provider that is
+		// down must not take the agent down.
+		r.log.WarnContext(ctx, "embedding a query failed; keyword search only", "agent_id", q.AgentID, "error", err)
+		mode = KeywordOnly
+	} else {
+		vec = vectors[0]
+	}
+	ranked := Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
+	chunks := Select(ranked, entry.Value.chunks, limit, q.Threshold)
+	if q.Trace != nil {
+		*q.Trace = trace(q, ranked, entry.Value.chunks, limit, mode)
+		q.Trace.Embedder = r.embedder.ID()
+		q.Trace.KnowledgeVersion = entry.Version
+		if mode == KeywordOnly {
+			q.Trace.Note = "the query could not be embedded: keyword search only"
+		}
+	}
+	return chunks, nil
+}
+
+// index returns the agent's index at q.KnowledgeVersion or newer, loading it
+// if needed and waiting at most LoadWait for the load.
+func (r *Retriever) index(ctx context.Context, q ports.RetrievalQuery) (*memindex.Entry[*agentChunks], error) {
+	if e, ok := r.cache.GetAtLeast(q.AgentID, q.KnowledgeVersion); ok {
+		return e, nil
+	}
+	wait, cancel := context.WithTimeout(ctx, r.opts.LoadWait)
+	defer cancel()
+	workspaceID, agentID := q.WorkspaceID, q.AgentID
+	return r.cache.LoadWait(wait, agentID, q.KnowledgeVersion, func() (*memindex.Index, *agentChunks, error) {
+		return r.load(workspaceID, agentID)
+	})
+}
+
+func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentChunks, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), loadTimeout)
+	defer cancel()
+	start := time.Now()
+	version, stored, err := r.reader.LoadChunks(ctx, workspaceID, agentID, r.embedder.ID())
+	if err != nil {
+		return nil, nil, err
+	}
+	docs := make([]memindex.Doc, len(stored))
+	value := &agentChunks{chunks: make([]domain.Chunk, len(stored))}
+	for i, c := range stored {
+		title := c.Heading
+		if c.Chunk.Question != "" {
+			title = c.Chunk.Question
+		}
+		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Vector: c.Vector}
+		value.chunks[i] = c.Chunk
+		ch := &value.chunks[i]
+		// Strings plus the struct itself: what the cache must budget for.
+		value.bytes += int64(len(ch.ID) + len(ch.SourceID) + len(ch.DocumentName) + len(ch.URL) + len(ch.Text) + len(ch.Question) + 160)
+	}
+	ix, err := memindex.Build(docs, r.embedder.Dimensions())
+	if err != nil {
+		return nil, nil, err
+	}
+	r.log.Info("agent index loaded", "agent_id", agentID, "knowledge_version", version, "chunks", len(stored),
+		"bytes", ix.Bytes()+value.bytes, "took", time.Since(start).Round(time.Millisecond))
+	return ix, value, nil
+}
+
+// fromPostgres answers with PostgreSQL's full-text search while the index is
+// not available; why is the reason, recorded in the trace.
+func (r *Retriever) fromPostgres(ctx context.Context, q ports.RetrievalQuery, limit int, why error) ([]domain.Chunk, error) {
+	found, err := r.reader.SearchChunks(ctx, q.WorkspaceID, q.AgentID, q.Text, limit)
+	if err != nil {
+		return nil, err
+	}
+	kept := found[:0:0]
+	for i := range found {
+		// ts_rank_cd scaled by the share of query words, plus a Q&A match
+		// bonus: a relevance on about the same [0, 1] scale.
+		found[i].Score = min(1, found[i].Score)
+		if found[i].Score >= q.Threshold {
+			kept = append(kept, found[i])
+		}
+	}
+	if q.Trace != nil {
+		*q.Trace = domain.RetrievalTrace{Query: q.Text, Method: "keyword", TopK: limit, Threshold: q.Threshold,
+			KnowledgeVersion: q.KnowledgeVersion,
+			Note:             "the agent's in-memory index was not ready (" + why.Error() + "): PostgreSQL full-text search only"}
+		for i, c := range found {
+			tc := domain.TraceCandidate{ChunkID: c.ID, SourceID: c.SourceID, DocumentName: c.DocumentName,
+				KeywordRank: i + 1, KeywordScore: c.Score, Score: c.Score, Kept: c.Score >= q.Threshold, Reason: domain.TraceKept}
+			if !tc.Kept {
+				tc.Reason = domain.TraceBelowThreshold
+			}
+			q.Trace.Candidates = append(q.Trace.Candidates, tc)
+		}
+	}
+	return kept, nil
+}
+
+// Ranked is one fused candidate with the scores of each leg.
+type Ranked struct {
+	Doc          int
+	Fused        float64
+	KeywordRank  int
+	KeywordScore float64 // BM25F divided by the query's ceiling, in [0, 1)
+	VectorRank   int
+	VectorScore  float64 // cosine similarity
+	// Relevance is the better of the two normalised scores: what the
+	// agent's threshold compares against.
+	Relevance float64
+}
+
+// Rank runs the legs of mode over ix and fuses them by reciprocal rank, best
+// first. vec may be nil (no vector leg).
+func Rank(ix *memindex.Index, text string, vec []float32, mode Mode, candidates int) []Ranked {
+	var lists [][]memindex.Hit
+	var kw, vh []memindex.Hit
+	if mode != VectorOnly {
+		kw = ix.Keyword(text, candidates)
+		lists = append(lists, kw)
+	}
+	if mode != KeywordOnly && vec != nil {
+		vh = ix.Vector(vec, candidates)
+		lists = append(lists, vh)
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	ceiling := ix.KeywordCeiling(text)
+	kwScore := make(map[int]float64, len(kw))
+	for _, h := range kw {
+		if ceiling > 0 {
+			kwScore[h.Doc] = h.Score / ceiling
+		}
+	}
+	vScore := make(map[int]float64, len(vh))
+	for _, h := range vh {
+		vScore[h.Doc] = h.Score
+	}
+	fused := memindex.Fuse(candidates, memindex.DefaultRRFK, lists...)
+	out := make([]Ranked, len(fused))
+	for i, f := range fused {
+		r := Ranked{Doc: f.Doc, Fused: f.Score, KeywordScore: kwScore[f.Doc], VectorScore: vScore[f.Doc]}
+		for li, rank := range f.Ranks {
+			switch {
+			case mode == Hybrid && li == 0, mode == KeywordOnly:
+				r.KeywordRank = rank
+			default:
+				r.VectorRank = rank
+			}
+		}
+		r.Relevance = max(r.KeywordScore, r.VectorScore)
+		out[i] = r
+	}
+	if mode != Hybrid {
+		// A single leg: its own order (fusion of one list keeps it anyway).
+		sort.SliceStable(out, func(a, b int) bool { return out[a].Fused > out[b].Fused })
+	}
+	return out
+}
+
+// Select returns the chunks of the first limit candidates whose relevance
+// reaches threshold, each scored with its relevance.
+func Select(ranked []Ranked, chunks []domain.Chunk, limit int, threshold float64) []domain.Chunk {
+	var out []domain.Chunk
+	for _, r := range ranked {
+		if len(out) == limit {
+			break
+		}
+		if r.Relevance < threshold {
+			continue
+		}
+		c := chunks[r.Doc]
+		c.Score = r.Relevance
+		out = append(out, c)
+	}
+	return out
+}
+
+func trace(q ports.RetrievalQuery, ranked []Ranked, chunks []domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
+	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold}
+	kept := 0
+	for _, r := range ranked {
+		if len(t.Candidates) == traceCandidates {
+			break
+		}
+		c := chunks[r.Doc]
+		tc := domain.TraceCandidate{ChunkID: c.ID, SourceID: c.SourceID, DocumentName: c.DocumentName,
+			KeywordRank: r.KeywordRank, KeywordScore: r.KeywordScore, VectorRank: r.VectorRank, VectorScore: r.VectorScore,
+			Score: r.Fused}
+		switch {
+		case r.Relevance < q.Threshold:
+			tc.Reason = domain.TraceBelowThreshold
+		case kept == limit:
+			tc.Reason = domain.TraceBeyondTopK
+		default:
+			tc.Kept, tc.Reason = true, domain.TraceKept
+			kept++
+		}
+		t.Candidates = append(t.Candidates, tc)
+	}
+	return t
+}

@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench build lint services mock-llm fmt clean
+.PHONY: run test bench eval build lint services mock-llm fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
@@ -22,6 +22,12 @@ test: services mock-llm
 BENCH ?= .
 bench: services
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m ./app/concierge/
+
+## eval: retrieval quality on the shipped evaluation set (testdata/eval):
+## recall@1, recall@5 and MRR for keyword, vector and hybrid retrieval, and
+## the fallback rate on unanswerable questions (also part of make test)
+eval: services
+	$(GO) test -count=1 -run '^TestRetrievalQuality$$' -v ./app/concierge/ | grep -v '^=== RUN'
 
 ## build: the two binaries into ./bin
 build:

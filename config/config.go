@@ -75,6 +75,9 @@ type Config struct {
 	Embedder                  string `env:"EMBEDDER" envDefault:"local"`
 	OpenAIEmbeddingModel      string `env:"OPENAI_EMBEDDING_MODEL" envDefault:"text-embedding-3-small"`
 	OpenAIEmbeddingDimensions int    `env:"OPENAI_EMBEDDING_DIMENSIONS" envDefault:"0"`
+	// AgentCacheTTL bounds how long a pod reuses an agent it read, when a
+	// change announced over Redis was lost; 0 reads every time.
+	AgentCacheTTL time.Duration `env:"AGENT_CACHE_TTL" envDefault:"5s"`
 	// IndexCacheBytes bounds the in-memory retrieval indexes of one API pod.
 	IndexCacheBytes int64 `env:"INDEX_CACHE_BYTES" envDefault:"536870912"`
 	// IndexSlotsPerWorkspace bounds one workspace's concurrent indexing jobs
@@ -239,6 +242,9 @@ func (c Config) validate() error {
 	}
 	if c.LocalTokenDelay < 0 || c.LocalTokenDelay > time.Second {
 		return fmt.Errorf("%sLOCAL_TOKEN_DELAY=%s must be between 0s and 1s", Prefix, c.LocalTokenDelay)
+	}
+	if c.AgentCacheTTL < 0 || c.AgentCacheTTL > time.Minute {
+		return fmt.Errorf("%sAGENT_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AgentCacheTTL)
 	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)

@@ -47,17 +47,23 @@ type APIKeyStore interface {
 	TouchAPIKey(ctx context.Context, keyID string, at time.Time) error
 }
 
-// AgentStore keeps agents, always scoped by workspace.
-type AgentStore interface {
-	// CreateAgent stores a new agent and sets its Seq. Returns domain.ErrConflict if
-	// the slug is taken in the workspace.
-	CreateAgent(ctx context.Context, agent *domain.Agent) error
+// AgentLookups reads agents, always scoped by workspace. The answer engine
+// needs only these, so a cache can stand in for the store.
+type AgentLookups interface {
 	// GetAgentBySlug returns domain.ErrNotFound if the workspace has no such agent.
 	GetAgentBySlug(ctx context.Context, workspaceID, slug string) (domain.Agent, error)
 	// GetAgentByID returns domain.ErrNotFound if the workspace has no such agent.
 	GetAgentByID(ctx context.Context, workspaceID, id string) (domain.Agent, error)
 	// FirstAgent returns the workspace's earliest created agent, or domain.ErrNotFound.
 	FirstAgent(ctx context.Context, workspaceID string) (domain.Agent, error)
+}
+
+// AgentStore keeps agents, always scoped by workspace.
+type AgentStore interface {
+	// CreateAgent stores a new agent and sets its Seq. Returns domain.ErrConflict if
+	// the slug is taken in the workspace.
+	CreateAgent(ctx context.Context, agent *domain.Agent) error
+	AgentLookups
 	// ListAgents returns a page of agents in creation order (oldest first).
 	ListAgents(ctx context.Context, workspaceID string, page domain.PageRequest) (domain.Page[domain.Agent], error)
 	// UpdateAgent saves name and configuration (the slug is immutable). Returns

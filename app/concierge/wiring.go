@@ -51,6 +51,8 @@ type system struct {
 	inbound       *inbound.Service
 	chat          *chat.Service
 	changes       *redisadapter.Changes
+	announcer     *announcer
+	agentCache    *agent.Cache
 	retriever     *retrieval.Retriever
 	indexer       *knowledge.Indexer
 	embedder      ports.Embedder
@@ -80,13 +82,15 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
 	bus := redisadapter.NewEventBus(rdb)
 	s.changes = redisadapter.NewChanges(rdb, log)
-	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)
-	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.changes, s.clock, log)
 	if s.embedder, err = embedder(ctx, cfg); err != nil {
 		s.close()
 		return nil, err
 	}
 	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes}, log)
+	s.agentCache = agent.NewCache(s.store, cfg.AgentCacheTTL, s.clock)
+	s.announcer = &announcer{remote: s.changes, local: s.forget}
+	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)
+	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.announcer, s.clock, log)
 	if s.indexer, err = indexer(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -99,7 +103,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, err
 	}
 	s.chat, err = chat.NewService(chat.Deps{
-		Workspaces: s.store, Agents: s.store, Conversations: s.store, Retriever: s.retriever,
+		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: s.retriever,
 		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Clock: s.clock, Log: log,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
@@ -147,7 +151,7 @@ func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer
 	}
 	return knowledge.NewIndexer(knowledge.Deps{
 		Store: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
-		Embedder: s.embedder, Notifier: s.changes, Clock: s.clock, Log: log.With("component", "indexer"),
+		Embedder: s.embedder, Notifier: s.announcer, Clock: s.clock, Log: log.With("component", "indexer"),
 	}), nil
 }
 
@@ -155,14 +159,38 @@ func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer
 // and knowledge changes until ctx ends.
 func (s *system) listenForChanges(ctx context.Context) {
 	go func() {
-		_ = s.changes.Listen(ctx, nil, func(_, agentID string, version int64) {
-			s.retriever.Invalidate(agentID, version)
-		}, func() {
-			// Messages may have been lost while disconnected; every lookup
-			// compares knowledge versions, so stale indexes are replaced on
-			// their next use anyway.
+		_ = s.changes.Listen(ctx, nil, s.forget, func() {
+			// Announcements may have been lost while disconnected. Agents
+			// are read again; indexes are compared with the agents' knowledge
+			// versions on their next use anyway.
+			s.agentCache.Clear()
 		})
 	}()
+}
+
+// forget drops this pod's cached copies of an agent and, when its knowledge
+// changed, of its index.
+func (s *system) forget(workspaceID, agentID string, knowledgeVersion int64) {
+	s.agentCache.Invalidate(workspaceID, agentID)
+	s.retriever.Invalidate(agentID, knowledgeVersion)
+}
+
+// announcer applies a change to this pod's caches before announcing it to
+// the others, so a request that follows a change on the same pod never sees
+// the old agent, whatever Redis' delivery delay.
+type announcer struct {
+	remote ports.KnowledgeNotifier
+	local  func(workspaceID, agentID string, knowledgeVersion int64)
+}
+
+func (a *announcer) KnowledgeChanged(ctx context.Context, change ports.KnowledgeChange) error {
+	a.local(change.WorkspaceID, change.AgentID, change.Version)
+	return a.remote.KnowledgeChanged(ctx, change)
+}
+
+func (a *announcer) AgentChanged(ctx context.Context, workspaceID, agentID string) error {
+	a.local(workspaceID, agentID, 0)
+	return a.remote.AgentChanged(ctx, workspaceID, agentID)
 }
 
 // languageModels builds every configured model adapter: the embedded one

@@ -53,7 +53,7 @@ func (l Limits) withDefaults() Limits {
 // Deps are the ports the engine uses.
 type Deps struct {
 	Workspaces    ports.WorkspaceStore
-	Agents        ports.AgentStore
+	Agents        ports.AgentLookups
 	Conversations ports.ConversationStore
 	Retriever     ports.Retriever
 	// Models maps provider names ("local", "openai") to adapters.
@@ -67,7 +67,7 @@ type Deps struct {
 // Service answers messages.
 type Service struct {
 	workspaces    ports.WorkspaceStore
-	agents        ports.AgentStore
+	agents        ports.AgentLookups
 	conversations ports.ConversationStore
 	retriever     ports.Retriever
 	models        map[string]ports.LLM

@@ -91,15 +91,6 @@ func New(reader ports.ChunkReader, embedder ports.Embedder, opts Options, log *s
 	return &Retriever{reader: reader, embedder: embedder, cache: memindex.NewCache[*agentChunks](opts.Budget), opts: opts, log: log}
 }
 
-// agentChunks is a cached index's chunks, by document position.
-type agentChunks struct {
-	chunks []domain.Chunk
-	bytes  int64
-}
-
-// Bytes lets the cache charge the chunks' texts to its budget.
-func (a *agentChunks) Bytes() int64 { return a.bytes }
-
 // Invalidate drops an agent's cached index: version > 0 says its knowledge
 // changed to that version (older loads in flight are refused too); 0 says
 // the agent itself changed or was deleted.
@@ -138,9 +129,9 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 		vec = vectors[0]
 	}
 	ranked := Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
-	chunks := Select(ranked, entry.Value.chunks, limit, q.Threshold)
+	chunks := Select(ranked, entry.Value.chunk, limit, q.Threshold)
 	if q.Trace != nil {
-		*q.Trace = trace(q, ranked, entry.Value.chunks, limit, mode)
+		*q.Trace = trace(q, ranked, entry.Value.meta, limit, mode)
 		q.Trace.Embedder = r.embedder.ID()
 		q.Trace.KnowledgeVersion = entry.Version
 		if mode == KeywordOnly {
@@ -173,17 +164,14 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 		return nil, nil, err
 	}
 	docs := make([]memindex.Doc, len(stored))
-	value := &agentChunks{chunks: make([]domain.Chunk, len(stored))}
+	value := newAgentChunks(len(stored))
 	for i, c := range stored {
 		title := c.Heading
 		if c.Chunk.Question != "" {
 			title = c.Chunk.Question
 		}
 		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Vector: c.Vector}
-		value.chunks[i] = c.Chunk
-		ch := &value.chunks[i]
-		// Strings plus the struct itself: what the cache must budget for.
-		value.bytes += int64(len(ch.ID) + len(ch.SourceID) + len(ch.DocumentName) + len(ch.URL) + len(ch.Text) + len(ch.Question) + 160)
+		value.add(c.Chunk)
 	}
 	ix, err := memindex.Build(docs, r.embedder.Dimensions())
 	if err != nil {
@@ -288,9 +276,10 @@ func Rank(ix *memindex.Index, text string, vec []float32, mode Mode, candidates 
 	return out
 }
 
-// Select returns the chunks of the first limit candidates whose relevance
-// reaches threshold, each scored with its relevance.
-func Select(ranked []Ranked, chunks []domain.Chunk, limit int, threshold float64) []domain.Chunk {
+// Select returns the chunks (chunk(i) is the document at position i) of the
+// first limit candidates whose relevance reaches threshold, each scored with
+// its relevance.
+func Select(ranked []Ranked, chunk func(int) domain.Chunk, limit int, threshold float64) []domain.Chunk {
 	var out []domain.Chunk
 	for _, r := range ranked {
 		if len(out) == limit {
@@ -299,21 +288,21 @@ func Select(ranked []Ranked, chunks []domain.Chunk, limit int, threshold float64
 		if r.Relevance < threshold {
 			continue
 		}
-		c := chunks[r.Doc]
+		c := chunk(r.Doc)
 		c.Score = r.Relevance
 		out = append(out, c)
 	}
 	return out
 }
 
-func trace(q ports.RetrievalQuery, ranked []Ranked, chunks []domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
+func trace(q ports.RetrievalQuery, ranked []Ranked, meta func(int) domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
 	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold}
 	kept := 0
 	for _, r := range ranked {
 		if len(t.Candidates) == traceCandidates {
 			break
 		}
-		c := chunks[r.Doc]
+		c := meta(r.Doc)
 		tc := domain.TraceCandidate{ChunkID: c.ID, SourceID: c.SourceID, DocumentName: c.DocumentName,
 			KeywordRank: r.KeywordRank, KeywordScore: r.KeywordScore, VectorRank: r.VectorRank, VectorScore: r.VectorScore,
 			Score: r.Fused}

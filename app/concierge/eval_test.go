@@ -99,15 +99,16 @@ func TestRetrievalQuality(t *testing.T) {
 	}
 
 	const k = 10
+	chunkAt := func(i int) domain.Chunk { return chunks[i] }
 	threshold := domain.DefaultRetrievalThreshold
 	memory := func(mode retrieval.Mode) func(string) []domain.Chunk {
 		return func(q string) []domain.Chunk {
-			return retrieval.Select(retrieval.Rank(ix, q, emb.EmbedOne(q), mode, retrieval.DefaultCandidates), chunks, k, 0)
+			return retrieval.Select(retrieval.Rank(ix, q, emb.EmbedOne(q), mode, retrieval.DefaultCandidates), chunkAt, k, 0)
 		}
 	}
 	relevant := func(mode retrieval.Mode) func(string) bool {
 		return func(q string) bool {
-			return len(retrieval.Select(retrieval.Rank(ix, q, emb.EmbedOne(q), mode, retrieval.DefaultCandidates), chunks, 5, threshold)) > 0
+			return len(retrieval.Select(retrieval.Rank(ix, q, emb.EmbedOne(q), mode, retrieval.DefaultCandidates), chunkAt, 5, threshold)) > 0
 		}
 	}
 	pgSearch, pgRelevant := postgresSearch(t, bySource)

@@ -60,9 +60,13 @@ func deflate(s string) []byte {
 	return bytes.Clone(buf.Bytes())
 }
 
+// readers are reused: a new flate reader allocates its tables and window.
+var readers = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
+
 func inflate(b []byte) string {
-	r := flate.NewReader(bytes.NewReader(b))
-	defer r.Close()
+	r := readers.Get().(io.ReadCloser)
+	defer readers.Put(r)
+	_ = r.(flate.Resetter).Reset(bytes.NewReader(b), nil) // Reset of a flate reader never fails
 	out, err := io.ReadAll(r)
 	if err != nil {
 		// Only bytes deflate wrote are ever inflated.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,7 +87,7 @@ func TestRetrievalQuality(t *testing.T) {
 			vec := emb.EmbedOne(d.Text)
 			docs = append(docs, memindex.Doc{Title: d.Heading, Text: d.Text, Vector: vec})
 			chunks = append(chunks, domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name, Text: d.Text})
-			bySource[name] = append(bySource[name], domain.StoredChunk{ChunkDraft: d, ID: domain.NewID(domain.PrefixChunk), ContentHash: fmt.Sprint(name, d.Ordinal), Vector: vec})
+			bySource[name] = append(bySource[name], domain.StoredChunk{ChunkDraft: d, ID: fmt.Sprintf("%s%026d", domain.PrefixChunk, len(chunks)), ContentHash: fmt.Sprint(name, d.Ordinal), Vector: vec})
 		}
 	}
 	ix, err := memindex.Build(docs, emb.Dimensions())
@@ -214,8 +215,12 @@ func postgresSearch(t *testing.T, bySource map[string][]domain.StoredChunk) (fun
 		t.Fatal(err)
 	}
 	sourceOf := map[string]string{}
-	for name, stored := range bySource {
-		src := domain.Source{ID: domain.NewID(domain.PrefixSource), WorkspaceID: ws.ID, AgentID: agent.ID, Type: domain.SourceText,
+	// Sources are stored in name order: PostgreSQL's per-word candidate
+	// quota takes rows in storage order, so a random order would move its
+	// figures from run to run.
+	for _, name := range slices.Sorted(maps.Keys(bySource)) {
+		stored := bySource[name]
+		src := domain.Source{ID: fmt.Sprintf("%s%026d", domain.PrefixSource, len(sourceOf)), WorkspaceID: ws.ID, AgentID: agent.ID, Type: domain.SourceText,
 			Name: name, Content: "-", Status: domain.SourcePending, CreatedAt: now, UpdatedAt: now}
 		if err := store.CreateSource(ctx, &src); err != nil {
 			t.Fatal(err)

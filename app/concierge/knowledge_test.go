@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -232,5 +233,57 @@ func TestKnowledgeRefusals(t *testing.T) {
 	}
 	if r := s.do("POST", "/api/v2/agents/support/retrieve", map[string]any{"query": "  "}, auth); r.Status != 400 {
 		t.Fatalf("blank query: %d", r.Status)
+	}
+}
+
+// An API pod that has an agent's index in memory serves a change indexed by a
+// worker on another process at once: the worker's announcement over Redis
+// drops the index (and the cached agent) on every pod.
+func TestKnowledgeChangeReachesOtherPods(t *testing.T) {
+	// Pod A also runs the worker; pod B only answers (agent cache TTL of a
+	// minute, so only the announcement can refresh it within the test).
+	podA := newStack(t, stackOptions{withWorker: true, env: map[string]string{"CONCIERGE_AGENT_CACHE_TTL": "1m"}})
+	podB := newStack(t, stackOptions{env: map[string]string{
+		"CONCIERGE_DATABASE_URL":    podA.env["CONCIERGE_DATABASE_URL"],
+		"CONCIERGE_REDIS_URL":       podA.env["CONCIERGE_REDIS_URL"],
+		"CONCIERGE_AGENT_CACHE_TTL": "1m",
+	}})
+	tn := podA.newTenant(domain.PlanStandard)
+	podA.createAgent(tn, "support")
+	podA.mustStatus(podA.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "text", "name": "Refunds", "content": "Refunds take five business days."}, tn.auth()), 201)
+	podA.waitIndexed(tn, "support")
+
+	retrieveOnB := func(query string) (results []map[string]any, method string) {
+		r := podB.do("POST", "/api/v2/agents/support/retrieve", map[string]any{"query": query}, tn.auth())
+		podB.mustStatus(r, 200)
+		var out struct {
+			Results []map[string]any
+			Trace   struct{ Method string }
+		}
+		r.decode(t, &out)
+		return out.Results, out.Trace.Method
+	}
+	// Pod B loads the agent's index.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, method := retrieveOnB("refunds"); method == "hybrid" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pod B never loaded the index")
+		}
+	}
+	if got, _ := retrieveOnB("telescope warranty"); len(got) != 0 {
+		t.Fatalf("found %v before the source exists", got)
+	}
+	podA.mustStatus(podA.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "text", "name": "Warranty", "content": "Every telescope has a seven year warranty."}, tn.auth()), 201)
+	podA.waitIndexed(tn, "support")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, method := retrieveOnB("telescope warranty")
+		if len(got) > 0 && got[0]["documentName"] == "Warranty" && method == "hybrid" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod B still answers from its old index: %v (%s)", got, method)
+		}
 	}
 }

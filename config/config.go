@@ -78,6 +78,10 @@ type Config struct {
 	// AgentCacheTTL bounds how long a pod reuses an agent it read, when a
 	// change announced over Redis was lost; 0 reads every time.
 	AgentCacheTTL time.Duration `env:"AGENT_CACHE_TTL" envDefault:"5s"`
+	// KeywordSearch picks retrieval's keyword leg: "memory" (BM25F in the
+	// agent's in-memory index) or "postgres" (PostgreSQL full-text search,
+	// one query per retrieval); the vector leg is in memory either way.
+	KeywordSearch string `env:"KEYWORD_SEARCH" envDefault:"memory"`
 	// IndexCacheBytes bounds the in-memory retrieval indexes of one API pod.
 	IndexCacheBytes int64 `env:"INDEX_CACHE_BYTES" envDefault:"536870912"`
 	// IndexSlotsPerWorkspace bounds one workspace's concurrent indexing jobs
@@ -236,6 +240,9 @@ func (c Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("%sEMBEDDER=%q is not local or openai", Prefix, c.Embedder)
+	}
+	if c.KeywordSearch != "memory" && c.KeywordSearch != "postgres" {
+		return fmt.Errorf("%sKEYWORD_SEARCH=%q is not memory or postgres", Prefix, c.KeywordSearch)
 	}
 	if c.IndexCacheBytes < 0 {
 		return fmt.Errorf("%sINDEX_CACHE_BYTES=%d must be 0 (no in-memory index) or more", Prefix, c.IndexCacheBytes)

@@ -10,7 +10,6 @@ package retrieval
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
@@ -62,6 +61,11 @@ type Options struct {
 	// LoadWait is how long a query waits for its agent's index to load
 	// before answering from PostgreSQL instead.
 	LoadWait time.Duration
+	// KeywordFromPostgres makes PostgreSQL's full-text search the keyword
+	// leg of every query, fused with the in-memory vector search, instead of
+	// the in-memory BM25F. It costs a database query per retrieval; see
+	// docs/benchmarks.md for what each choice measured.
+	KeywordFromPostgres bool
 }
 
 // Retriever implements ports.Retriever.
@@ -128,7 +132,14 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 	} else {
 		vec = vectors[0]
 	}
-	ranked := Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
+	var ranked []Ranked
+	if r.opts.KeywordFromPostgres {
+		if ranked, err = r.rankWithPostgres(ctx, q, entry, vec); err != nil {
+			return nil, err
+		}
+	} else {
+		ranked = Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
+	}
 	chunks := Select(ranked, entry.Value.chunk, limit, q.Threshold)
 	if q.Trace != nil {
 		*q.Trace = trace(q, ranked, entry.Value.meta, limit, mode)
@@ -139,6 +150,27 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 		}
 	}
 	return chunks, nil
+}
+
+// rankWithPostgres fuses PostgreSQL's full-text ranking with the in-memory
+// vector search. Chunks PostgreSQL returns that the index does not hold (a
+// change not loaded yet) are skipped: the index is at the caller's version.
+func (r *Retriever) rankWithPostgres(ctx context.Context, q ports.RetrievalQuery, entry *memindex.Entry[*agentChunks], vec []float32) ([]Ranked, error) {
+	found, err := r.reader.SearchChunks(ctx, q.WorkspaceID, q.AgentID, q.Text, r.opts.Candidates)
+	if err != nil {
+		return nil, err
+	}
+	kw := make([]memindex.Hit, 0, len(found))
+	for _, c := range found {
+		if pos, ok := entry.Value.position(c.ID); ok {
+			kw = append(kw, memindex.Hit{Doc: pos, Score: min(1, c.Score)})
+		}
+	}
+	var vh []memindex.Hit
+	if vec != nil {
+		vh = entry.Index.Vector(vec, r.opts.Candidates)
+	}
+	return FuseLegs(kw, vh, r.opts.Candidates), nil
 }
 
 // index returns the agent's index at q.KnowledgeVersion or newer, loading it
@@ -230,48 +262,60 @@ type Ranked struct {
 // Rank runs the legs of mode over ix and fuses them by reciprocal rank, best
 // first. vec may be nil (no vector leg).
 func Rank(ix *memindex.Index, text string, vec []float32, mode Mode, candidates int) []Ranked {
-	var lists [][]memindex.Hit
 	var kw, vh []memindex.Hit
 	if mode != VectorOnly {
 		kw = ix.Keyword(text, candidates)
-		lists = append(lists, kw)
+		ceiling := ix.KeywordCeiling(text)
+		for i := range kw {
+			if ceiling > 0 {
+				kw[i].Score /= ceiling
+			} else {
+				kw[i].Score = 0
+			}
+		}
 	}
 	if mode != KeywordOnly && vec != nil {
 		vh = ix.Vector(vec, candidates)
-		lists = append(lists, vh)
 	}
-	if len(lists) == 0 {
-		return nil
-	}
-	ceiling := ix.KeywordCeiling(text)
+	return FuseLegs(kw, vh, candidates)
+}
+
+// FuseLegs fuses a keyword list (scores normalised into [0, 1]) and a vector
+// list (cosines) by reciprocal rank, best first. Either may be empty.
+func FuseLegs(kw, vh []memindex.Hit, candidates int) []Ranked {
 	kwScore := make(map[int]float64, len(kw))
 	for _, h := range kw {
-		if ceiling > 0 {
-			kwScore[h.Doc] = h.Score / ceiling
-		}
+		kwScore[h.Doc] = h.Score
 	}
 	vScore := make(map[int]float64, len(vh))
 	for _, h := range vh {
 		vScore[h.Doc] = h.Score
 	}
+	var lists [][]memindex.Hit
+	kwList, vecList := -1, -1
+	if len(kw) > 0 {
+		kwList = len(lists)
+		lists = append(lists, kw)
+	}
+	if len(vh) > 0 {
+		vecList = len(lists)
+		lists = append(lists, vh)
+	}
+	if len(lists) == 0 {
+		return nil
+	}
 	fused := memindex.Fuse(candidates, memindex.DefaultRRFK, lists...)
 	out := make([]Ranked, len(fused))
 	for i, f := range fused {
 		r := Ranked{Doc: f.Doc, Fused: f.Score, KeywordScore: kwScore[f.Doc], VectorScore: vScore[f.Doc]}
-		for li, rank := range f.Ranks {
-			switch {
-			case mode == Hybrid && li == 0, mode == KeywordOnly:
-				r.KeywordRank = rank
-			default:
-				r.VectorRank = rank
-			}
+		if kwList >= 0 {
+			r.KeywordRank = f.Ranks[kwList]
+		}
+		if vecList >= 0 {
+			r.VectorRank = f.Ranks[vecList]
 		}
 		r.Relevance = max(r.KeywordScore, r.VectorScore)
 		out[i] = r
-	}
-	if mode != Hybrid {
-		// A single leg: its own order (fusion of one list keeps it anyway).
-		sort.SliceStable(out, func(a, b int) bool { return out[a].Fused > out[b].Fused })
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package retrieval_test
 import (
 	"context"
 	"log/slog"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,12 +40,21 @@ func (r *reader) SearchChunks(ctx context.Context, workspaceID, agentID, text st
 	r.searches.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A crude full-text search: the share of the query's words in the text.
+	words := strings.Fields(strings.ToLower(text))
 	var out []domain.Chunk
 	for _, c := range r.chunks {
 		ch := c.Chunk
-		ch.Score = 0.5
-		out = append(out, ch)
+		for _, w := range words {
+			if strings.Contains(strings.ToLower(ch.Text), w) {
+				ch.Score += 1 / float64(len(words))
+			}
+		}
+		if ch.Score > 0 {
+			out = append(out, ch)
+		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score || (out[i].Score == out[j].Score && out[i].ID < out[j].ID) })
 	return out[:min(limit, len(out))], nil
 }
 
@@ -214,4 +225,30 @@ func ids(chunks []domain.Chunk) []string {
 		out[i] = c.ID
 	}
 	return out
+}
+
+// With the PostgreSQL keyword leg, every query asks PostgreSQL and fuses its
+// ranking with the in-memory vector search.
+func TestPostgresKeywordLeg(t *testing.T) {
+	t.Parallel()
+	r := &reader{}
+	ret, emb := newRetriever(t, r, retrieval.Options{LoadWait: 5 * time.Second, KeywordFromPostgres: true})
+	r.set(1, emb, kb)
+	for range 3 {
+		q := query("how do I reset my pasword", 1, 0)
+		got, err := ret.Retrieve(t.Context(), q)
+		if err != nil || len(got) == 0 {
+			t.Fatalf("got %v, %v", ids(got), err)
+		}
+		if got[0].ID != "password" {
+			t.Fatalf("got %v, want password first", ids(got))
+		}
+		c := q.Trace.Candidates[0]
+		if c.KeywordRank == 0 || c.VectorRank == 0 || q.Trace.Method != "hybrid" {
+			t.Fatalf("trace = %+v", q.Trace)
+		}
+	}
+	if n := r.searches.Load(); n != 3 {
+		t.Fatalf("%d PostgreSQL searches for 3 queries, want 3", n)
+	}
 }

@@ -16,6 +16,22 @@ type agentChunks struct {
 	chunks []domain.Chunk // Text empty; see texts
 	texts  [][]byte       // deflated Text of chunks[i]
 	bytes  int64
+	// positions maps chunk ids to positions, built on first use (only the
+	// PostgreSQL keyword leg needs it).
+	positionsOnce sync.Once
+	positions     map[string]int
+}
+
+// position returns the position of the chunk with the given id.
+func (a *agentChunks) position(id string) (int, bool) {
+	a.positionsOnce.Do(func() {
+		a.positions = make(map[string]int, len(a.chunks))
+		for i, c := range a.chunks {
+			a.positions[c.ID] = i
+		}
+	})
+	p, ok := a.positions[id]
+	return p, ok
 }
 
 // Bytes lets the cache charge the chunks to its budget.

@@ -86,7 +86,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
-	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes}, log)
+	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes, KeywordFromPostgres: cfg.KeywordSearch == "postgres"}, log)
 	s.agentCache = agent.NewCache(s.store, cfg.AgentCacheTTL, s.clock)
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)

@@ -54,7 +54,9 @@ func (r *reader) SearchChunks(ctx context.Context, workspaceID, agentID, text st
 			out = append(out, ch)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score || (out[i].Score == out[j].Score && out[i].ID < out[j].ID) })
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Score > out[j].Score || (out[i].Score == out[j].Score && out[i].ID < out[j].ID)
+	})
 	return out[:min(limit, len(out))], nil
 }
 

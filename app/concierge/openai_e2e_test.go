@@ -2,75 +2,24 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat/mockllmtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
 // startMockLLM runs the pinned @dwmkerr/mock-llm (installed by `make test`)
-// on loopback, answering every chat completion with reply.
+// on loopback, answering every chat completion with reply, and returns its URL.
 func startMockLLM(t *testing.T, reply string) string {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join("..", "..", "tools", "mock-llm", "node_modules", ".bin", "mock-llm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("mock-llm is not installed: run `npm ci --prefix tools/mock-llm` (%v)", err)
-		}
-		t.Skipf("mock-llm is not installed: run `npm ci --prefix tools/mock-llm`")
-	}
 	content, _ := json.Marshal(reply)
-	config := map[string]any{
-		"streaming": map[string]int{"chunkSize": 8, "chunkIntervalMs": 1},
-		"rules": []map[string]any{{
-			"path": "/v1/chat/completions", "method": "POST", "match": "@",
-			"response": map[string]any{"status": 200, "content": `{"id":"chatcmpl-1","object":"chat.completion","model":"mock-model",` +
-				`"choices":[{"index":0,"message":{"role":"assistant","content":` + string(content) + `},"finish_reason":"stop"}]}`},
-		}},
-	}
-	dir := t.TempDir()
-	raw, _ := json.Marshal(config)
-	if err := os.WriteFile(filepath.Join(dir, "mock-llm.yaml"), raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--config", filepath.Join(dir, "mock-llm.yaml"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(url + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("mock-llm did not become ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return mockllmtest.Start(t, &mockllmtest.Config{ChunkSize: 8, Rules: []mockllmtest.Rule{{
+		Path: "/v1/chat/completions", Method: "POST", Match: "@",
+		Response: mockllmtest.Response{Status: 200, Content: `{"id":"chatcmpl-1","object":"chat.completion","model":"mock-model",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":` + string(content) + `},"finish_reason":"stop"}]}`},
+	}}}).URL
 }
 
 // TestChatThroughAnOpenAICompatibleServer runs the whole service with the

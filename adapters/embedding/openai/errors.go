@@ -3,58 +3,18 @@ package openai
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// providerError is a failed embeddings request. Its message is ours alone:
-// what the provider said is kept in detail, which only LogValue shows,
-// because provider text can echo inputs, key fragments or internal names.
-type providerError struct {
-	kind     error // a domain kind, *domain.RateLimitError or *domain.ValidationError
-	what     string
-	status   int // the provider's HTTP status; 0 if none
-	attempts int
-	detail   string // provider text, redacted and truncated
-	cause    error
-	logCause string // cause.Error(), redacted and truncated
-}
-
-func (e *providerError) Error() string {
-	msg := "openai embeddings: " + e.what
-	if e.status != 0 {
-		msg += " (HTTP " + strconv.Itoa(e.status) + ")"
-	}
-	return msg
-}
-
-// Unwrap exposes the kind for errors.Is/As and the cause for logs.
-func (e *providerError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.kind}
-	}
-	return []error{e.kind, e.cause}
-}
-
-// LogValue adds the provider's own words for operators, never for users.
-func (e *providerError) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.String("msg", e.Error()), slog.Int("attempts", e.attempts)}
-	if e.detail != "" {
-		attrs = append(attrs, slog.String("provider", e.detail))
-	}
-	if e.logCause != "" {
-		attrs = append(attrs, slog.String("cause", e.logCause))
-	}
-	return slog.GroupValue(attrs...)
-}
+// service names this adapter in its errors' messages.
+const service = "openai embeddings"
 
 // refusedInput is what callers see when the provider refuses a text: the
 // provider's own reason stays in the log.
@@ -85,7 +45,7 @@ func (f failure) toError(attempts int) error {
 	if attempts > 1 {
 		what += fmt.Sprintf(" after %d attempts", attempts)
 	}
-	return &providerError{kind: kind, what: what, status: f.status, attempts: attempts, detail: f.detail, cause: f.cause, logCause: f.logCause}
+	return &openaicompat.ProviderError{Service: service, Kind: kind, What: what, Status: f.status, Attempts: attempts, Detail: f.detail, Cause: f.cause, LogCause: f.logCause}
 }
 
 // classify decides what an attempt's error means and whether another attempt
@@ -96,13 +56,13 @@ func classify(err error, res *http.Response, apiKey string) failure {
 	switch {
 	case errors.As(err, &apiErr):
 		f = byStatus(apiErr.StatusCode, apiErr.Code)
-		f.detail = redact(joinDetail(apiErr.Type, apiErr.Code, apiErr.Message), apiKey)
-		f.retryAfter = retryAfter(apiErr.Response)
+		f.detail = openaicompat.Redact(openaicompat.JoinDetail(apiErr.Type, apiErr.Code, apiErr.Message), apiKey)
+		f.retryAfter = openaicompat.RetryAfter(apiErr.Response)
 	case res != nil && res.StatusCode >= 400:
 		// The body was not OpenAI's error shape (a proxy's HTML page, a
 		// server's own JSON): the status is all we trust.
 		f = byStatus(res.StatusCode, "")
-		f.retryAfter = retryAfter(res)
+		f.retryAfter = openaicompat.RetryAfter(res)
 	case res != nil:
 		// A success status with a body the SDK could not read: cut short
 		// by a proxy, or not JSON at all.
@@ -112,7 +72,7 @@ func classify(err error, res *http.Response, apiKey string) failure {
 		f = failure{kind: domain.ErrUnavailable, what: "embedding provider connection failed", retryable: true}
 	}
 	f.cause = err
-	f.logCause = redact(err.Error(), apiKey)
+	f.logCause = openaicompat.Redact(err.Error(), apiKey)
 	return f
 }
 
@@ -139,62 +99,12 @@ func byStatus(status int, code string) failure {
 }
 
 func timeoutError(attempts int, cause error, apiKey string) error {
-	return &providerError{
-		kind:     domain.ErrUnavailable,
-		what:     fmt.Sprintf("embedding provider did not answer in time (%d attempts)", attempts),
-		attempts: attempts,
-		cause:    cause,
-		logCause: redact(cause.Error(), apiKey),
+	return &openaicompat.ProviderError{
+		Service:  service,
+		Kind:     domain.ErrUnavailable,
+		What:     fmt.Sprintf("embedding provider did not answer in time (%d attempts)", attempts),
+		Attempts: attempts,
+		Cause:    cause,
+		LogCause: openaicompat.Redact(cause.Error(), apiKey),
 	}
-}
-
-// retryAfter reads the provider's requested wait: Retry-After-Ms, then
-// Retry-After in seconds or as an HTTP date.
-func retryAfter(res *http.Response) time.Duration {
-	if res == nil {
-		return 0
-	}
-	if ms, err := strconv.ParseFloat(res.Header.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < 1e9 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := res.Header.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e6 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-const maxDetail = 300
-
-func joinDetail(parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, ": ")
-}
-
-// redact keeps the detail short and free of our own key, should a provider
-// echo it.
-func redact(s, apiKey string) string {
-	if apiKey != "" {
-		s = strings.ReplaceAll(s, apiKey, "[redacted]")
-	}
-	if len(s) > maxDetail {
-		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
-	}
-	return s
 }

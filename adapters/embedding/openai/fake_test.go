@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/embedding/embeddingtest"
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -477,9 +478,9 @@ func TestFailures(t *testing.T) {
 					t.Fatalf("error %q shows %q", msg, leak)
 				}
 			}
-			var pe *providerError
-			if !errors.As(err, &pe) || pe.status != tt.status {
-				t.Fatalf("err %#v: want a providerError with status %d", err, tt.status)
+			var pe *openaicompat.ProviderError
+			if !errors.As(err, &pe) || pe.Status != tt.status {
+				t.Fatalf("err %#v: want a ProviderError with status %d", err, tt.status)
 			}
 			var rl *domain.RateLimitError
 			if got := errors.As(err, &rl); got != (tt.retryAfter > 0) || got && rl.RetryAfterSeconds != tt.retryAfter {

@@ -1,23 +1,17 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
+	"github.com/conciergehq/concierge/adapters/openaicompat/mockllmtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -30,113 +24,17 @@ import (
 // a server that is not ours; per-input vectors, batching and retries in
 // depth are covered by the in-repo fake.
 
-const mockInstallHint = "mock-llm is not installed: run `bash scripts/mock-llm.sh`"
+// mockLLM is one running mock-llm process.
+type mockLLM struct{ *mockllmtest.Server }
 
-type mockLLM struct {
-	url string
-	out *logBuffer
-}
+type (
+	mockRule     = mockllmtest.Rule
+	mockResponse = mockllmtest.Response
+)
 
-// startMockLLM runs mock-llm on a free loopback port until the test ends. A
-// missing install skips the test, except under CI, where it fails so a broken
-// setup cannot pass silently.
-func startMockLLM(t *testing.T) *mockLLM {
-	t.Helper()
-	bin := os.Getenv("MOCK_LLM_BIN")
-	if bin == "" {
-		root, err := filepath.Abs(filepath.Join("..", "..", "..", "tools", "mock-llm"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, "node_modules", ".bin", "mock-llm")
-	}
-	missing := ""
-	if _, err := os.Stat(bin); err != nil {
-		missing = bin + " not found"
-	} else if _, err := exec.LookPath("node"); err != nil {
-		missing = "node not on PATH"
-	}
-	if missing != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s (%s)", mockInstallHint, missing)
-		}
-		t.Skipf("%s (%s)", mockInstallHint, missing)
-	}
-
-	// No config file: mock-llm starts with its defaults (chat completions
-	// and models only).
-	dir := t.TempDir()
-	var lastErr error
-	for try := 0; try < 3; try++ {
-		port := freePort(t)
-		out := &logBuffer{}
-		cmd := exec.Command(bin)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start mock-llm: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		m := &mockLLM{url: fmt.Sprintf("http://127.0.0.1:%d", port), out: out}
-		if lastErr = m.waitReady(exited); lastErr == nil {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-			return m
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-		lastErr = fmt.Errorf("%w; output:\n%s", lastErr, out.String())
-	}
-	t.Fatalf("mock-llm did not start: %v", lastErr)
-	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func (m *mockLLM) waitReady(exited <-chan struct{}) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("mock-llm exited")
-		default:
-		}
-		res, err := http.Get(m.url + "/ready")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("mock-llm not ready after 20s")
-}
-
-// mockRule is one mock-llm response rule; content is the response JSON.
-type mockRule struct {
-	Match    string       `json:"match,omitempty"`
-	Path     string       `json:"path"`
-	Method   string       `json:"method"`
-	Response mockResponse `json:"response"`
-}
-
-type mockResponse struct {
-	Status  int    `json:"status"`
-	Content string `json:"content"`
-}
+// startMockLLM starts mock-llm with its defaults (chat completions and
+// models only).
+func startMockLLM(t *testing.T) *mockLLM { return &mockLLM{mockllmtest.Start(t, nil)} }
 
 func embeddingsRule(match string, status int, content string) mockRule {
 	return mockRule{Match: match, Path: "^/v1/embeddings$", Method: "POST", Response: mockResponse{Status: status, Content: content}}
@@ -160,60 +58,26 @@ func embeddingsBody(indexes []int, vecs ...[]float64) string {
 // resets mock-llm's sequence counters.
 func (m *mockLLM) configure(t *testing.T, rules ...mockRule) {
 	t.Helper()
-	steps := []struct {
-		method string
-		body   any
-	}{{http.MethodDelete, nil}}
-	if len(rules) > 0 {
-		steps = append(steps, struct {
-			method string
-			body   any
-		}{http.MethodPost, map[string]any{
-			"streaming": map[string]int{"chunkSize": 50, "chunkIntervalMs": 1},
-			"rules":     rules,
-		}})
+	if len(rules) == 0 {
+		m.Configure(t, nil)
+		return
 	}
-	for _, step := range steps {
-		var body io.Reader
-		if step.body != nil {
-			raw, _ := json.Marshal(step.body)
-			body = bytes.NewReader(raw)
-		}
-		req, _ := http.NewRequest(step.method, m.url+"/config", body)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("%s /config: %s", step.method, res.Status)
-		}
-	}
+	m.Configure(t, &mockllmtest.Config{ChunkSize: 50, Rules: rules})
 }
 
 // requests counts the embeddings requests mock-llm has logged.
-func (m *mockLLM) requests() int {
-	return strings.Count(m.out.String(), "POST /v1/embeddings")
-}
+func (m *mockLLM) requests() int { return m.Count("/v1/embeddings") }
 
-// expectRequests waits for mock-llm's log to show want requests since
-// before, then checks no more arrive.
+// expectRequests waits for want embeddings requests since before, then
+// checks no more arrive.
 func (m *mockLLM) expectRequests(t *testing.T, before, want int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for m.requests()-before < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if got := m.requests() - before; got != want {
-		t.Fatalf("mock-llm saw %d embeddings requests, want %d", got, want)
-	}
+	m.Expect(t, "/v1/embeddings", before, want)
 }
 
 func (m *mockLLM) embedder(t *testing.T, opts Options, logs *logBuffer) (*Embedder, error) {
 	t.Helper()
-	opts.BaseURL = m.url + "/v1"
+	opts.BaseURL = m.URL + "/v1"
 	opts.Model = "mock-embed"
 	opts.APIKey = testKey
 	opts.Logger = logs.logger()
@@ -248,8 +112,8 @@ func TestMockLLM(t *testing.T) {
 		var logs logBuffer
 		before := mock.requests()
 		_, err := mock.embedder(t, Options{MaxRetries: 2}, &logs)
-		var pe *providerError
-		if !errors.Is(err, domain.ErrUnavailable) || !errors.As(err, &pe) || pe.status != http.StatusNotFound {
+		var pe *openaicompat.ProviderError
+		if !errors.Is(err, domain.ErrUnavailable) || !errors.As(err, &pe) || pe.Status != http.StatusNotFound {
 			t.Fatalf("err = %v, want ErrUnavailable from a 404", err)
 		}
 		if strings.Contains(err.Error(), "Cannot POST") || !strings.Contains(logs.String(), "level=ERROR") {

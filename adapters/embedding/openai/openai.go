@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,6 +29,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -254,7 +254,7 @@ func (e *Embedder) request(ctx context.Context, inputs []string) ([][]float32, e
 			if err != nil {
 				// An answer of the wrong shape is the server's doing and
 				// would most likely come back the same: not retried.
-				return nil, &providerError{kind: domain.ErrUnavailable, what: err.Error(), attempts: attempt + 1}
+				return nil, &openaicompat.ProviderError{Service: service, Kind: domain.ErrUnavailable, What: err.Error(), Attempts: attempt + 1}
 			}
 			return vecs, nil
 		}
@@ -268,7 +268,7 @@ func (e *Embedder) request(ctx context.Context, inputs []string) ([][]float32, e
 		if !f.retryable || attempt >= e.maxRetries {
 			return nil, e.fail(ctx, f, attempt+1)
 		}
-		wait, ok := e.backoff(callCtx, attempt, f.retryAfter)
+		wait, ok := openaicompat.Backoff(callCtx, attempt, f.retryAfter, e.baseDelay, e.maxDelay)
 		if !ok {
 			return nil, e.fail(ctx, f, attempt+1)
 		}
@@ -302,31 +302,6 @@ func (e *Embedder) fail(ctx context.Context, f failure, attempts int) error {
 			"host", e.host, "model", e.model, "error", err)
 	}
 	return err
-}
-
-// backoff returns how long to wait before retry number attempt+1, and false
-// when waiting makes no sense: the server asked for longer than we are
-// prepared to wait, or the wait would outlast the request's deadline.
-func (e *Embedder) backoff(ctx context.Context, attempt int, retryAfter time.Duration) (time.Duration, bool) {
-	var wait time.Duration
-	if retryAfter > 0 {
-		if retryAfter > e.maxDelay {
-			return 0, false
-		}
-		wait = retryAfter
-	} else {
-		d := e.maxDelay
-		if attempt < 30 && e.baseDelay<<attempt < e.maxDelay {
-			d = e.baseDelay << attempt
-		}
-		// Equal jitter: between half and all of the exponential step, so
-		// callers that failed together do not retry together.
-		wait = d/2 + rand.N(d/2+1)
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-		return 0, false
-	}
-	return wait, true
 }
 
 // decode checks an answer and returns its vectors in input order, each

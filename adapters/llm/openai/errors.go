@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
@@ -14,49 +13,12 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// providerError is a failed model call. Its message is ours alone: what the
-// provider said is kept in detail, which only LogValue shows, because provider
-// text can echo prompts, key fragments or internal names.
-type providerError struct {
-	kind     error // a domain kind, or a *domain.RateLimitError
-	what     string
-	status   int // the provider's HTTP or in-stream status; 0 if none
-	attempts int
-	detail   string // provider text, redacted and truncated
-	cause    error
-	logCause string // cause.Error(), redacted and truncated
-}
-
-func (e *providerError) Error() string {
-	msg := "openai: " + e.what
-	if e.status != 0 {
-		msg += " (HTTP " + strconv.Itoa(e.status) + ")"
-	}
-	return msg
-}
-
-// Unwrap exposes the kind for errors.Is/As and the cause for logs.
-func (e *providerError) Unwrap() []error {
-	if e.cause == nil {
-		return []error{e.kind}
-	}
-	return []error{e.kind, e.cause}
-}
-
-// LogValue adds the provider's own words for operators, never for users.
-func (e *providerError) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.String("msg", e.Error()), slog.Int("attempts", e.attempts)}
-	if e.detail != "" {
-		attrs = append(attrs, slog.String("provider", e.detail))
-	}
-	if e.logCause != "" {
-		attrs = append(attrs, slog.String("cause", e.logCause))
-	}
-	return slog.GroupValue(attrs...)
-}
+// service names this adapter in its errors' messages.
+const service = "openai"
 
 // failure is a classified attempt error.
 type failure struct {
@@ -79,14 +41,14 @@ func (f failure) toError(attempts int) error {
 	if attempts > 1 {
 		what += fmt.Sprintf(" after %d attempts", attempts)
 	}
-	return &providerError{kind: kind, what: what, status: f.status, attempts: attempts, detail: f.detail, cause: f.cause, logCause: f.logCause}
+	return &openaicompat.ProviderError{Service: service, Kind: kind, What: what, Status: f.status, Attempts: attempts, Detail: f.detail, Cause: f.cause, LogCause: f.logCause}
 }
 
 // classify decides what an attempt's error means and whether another attempt
 // may help. res is the HTTP response when one arrived.
 func classify(err error, res *http.Response, apiKey string) failure {
 	f := classifyErr(err, res, apiKey)
-	f.logCause = redact(err.Error(), apiKey)
+	f.logCause = openaicompat.Redact(err.Error(), apiKey)
 	return f
 }
 
@@ -95,23 +57,23 @@ func classifyErr(err error, res *http.Response, apiKey string) failure {
 	var streamErr *ssestream.StreamError
 	switch {
 	case errors.As(err, &apiErr):
-		detail := joinDetail(apiErr.Type, apiErr.Code, apiErr.Message)
+		detail := openaicompat.JoinDetail(apiErr.Type, apiErr.Code, apiErr.Message)
 		f := byStatus(apiErr.StatusCode, apiErr.Code, apiErr.Type)
-		f.detail, f.cause = redact(detail, apiKey), err
-		f.retryAfter = retryAfter(apiErr.Response)
+		f.detail, f.cause = openaicompat.Redact(detail, apiKey), err
+		f.retryAfter = openaicompat.RetryAfter(apiErr.Response)
 		return f
 	case res != nil && res.StatusCode >= 400:
 		// The body was not OpenAI's error shape (a proxy's HTML page, a
 		// server's own JSON): the status is all we trust.
 		f := byStatus(res.StatusCode, "", "")
-		f.cause, f.retryAfter = err, retryAfter(res)
+		f.cause, f.retryAfter = err, openaicompat.RetryAfter(res)
 		return f
 	case errors.As(err, &streamErr):
 		// An error event inside a 200 stream. Servers put an HTTP-like status
 		// in code or status (vLLM, LiteLLM) or only a type (OpenAI).
 		status, code, typ, msg := parseStreamError(streamErr.Event.Data)
 		f := byStatus(status, code, typ)
-		f.detail, f.cause = redact(joinDetail(typ, code, msg), apiKey), err
+		f.detail, f.cause = openaicompat.Redact(openaicompat.JoinDetail(typ, code, msg), apiKey), err
 		if status == 0 {
 			f.status = 0
 		}
@@ -218,55 +180,4 @@ func httpStatus(s string) int {
 		return 0
 	}
 	return n
-}
-
-// retryAfter reads the provider's requested wait: Retry-After-Ms, then
-// Retry-After in seconds or as an HTTP date.
-func retryAfter(res *http.Response) time.Duration {
-	if res == nil {
-		return 0
-	}
-	if ms, err := strconv.ParseFloat(res.Header.Get("Retry-After-Ms"), 64); err == nil && ms > 0 && ms < 1e9 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := res.Header.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 && s < 1e6 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
-const maxDetail = 300
-
-func joinDetail(parts ...string) string {
-	var kept []string
-	for _, p := range parts {
-		if p = strings.TrimSpace(p); p != "" {
-			kept = append(kept, p)
-		}
-	}
-	return strings.Join(kept, ": ")
-}
-
-// redact keeps the detail short and free of our own key, should a provider
-// echo it.
-func redact(s, apiKey string) string {
-	if apiKey != "" {
-		s = strings.ReplaceAll(s, apiKey, "[redacted]")
-	}
-	if len(s) > maxDetail {
-		s = strings.ToValidUTF8(s[:maxDetail], "") + "..."
-	}
-	return s
 }

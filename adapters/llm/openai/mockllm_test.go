@@ -1,24 +1,17 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
+	"github.com/conciergehq/concierge/adapters/openaicompat/mockllmtest"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -30,143 +23,19 @@ import (
 // answers a streamed tool call with a real HTTP 500 (it cannot stream one), so
 // streamed tool calls are covered by the in-repo fake instead.
 
-const mockInstallHint = "mock-llm is not installed: run `npm ci --prefix tools/mock-llm`"
-
 // mockLLM is one running mock-llm process.
-type mockLLM struct {
-	url string
-	out *syncBuffer
-}
+type mockLLM struct{ *mockllmtest.Server }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type (
+	mockRule     = mockllmtest.Rule
+	mockResponse = mockllmtest.Response
+)
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+// mockChunkSize makes streamed answers arrive in many small chunks.
+const mockChunkSize = 6
 
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// startMockLLM runs mock-llm on a free loopback port until the test ends. A
-// missing install skips the test, except under CI, where it fails so a broken
-// setup cannot pass silently.
 func startMockLLM(t *testing.T) *mockLLM {
-	t.Helper()
-	bin := os.Getenv("MOCK_LLM_BIN")
-	if bin == "" {
-		root, err := filepath.Abs(filepath.Join("..", "..", "..", "tools", "mock-llm"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(root, "node_modules", ".bin", "mock-llm")
-	}
-	missing := ""
-	if _, err := os.Stat(bin); err != nil {
-		missing = bin + " not found"
-	} else if _, err := exec.LookPath("node"); err != nil {
-		missing = "node not on PATH"
-	}
-	if missing != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s (%s)", mockInstallHint, missing)
-		}
-		t.Skipf("%s (%s)", mockInstallHint, missing)
-	}
-
-	dir := t.TempDir()
-	config := filepath.Join(dir, "mock-llm.yaml")
-	initial, _ := json.Marshal(mockConfig(echoRule()))
-	// JSON is YAML; mock-llm reads the file with js-yaml.
-	if err := os.WriteFile(config, initial, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	var lastErr error
-	for try := 0; try < 3; try++ {
-		port := freePort(t)
-		out := &syncBuffer{}
-		cmd := exec.Command(bin, "--config", config)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "HOST=127.0.0.1", "PORT="+strconv.Itoa(port))
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start mock-llm: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		m := &mockLLM{url: fmt.Sprintf("http://127.0.0.1:%d", port), out: out}
-		if lastErr = m.waitReady(exited); lastErr == nil {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-			return m
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-		lastErr = fmt.Errorf("%w; output:\n%s", lastErr, out.String())
-	}
-	t.Fatalf("mock-llm did not start: %v", lastErr)
-	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-func (m *mockLLM) waitReady(exited <-chan struct{}) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("mock-llm exited")
-		default:
-		}
-		res, err := http.Get(m.url + "/ready")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("mock-llm not ready after 20s")
-}
-
-// mockRule is one mock-llm response rule; content is the response JSON.
-type mockRule struct {
-	Match    string       `json:"match,omitempty"`
-	Sequence *int         `json:"sequence,omitempty"`
-	Path     string       `json:"path"`
-	Method   string       `json:"method"`
-	Response mockResponse `json:"response"`
-}
-
-type mockResponse struct {
-	Status  int    `json:"status"`
-	Content string `json:"content"`
-}
-
-func mockConfig(rules ...mockRule) map[string]any {
-	return map[string]any{
-		"streaming": map[string]int{"chunkSize": 6, "chunkIntervalMs": 1},
-		"rules":     rules,
-	}
+	return &mockLLM{mockllmtest.Start(t, &mockllmtest.Config{ChunkSize: mockChunkSize, Rules: []mockRule{echoRule()}})}
 }
 
 func rule(match string, status int, content string) mockRule {
@@ -187,51 +56,22 @@ func echoRule() mockRule {
 
 // configure replaces the rules and resets mock-llm's sequence counters.
 func (m *mockLLM) configure(t *testing.T, rules ...mockRule) {
-	t.Helper()
-	for _, step := range []struct {
-		method string
-		body   any
-	}{{http.MethodDelete, nil}, {http.MethodPost, mockConfig(rules...)}} {
-		var body io.Reader
-		if step.body != nil {
-			raw, _ := json.Marshal(step.body)
-			body = bytes.NewReader(raw)
-		}
-		req, _ := http.NewRequest(step.method, m.url+"/config", body)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("%s /config: %s", step.method, res.Status)
-		}
-	}
+	m.Configure(t, &mockllmtest.Config{ChunkSize: mockChunkSize, Rules: rules})
 }
 
 // completions counts the chat requests mock-llm has logged.
-func (m *mockLLM) completions() int {
-	return strings.Count(m.out.String(), "POST /v1/chat/completions")
-}
+func (m *mockLLM) completions() int { return m.Count("/v1/chat/completions") }
 
-// expectCompletions waits for mock-llm's log to show want requests since
-// before, then checks no more arrive.
+// expectCompletions waits for want chat requests since before, then checks
+// no more arrive.
 func (m *mockLLM) expectCompletions(t *testing.T, before, want int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for m.completions()-before < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if got := m.completions() - before; got != want {
-		t.Fatalf("mock-llm saw %d chat requests, want %d", got, want)
-	}
+	m.Expect(t, "/v1/chat/completions", before, want)
 }
 
 func (m *mockLLM) model(t *testing.T, opts Options) *Model {
 	t.Helper()
-	opts.BaseURL = m.url + "/v1"
+	opts.BaseURL = m.URL + "/v1"
 	if opts.Model == "" {
 		opts.Model = "mock-model"
 	}
@@ -335,8 +175,8 @@ func TestMockLLM(t *testing.T) {
 			`{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`))
 		before := mock.completions()
 		_, err := mock.model(t, Options{MaxRetries: 1}).Complete(ctx, userTurn("weather?"), nil)
-		var pe *providerError
-		if !errors.Is(err, domain.ErrUnavailable) || !errors.As(err, &pe) || pe.status != http.StatusInternalServerError {
+		var pe *openaicompat.ProviderError
+		if !errors.Is(err, domain.ErrUnavailable) || !errors.As(err, &pe) || pe.Status != http.StatusInternalServerError {
 			t.Fatalf("err = %v, want ErrUnavailable from an HTTP 500", err)
 		}
 		if strings.Contains(err.Error(), "Cannot read properties") {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -178,7 +178,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		if res.delivered || !f.retryable || attempt >= m.maxRetries {
 			return comp, f.toError(attempt + 1)
 		}
-		wait, ok := m.backoff(callCtx, attempt, f.retryAfter)
+		wait, ok := openaicompat.Backoff(callCtx, attempt, f.retryAfter, m.baseDelay, m.maxDelay)
 		if !ok {
 			return comp, f.toError(attempt + 1)
 		}
@@ -193,31 +193,6 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		case <-timer.C:
 		}
 	}
-}
-
-// backoff returns how long to wait before retry number attempt+1, and false
-// when waiting makes no sense: the server asked for longer than we are
-// prepared to wait, or the wait would outlast the call's deadline.
-func (m *Model) backoff(ctx context.Context, attempt int, retryAfter time.Duration) (time.Duration, bool) {
-	var wait time.Duration
-	if retryAfter > 0 {
-		if retryAfter > m.maxDelay {
-			return 0, false
-		}
-		wait = retryAfter
-	} else {
-		d := m.maxDelay
-		if attempt < 30 && m.baseDelay<<attempt < m.maxDelay {
-			d = m.baseDelay << attempt
-		}
-		// Equal jitter: between half and all of the exponential step, so
-		// callers that failed together do not retry together.
-		wait = d/2 + rand.N(d/2+1)
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
-		return 0, false
-	}
-	return wait, true
 }
 
 // streamResult is the outcome of one streamed request.
@@ -297,11 +272,12 @@ func (a *streamResult) completion(knowledge []domain.Chunk) ports.Completion {
 }
 
 func timeoutError(attempts int, cause error) error {
-	return &providerError{
-		kind:     domain.ErrUnavailable,
-		what:     fmt.Sprintf("model provider did not answer in time (%d attempts)", attempts),
-		attempts: attempts,
-		cause:    cause,
-		logCause: cause.Error(),
+	return &openaicompat.ProviderError{
+		Service:  service,
+		Kind:     domain.ErrUnavailable,
+		What:     fmt.Sprintf("model provider did not answer in time (%d attempts)", attempts),
+		Attempts: attempts,
+		Cause:    cause,
+		LogCause: cause.Error(),
 	}
 }

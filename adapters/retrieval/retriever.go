@@ -174,11 +174,9 @@ func (r *Retriever) rankWithPostgres(ctx context.Context, q ports.RetrievalQuery
 }
 
 // index returns the agent's index at q.KnowledgeVersion or newer, loading it
-// if needed and waiting at most LoadWait for the load.
+// if needed and waiting at most LoadWait for the load. LoadWait answers a
+// cached index at once, counting one hit or one miss per query.
 func (r *Retriever) index(ctx context.Context, q ports.RetrievalQuery) (*memindex.Entry[*agentChunks], error) {
-	if e, ok := r.cache.GetAtLeast(q.AgentID, q.KnowledgeVersion); ok {
-		return e, nil
-	}
 	wait, cancel := context.WithTimeout(ctx, r.opts.LoadWait)
 	defer cancel()
 	workspaceID, agentID := q.WorkspaceID, q.AgentID

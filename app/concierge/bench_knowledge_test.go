@@ -83,7 +83,7 @@ func BenchmarkIndexing(b *testing.B) {
 	}
 	took := time.Since(start)
 	chunks := 0
-	for _, src := range s.waitIndexedNoWorker(tn, "docs") {
+	for _, src := range s.sources(tn, "docs") {
 		if src["status"] != "READY" {
 			b.Fatalf("source not indexed: %v", src["statusReason"])
 		}
@@ -94,8 +94,8 @@ func BenchmarkIndexing(b *testing.B) {
 	b.ReportMetric(float64(chunks)/took.Seconds(), "chunks/s")
 }
 
-// waitIndexedNoWorker lists the agent's sources without starting a worker.
-func (s *stack) waitIndexedNoWorker(tn tenant, slug string) []map[string]any {
+// sources lists the agent's sources (its first 100).
+func (s *stack) sources(tn tenant, slug string) []map[string]any {
 	var list listBody[map[string]any]
 	s.do("GET", "/api/v2/agents/"+slug+"/sources?limit=100", nil, tn.auth()).decode(s.t, &list)
 	return list.Data

@@ -369,8 +369,8 @@ func (s *Service) retrieveAsync(ctx context.Context, agent *domain.Agent, text s
 	return ch
 }
 
-// retrievalQuery applies the agent's retrieval settings; the engine's limit
-// caps the agent's top-k.
+// retrievalQuery applies the agent's retrieval settings: its top-k, or the
+// deployment's limit for an agent without one, and its threshold.
 func (s *Service) retrievalQuery(agent *domain.Agent, text string) ports.RetrievalQuery {
 	limit := s.limits.RetrievalLimit
 	if k := agent.Config.RetrievalTopK; k > 0 {

@@ -90,6 +90,9 @@ type messageRow struct {
 	InboundEventID *string   `gorm:"column:inbound_event_id"`
 	TokensIn       int       `gorm:"column:tokens_in"`
 	TokensOut      int       `gorm:"column:tokens_out"`
+	TokenEnds      intArray  `gorm:"column:token_ends;type:integer[]"`
+	Status         *string   `gorm:"column:status"`
+	AuthorName     string    `gorm:"column:author_name"`
 	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
 }
 
@@ -132,6 +135,9 @@ func messageFromDomain(m domain.Message) (messageRow, error) {
 		InboundEventID: nullString(m.InboundEventID),
 		TokensIn:       m.TokensIn,
 		TokensOut:      m.TokensOut,
+		TokenEnds:      intArray(m.TokenEnds),
+		Status:         nullString(string(m.Status)),
+		AuthorName:     m.AuthorName,
 		CreatedAt:      dbTime(m.CreatedAt),
 	}, nil
 }
@@ -150,6 +156,9 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		InboundEventID: deref(r.InboundEventID),
 		TokensIn:       r.TokensIn,
 		TokensOut:      r.TokensOut,
+		TokenEnds:      []int(r.TokenEnds),
+		Status:         domain.ConversationStatus(deref(r.Status)),
+		AuthorName:     r.AuthorName,
 		CreatedAt:      r.CreatedAt.UTC(),
 	}
 	for _, c := range citations {
@@ -304,7 +313,7 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.M
 	err = s.pool.QueryRow(ctx, appendMessageSQL,
 		row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes), trace).Scan(&created)
+		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName).Scan(&created)
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, false, domain.NotFound("conversation")
@@ -332,8 +341,8 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.M
 // appendMessageSQL inserts the message and, only if it was inserted, updates
 // its conversation; a data-modifying CTE is one atomic statement.
 const appendMessageSQL = `WITH ins AS (
-	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12)
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15)
 	ON CONFLICT (inbound_event_id) DO NOTHING
 	RETURNING 1
 ), upd AS (

@@ -64,7 +64,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "api_keys", "chunks", "conversations", "goose_db_version", "inbound_events", "messages", "source_files", "sources", "workspaces"}
+	want := []string{"agents", "api_keys", "chunks", "conversations", "delivery_attempts", "goose_db_version", "inbound_events", "messages", "outbox", "source_files", "sources", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}
@@ -82,6 +82,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"messages_conversation_seq_idx", "messages_inbound_event_id_key", "chunks_search_idx",
 		"inbound_events_idempotency_key_idx", "inbound_events_pending_idx", "agents_workspace_slug_key",
 		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
+		"outbox_due_idx", "outbox_workspace_created_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -199,4 +200,50 @@ func (a textArray) Value() (driver.Value, error) {
 	}
 	b.WriteByte('}')
 	return b.String(), nil
+}
+
+// intArray is an integer[] column; nil is NULL.
+type intArray []int
+
+// Scan implements sql.Scanner.
+func (a *intArray) Scan(src any) error {
+	if src == nil {
+		*a = nil
+		return nil
+	}
+	var out []int
+	if err := pgtype.NewMap().SQLScanner(&out).Scan(src); err != nil {
+		return fmt.Errorf("scan integer[]: %w", err)
+	}
+	*a = out
+	return nil
+}
+
+// Value implements driver.Valuer with an array literal.
+func (a intArray) Value() (driver.Value, error) {
+	if a == nil {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range a {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(n))
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+// int32s is the array for pgx's native encoding (nil stays NULL).
+func (a intArray) int32s() []int32 {
+	if a == nil {
+		return nil
+	}
+	out := make([]int32, len(a))
+	for i, n := range a {
+		out[i] = int32(n)
+	}
+	return out
 }

@@ -21,6 +21,9 @@ type stream struct {
 	messageID string
 	seq       int
 	sent      strings.Builder
+	// ends are where each token ended in sent (Message.TokenEnds), so a
+	// resumed stream can be replayed token by token from the stored reply.
+	ends []int
 }
 
 func (s *stream) next() int {
@@ -33,6 +36,7 @@ func (s *stream) token(text string) {
 		return
 	}
 	s.sent.WriteString(text)
+	s.ends = append(s.ends, s.sent.Len())
 	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
 }
 

@@ -30,6 +30,10 @@ type Conversation struct {
 	Channel        Channel
 	Status         ConversationStatus
 	VerifiedUserID string
+	// ContactName and ContactEmail are what the visitor gave when asking
+	// for a person.
+	ContactName    string
+	ContactEmail   string
 	LastMessage    string
 	MessageCount   int
 	LastActivityAt time.Time

@@ -18,6 +18,7 @@ const (
 	PrefixMessage      = "msg_"
 	PrefixInboundEvent = "evt_"
 	PrefixChunk        = "chk_"
+	PrefixDelivery     = "dlv_"
 	// PrefixAPIKeySecret starts every API key secret, so leaked keys are easy
 	// to recognise in logs and by secret scanners.
 	PrefixAPIKeySecret = "ck_live_"

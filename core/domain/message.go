@@ -33,6 +33,16 @@ type Message struct {
 	InboundEventID string
 	TokensIn       int
 	TokensOut      int
+	// TokenEnds are, for a streamed ASSISTANT reply, the byte offsets in
+	// Content where each token event ended, in order: token seq i carried
+	// Content[TokenEnds[i-2]:TokenEnds[i-1]] (from 0 for the first). A stream
+	// resumed after its Redis copy expired is replayed from them.
+	TokenEnds []int
+	// Status is, for a SYSTEM notice of a status change, the state the
+	// conversation entered; its live event is a status event.
+	Status ConversationStatus
+	// AuthorName is a HUMAN reply's author as the helpdesk named them.
+	AuthorName string
 	// Trace is how the answer's knowledge was retrieved (ASSISTANT messages
 	// that retrieved); stored with the message, read only by the trace API.
 	Trace     *RetrievalTrace

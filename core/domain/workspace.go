@@ -20,8 +20,16 @@ type Workspace struct {
 	// integrators can move to a rotated secret without dropping events.
 	PreviousWebhookSecret   string
 	PreviousSecretExpiresAt time.Time
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// HelpdeskURL receives handoffs as signed webhooks; "" keeps them in
+	// the built-in inbox (the v2 conversation endpoints).
+	HelpdeskURL string
+	// EventsURL receives outbound events; "" sends none.
+	EventsURL string
+	// SigningSecret signs deliveries to both ("whsec_" + base64, Standard
+	// Webhooks).
+	SigningSecret string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // MaxWorkspaceNameLength bounds workspace names.

@@ -75,6 +75,11 @@ type Config struct {
 	Embedder                  string `env:"EMBEDDER" envDefault:"local"`
 	OpenAIEmbeddingModel      string `env:"OPENAI_EMBEDDING_MODEL" envDefault:"text-embedding-3-small"`
 	OpenAIEmbeddingDimensions int    `env:"OPENAI_EMBEDDING_DIMENSIONS" envDefault:"0"`
+	// LocalEmbeddingDimensions sizes the local embedder's vectors (64 to
+	// 4096); smaller vectors take less memory and rank a little worse. It is
+	// part of the embedder's id, so changing it re-embeds like changing the
+	// embedder.
+	LocalEmbeddingDimensions int `env:"LOCAL_EMBEDDING_DIMENSIONS" envDefault:"384"`
 	// AgentCacheTTL bounds how long a pod reuses an agent it read, when a
 	// change announced over Redis was lost; 0 reads every time.
 	AgentCacheTTL time.Duration `env:"AGENT_CACHE_TTL" envDefault:"5s"`
@@ -201,6 +206,7 @@ func (c Config) validate() error {
 		{"HISTORY_MESSAGES", c.HistoryMessages, 0, ""},
 		{"INDEX_SLOTS_PER_WORKSPACE", c.IndexSlotsPerWorkspace, 1, ""},
 		{"OPENAI_EMBEDDING_DIMENSIONS", c.OpenAIEmbeddingDimensions, 0, " (0 takes the model's own size)"},
+		{"LOCAL_EMBEDDING_DIMENSIONS", c.LocalEmbeddingDimensions, 64, ""},
 	}
 	for _, m := range minimums {
 		if m.value < m.min {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -284,6 +285,74 @@ func TestKnowledgeChangeReachesOtherPods(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("pod B still answers from its old index: %v (%s)", got, method)
+		}
+	}
+}
+
+// TestChangingTheEmbedderReembeds: a deployment that moves to another
+// embedder (here the local one at another size, which changes its id)
+// re-embeds every source in the background, and retrieval answers with the
+// new vectors.
+func TestChangingTheEmbedderReembeds(t *testing.T) {
+	before := newStack(t, stackOptions{withWorker: true})
+	tn := before.newTenant(domain.PlanStandard)
+	before.createAgent(tn, "support")
+	before.mustStatus(before.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "text", "name": "Warranty", "content": "Every telescope has a seven year warranty."}, tn.auth()), 201)
+	before.mustStatus(before.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "qa", "name": "Shipping", "question": "Do you ship abroad?", "answer": "We ship to every country in Europe."}, tn.auth()), 201)
+	before.waitIndexed(tn, "support")
+	embedders := func(s *stack) []string {
+		var ids []string
+		if err := s.sys.db.Raw("SELECT DISTINCT embedder FROM chunks ORDER BY 1").Scan(&ids).Error; err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if got := embedders(before); !slices.Equal(got, []string{"local-hash-v1-384"}) {
+		t.Fatalf("embedders before the change = %v", got)
+	}
+	before.shutdown()
+
+	// The same database and queue, served and worked by the new release.
+	after := newStack(t, stackOptions{withWorker: true, env: map[string]string{
+		"CONCIERGE_DATABASE_URL":               before.env["CONCIERGE_DATABASE_URL"],
+		"CONCIERGE_REDIS_URL":                  before.env["CONCIERGE_REDIS_URL"],
+		"CONCIERGE_LOCAL_EMBEDDING_DIMENSIONS": "128",
+	}})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if got := embedders(after); slices.Equal(got, []string{"local-hash-v1-128"}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chunks still embedded by %v after 30 s", embedders(after))
+		}
+	}
+	for _, src := range after.waitIndexed(tn, "support") {
+		if src["status"] != "READY" {
+			t.Fatalf("source after re-embedding: %v", src)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := after.do("POST", "/api/v2/agents/support/retrieve", map[string]any{"query": "telescope warranty"}, tn.auth())
+		after.mustStatus(r, 200)
+		var out struct {
+			Results []struct{ DocumentName string }
+			Trace   struct {
+				Method   string
+				Embedder *string
+			}
+		}
+		r.decode(t, &out)
+		if out.Trace.Method == "hybrid" {
+			if out.Trace.Embedder == nil || *out.Trace.Embedder != "local-hash-v1-128" {
+				t.Fatalf("trace embedder = %v, want local-hash-v1-128", out.Trace.Embedder)
+			}
+			if len(out.Results) == 0 || out.Results[0].DocumentName != "Warranty" {
+				t.Fatalf("retrieval with the new embedder: %s", r.Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retrieval never used the re-embedded index: %s", r.Body)
 		}
 	}
 }

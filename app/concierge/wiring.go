@@ -129,7 +129,11 @@ func embedder(ctx context.Context, cfg config.Config) (ports.Embedder, error) {
 		}
 		return e, nil
 	}
-	return local.New(local.Options{})
+	e, err := local.New(local.Options{Dimensions: cfg.LocalEmbeddingDimensions})
+	if err != nil {
+		return nil, fmt.Errorf("%sLOCAL_EMBEDDING_DIMENSIONS: %v", config.Prefix, err)
+	}
+	return e, nil
 }
 
 // indexer builds the knowledge pipeline: extraction, chunking, fetching,

@@ -98,6 +98,36 @@ type Config struct {
 	// addresses. For tests against a local site only: it turns off the
 	// protection against server-side request forgery.
 	CrawlAllowPrivateAddresses bool `env:"CRAWL_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS" envDefault:"false"`
+
+	// DeliveryTimeout bounds one attempt to deliver a handoff or an event
+	// to a workspace's receiver; a claimed delivery is held for twice as
+	// long before another worker may try it.
+	DeliveryTimeout time.Duration `env:"DELIVERY_TIMEOUT" envDefault:"15s"`
+	// DeliveryRetryBase and DeliveryRetryCap shape the retry schedule: the
+	// wait after attempt n is drawn from [c/2, c], c = min(base*2^(n-1),
+	// cap). The defaults keep a delivery trying for 31 to 63 hours over its
+	// 41 attempts; tests shorten them.
+	DeliveryRetryBase time.Duration `env:"DELIVERY_RETRY_BASE" envDefault:"10s"`
+	DeliveryRetryCap  time.Duration `env:"DELIVERY_RETRY_CAP" envDefault:"2h"`
+	// DeliverySweepPeriod is how often workers look for deliveries whose
+	// task was lost (overdue by twice the period) and enqueue them again.
+	DeliverySweepPeriod time.Duration `env:"DELIVERY_SWEEP_PERIOD" envDefault:"30s"`
+	// DeliveryAllowPrivateAddresses lets deliveries reach private and
+	// loopback addresses and use http URLs. For tests against a local
+	// receiver only: it turns off the protection against server-side
+	// request forgery.
+	DeliveryAllowPrivateAddresses bool `env:"DELIVERY_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS" envDefault:"false"`
+
+	// RelayLogTTL and RelayLogMaxLen bound each session's log of recent
+	// events in Redis, from which a live stream resumed with Last-Event-ID
+	// replays answers still being generated; anything older is replayed
+	// from PostgreSQL.
+	RelayLogTTL    time.Duration `env:"RELAY_LOG_TTL" envDefault:"10m"`
+	RelayLogMaxLen int           `env:"RELAY_LOG_MAX_LEN" envDefault:"2000"`
+	// RelayBuffer is how many events a live stream may fall behind before
+	// it is cut off (its client resumes with Last-Event-ID), so a slow
+	// client never holds up the others.
+	RelayBuffer int `env:"RELAY_BUFFER" envDefault:"256"`
 }
 
 // Prefix starts every variable name.
@@ -219,6 +249,7 @@ func (c Config) validate() error {
 	}{
 		{"READ_TIMEOUT", c.ReadTimeout}, {"IDLE_TIMEOUT", c.IdleTimeout},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"INBOUND_SWEEP_PERIOD", c.InboundSweepPeriod},
+		{"DELIVERY_SWEEP_PERIOD", c.DeliverySweepPeriod},
 		{"OPENAI_TIMEOUT", c.OpenAITimeout}, {"CHAT_TIMEOUT", c.ChatTimeout},
 	}
 	for _, d := range durations {
@@ -259,8 +290,26 @@ func (c Config) validate() error {
 	if c.AgentCacheTTL < 0 || c.AgentCacheTTL > time.Minute {
 		return fmt.Errorf("%sAGENT_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AgentCacheTTL)
 	}
+	if c.DeliveryTimeout < time.Second || c.DeliveryTimeout > 25*time.Second {
+		return fmt.Errorf("%sDELIVERY_TIMEOUT=%s must be between 1s and 25s (an attempt must finish within its task's 30s)", Prefix, c.DeliveryTimeout)
+	}
+	if c.DeliveryRetryBase < 10*time.Millisecond || c.DeliveryRetryBase > time.Hour {
+		return fmt.Errorf("%sDELIVERY_RETRY_BASE=%s must be between 10ms and 1h", Prefix, c.DeliveryRetryBase)
+	}
+	if c.DeliveryRetryCap < c.DeliveryRetryBase || c.DeliveryRetryCap > 24*time.Hour {
+		return fmt.Errorf("%sDELIVERY_RETRY_CAP=%s must be between %sDELIVERY_RETRY_BASE (%s) and 24h", Prefix, c.DeliveryRetryCap, Prefix, c.DeliveryRetryBase)
+	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)
+	}
+	if c.RelayLogTTL < time.Minute || c.RelayLogTTL > 24*time.Hour {
+		return fmt.Errorf("%sRELAY_LOG_TTL=%s must be between 1m and 24h", Prefix, c.RelayLogTTL)
+	}
+	if c.RelayLogMaxLen < 100 || c.RelayLogMaxLen > 1_000_000 {
+		return fmt.Errorf("%sRELAY_LOG_MAX_LEN=%d must be between 100 and 1000000 (events per session)", Prefix, c.RelayLogMaxLen)
+	}
+	if c.RelayBuffer < 16 || c.RelayBuffer > 65536 {
+		return fmt.Errorf("%sRELAY_BUFFER=%d must be between 16 and 65536 (events per live stream)", Prefix, c.RelayBuffer)
 	}
 	for _, p := range c.TrustedProxies {
 		if net.ParseIP(p) == nil {

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoad(t *testing.T) {
@@ -47,6 +48,29 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "bad OpenAI base URL", env: map[string]string{"CONCIERGE_OPENAI_BASE_URL": "localhost:11434"}, wantErr: "CONCIERGE_OPENAI_BASE_URL"},
 		{name: "public URL must be http", env: map[string]string{"CONCIERGE_PUBLIC_URL": "ftp://x"}, wantErr: "CONCIERGE_PUBLIC_URL"},
+		{name: "delivery defaults", check: func(t *testing.T, c Config) {
+			if c.DeliveryTimeout != 15*time.Second || c.DeliveryRetryBase != 10*time.Second || c.DeliveryRetryCap != 2*time.Hour ||
+				c.DeliverySweepPeriod != 30*time.Second || c.DeliveryAllowPrivateAddresses {
+				t.Fatalf("delivery defaults: %+v", c)
+			}
+		}},
+		{name: "short delivery retries for tests", env: map[string]string{"CONCIERGE_DELIVERY_RETRY_BASE": "50ms", "CONCIERGE_DELIVERY_RETRY_CAP": "200ms"}, check: func(t *testing.T, c Config) {
+			if c.DeliveryRetryBase != 50*time.Millisecond || c.DeliveryRetryCap != 200*time.Millisecond {
+				t.Fatalf("retry %s..%s", c.DeliveryRetryBase, c.DeliveryRetryCap)
+			}
+		}},
+		{name: "delivery timeout over the task's limit", env: map[string]string{"CONCIERGE_DELIVERY_TIMEOUT": "40s"}, wantErr: "CONCIERGE_DELIVERY_TIMEOUT=40s must be between 1s and 25s"},
+		{name: "delivery retry cap below the base", env: map[string]string{"CONCIERGE_DELIVERY_RETRY_BASE": "1m", "CONCIERGE_DELIVERY_RETRY_CAP": "10s"}, wantErr: "CONCIERGE_DELIVERY_RETRY_CAP=10s must be between"},
+		{name: "zero delivery retry base", env: map[string]string{"CONCIERGE_DELIVERY_RETRY_BASE": "0s"}, wantErr: "CONCIERGE_DELIVERY_RETRY_BASE"},
+		{name: "zero delivery sweep period", env: map[string]string{"CONCIERGE_DELIVERY_SWEEP_PERIOD": "0s"}, wantErr: "CONCIERGE_DELIVERY_SWEEP_PERIOD"},
+		{name: "relay defaults", check: func(t *testing.T, c Config) {
+			if c.RelayLogTTL != 10*time.Minute || c.RelayLogMaxLen != 2000 || c.RelayBuffer != 256 {
+				t.Fatalf("relay defaults: %s, %d, %d", c.RelayLogTTL, c.RelayLogMaxLen, c.RelayBuffer)
+			}
+		}},
+		{name: "relay log kept for seconds", env: map[string]string{"CONCIERGE_RELAY_LOG_TTL": "30s"}, wantErr: "CONCIERGE_RELAY_LOG_TTL=30s must be between 1m and 24h"},
+		{name: "relay log too short", env: map[string]string{"CONCIERGE_RELAY_LOG_MAX_LEN": "10"}, wantErr: "CONCIERGE_RELAY_LOG_MAX_LEN=10"},
+		{name: "relay buffer too small", env: map[string]string{"CONCIERGE_RELAY_BUFFER": "1"}, wantErr: "CONCIERGE_RELAY_BUFFER=1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -86,6 +86,9 @@ var sharedAdapterLibraries = map[string]bool{
 	// Errors, retries and redaction for OpenAI-compatible HTTP APIs, used
 	// by the chat and the embeddings adapters.
 	module + "/adapters/openaicompat": true,
+	// The address guard against server-side request forgery, used by the
+	// website crawler and the webhook senders.
+	module + "/adapters/safehttp": true,
 }
 
 var infrastructure = []string{

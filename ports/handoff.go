@@ -14,6 +14,10 @@ type StatusChange struct {
 	WorkspaceID    string
 	ConversationID string
 	To             domain.ConversationStatus
+	// From, when not empty, narrows the states the move applies from: a
+	// caller whose deliveries depend on the state it read passes that state,
+	// so a concurrent change makes the move a no-op instead of a wrong report.
+	From []domain.ConversationStatus
 	// Notice is the SYSTEM message that records the change; its live event
 	// is a status event (MessageEvent).
 	Notice domain.Message
@@ -30,6 +34,16 @@ type DeliveryQueue interface {
 	// row). Returns an error wrapping domain.ErrUnavailable if the queue
 	// cannot be reached; the row stays PENDING and the sweeper retries it.
 	EnqueueDelivery(ctx context.Context, d domain.Delivery) error
+}
+
+// DeliveryRedriver re-drives deliveries the sweeper found overdue.
+type DeliveryRedriver interface {
+	// RedriveDelivery schedules an attempt of a stored delivery now, even
+	// while the queue still holds an earlier task for it: a killed worker's
+	// task stays active until its lease is recovered, a minute or more, and
+	// an overdue delivery must not wait for that. Returns an error wrapping
+	// domain.ErrUnavailable if the queue cannot be reached.
+	RedriveDelivery(ctx context.Context, d domain.Delivery) error
 }
 
 // MessageEvent is the live event of a stored USER, HUMAN or SYSTEM message:

@@ -94,14 +94,16 @@ type SourceStore interface {
 
 // ConversationStore keeps conversations and their messages.
 type ConversationStore interface {
-	// CreateConversation stores a new conversation; AgentID and AgentSlug must
-	// name the same agent of the workspace, else domain.ErrNotFound.
-	CreateConversation(ctx context.Context, conv *domain.Conversation) error
+	// CreateConversation stores a new conversation, with the deliveries
+	// reporting it in the same transaction; AgentID and AgentSlug must name
+	// the same agent of the workspace, else domain.ErrNotFound.
+	CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error
 	// StartConversation stores a new conversation together with its first
-	// message, atomically and in one round trip (the first turn of every
+	// message and the deliveries reporting them, atomically (in one round
+	// trip when there are no deliveries: the first turn of every
 	// conversation). Returns domain.ErrNotFound when AgentID and AgentSlug do
 	// not name an agent of the workspace; nothing is stored then.
-	StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error)
+	StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error)
 	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
 	// GetConversationBySession looks a conversation up by its session id alone, for
@@ -110,15 +112,20 @@ type ConversationStore interface {
 	// ListConversations returns a page ordered by (last activity, id), newest first.
 	ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
 	// AppendMessage stores a message and updates the conversation's last message,
-	// message count and last activity in one transaction. A message whose
+	// message count and last activity in one transaction, with the deliveries
+	// reporting the message (written only if the message was). A message whose
 	// InboundEventID was already appended is not stored again: the stored one is
 	// returned with created false. Returns domain.ErrNotFound if the conversation
 	// does not belong to the message's workspace.
-	AppendMessage(ctx context.Context, msg domain.Message) (stored domain.Message, created bool, err error)
-	// SetConversationStatus moves a conversation to status `to` if its current
-	// status is one of `from`, and reports whether it changed. Returns
+	AppendMessage(ctx context.Context, msg domain.Message, deliveries ...domain.Delivery) (stored domain.Message, created bool, err error)
+	// ChangeStatus applies a StatusChange atomically: the conversation moves
+	// to change.To if its status is one of the allowed ones, the contact (if
+	// any) is stored, the notice appended (counted and dated like any message,
+	// without replacing the last message's preview) and the deliveries
+	// written. When the status is not one of them nothing is written and the
+	// conversation is returned as it is, with changed false. Returns
 	// domain.ErrNotFound unless the conversation belongs to the workspace.
-	SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (changed bool, err error)
+	ChangeStatus(ctx context.Context, change StatusChange) (conv domain.Conversation, changed bool, err error)
 	// RecentMessages returns up to limit of the conversation's latest messages,
 	// oldest first, for the model's context.
 	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)

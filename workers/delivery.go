@@ -9,6 +9,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -46,10 +47,19 @@ func deliveryTaskType(target domain.DeliveryTarget) (string, error) {
 	return "", fmt.Errorf("delivery task: unknown target %q", target)
 }
 
-// NewDeliverTask returns the task of a stored delivery. Its TaskID (the
-// delivery id) makes enqueueing it again while it is queued, retrying or
-// running a no-op; the row's status makes a duplicate run harmless.
+// NewDeliverTask returns the task of a stored delivery. Its TaskID names
+// the delivery and the attempts it had when enqueued: the delivery id alone
+// for a new delivery, "<id>:<attempts>" after that. Enqueueing the same
+// state again while its task is queued, retrying or running is a no-op;
+// a delivery whose task died with a killed worker (asynq holds an orphaned
+// active task for a minute or more, until its lease is recovered) or was
+// archived gets a fresh task once its attempt count moved on. The outbox
+// row's claim makes any duplicate run harmless.
 func NewDeliverTask(d domain.Delivery) (*asynq.Task, error) {
+	return newDeliverTask(d, deliverTaskID(d))
+}
+
+func newDeliverTask(d domain.Delivery, taskID string) (*asynq.Task, error) {
 	if d.ID == "" {
 		return nil, errors.New("delivery task: empty delivery id")
 	}
@@ -65,20 +75,48 @@ func NewDeliverTask(d domain.Delivery) (*asynq.Task, error) {
 		asynq.Queue(QueueDelivery),
 		asynq.MaxRetry(deliveryMaxRetry),
 		asynq.Timeout(deliveryTimeout),
-		asynq.TaskID(d.ID),
+		asynq.TaskID(taskID),
 	), nil
 }
 
+func deliverTaskID(d domain.Delivery) string {
+	if d.Attempts == 0 {
+		return d.ID
+	}
+	return fmt.Sprintf("%s:%d", d.ID, d.Attempts)
+}
+
 // deliveryMaxRetry is enough attempts, with the delivery backoff, to keep
-// trying for over 24 hours.
+// trying for over 24 hours (core/delivery.DefaultMaxAttempts is this plus
+// the first attempt; the outbox row, not the task, counts them).
 const deliveryMaxRetry = 40
 
-var _ ports.DeliveryQueue = (*Enqueuer)(nil)
+var (
+	_ ports.DeliveryQueue    = (*Enqueuer)(nil)
+	_ ports.DeliveryRedriver = (*Enqueuer)(nil)
+)
+
+// RedriveDelivery enqueues a fresh task for an overdue delivery. Its TaskID
+// adds the second of the re-drive to the usual one, so it never collides
+// with a task a killed worker left active (asynq recovers those only after
+// their lease, a minute or more) while sweeps within one second still add
+// one task at most; the outbox row's claim makes the extra run harmless.
+func (e *Enqueuer) RedriveDelivery(ctx context.Context, d domain.Delivery) error {
+	task, err := newDeliverTask(d, fmt.Sprintf("%s:redrive:%d", deliverTaskID(d), time.Now().Unix()))
+	if err != nil {
+		return err
+	}
+	_, err = e.client.EnqueueContext(ctx, task)
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return domain.Unavailable(fmt.Sprintf("re-drive %s for %s", task.Type(), d.ID), err)
+	}
+	return nil
+}
 
 // EnqueueDelivery schedules an attempt of a stored delivery now. A task for
-// it already queued or retrying is left alone. Returns an error wrapping
-// domain.ErrUnavailable if Redis cannot be reached; the row stays PENDING and
-// the sweeper enqueues it later.
+// it in the same state (same attempt count) already queued or retrying is
+// left alone. Returns an error wrapping domain.ErrUnavailable if Redis cannot
+// be reached; the row stays PENDING and the sweeper enqueues it later.
 func (e *Enqueuer) EnqueueDelivery(ctx context.Context, d domain.Delivery) error {
 	task, err := NewDeliverTask(d)
 	if err != nil {
@@ -89,4 +127,30 @@ func (e *Enqueuer) EnqueueDelivery(ctx context.Context, d domain.Delivery) error
 		return domain.Unavailable(fmt.Sprintf("enqueue %s for %s", task.Type(), d.ID), err)
 	}
 	return nil
+}
+
+// DeliveryProcessor makes one attempt of a stored delivery. core/delivery
+// satisfies it; it must be idempotent, because a task can run more than once.
+type DeliveryProcessor interface {
+	// Deliver attempts the delivery if it is PENDING and due and records
+	// the attempt. Its error is about the store (retried); the attempt's
+	// outcome is in the result (see deliveryOutcome).
+	Deliver(ctx context.Context, deliveryID string) (delivery.Result, error)
+}
+
+// handleDeliver runs both delivery task types: the target is the row's, so
+// the two types differ only in name (and in how operators can filter them).
+func (s *Server) handleDeliver(ctx context.Context, t *asynq.Task) error {
+	var p DeliverPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+		return toAsynqError(fmt.Errorf("%s: malformed payload: %w: %w", t.Type(), err, domain.ErrInvalidInput))
+	}
+	if !domain.ValidID(domain.PrefixDelivery, p.DeliveryID) {
+		return toAsynqError(fmt.Errorf("%s: payload has no valid delivery id: %w", t.Type(), domain.ErrInvalidInput))
+	}
+	res, err := s.delivery.Deliver(ctx, p.DeliveryID)
+	if err != nil {
+		return toAsynqError(fmt.Errorf("deliver %s: %w", p.DeliveryID, err))
+	}
+	return deliveryOutcome(p.DeliveryID, res)
 }

@@ -76,7 +76,7 @@ func TestIndexJobsAreBoundedPerWorkspace(t *testing.T) {
 		return nil
 	})
 	startServerWith(t, opt, ServerConfig{Concurrency: 6, IndexSlotsPerWorkspace: 1},
-		Processors{Inbound: processorFunc(func(context.Context, string) error { return nil }), Knowledge: indexer, Slots: redisadapter.NewSlots(client)})
+		Processors{Inbound: processorFunc(func(context.Context, string) error { return nil }), Knowledge: indexer, Slots: redisadapter.NewSlots(client), Delivery: delivererFunc(nil)})
 	enq := newEnqueuer(t, opt)
 	for i := range 3 {
 		ref := domain.SourceRef{WorkspaceID: "ws_big", SourceID: domain.NewID(domain.PrefixSource), Generation: i}

@@ -58,13 +58,16 @@ type Processors struct {
 	Inbound   InboundProcessor
 	Knowledge KnowledgeIndexer
 	Slots     WorkspaceSlots
+	Delivery  DeliveryProcessor
 }
 
 // queuePriorities weighs the queues: with all busy, inbound messages get six
-// of every nine slots, indexing two, and the default queue is never starved.
+// of every twelve slots, deliveries (handoffs a person waits for) three,
+// indexing two, and the default queue is never starved.
 func queuePriorities() map[string]int {
 	return map[string]int{
 		QueueInbound:   6,
+		QueueDelivery:  3,
 		QueueKnowledge: 2,
 		QueueDefault:   1,
 	}
@@ -78,6 +81,7 @@ type Server struct {
 	inbound    InboundProcessor
 	knowledge  KnowledgeIndexer
 	slots      WorkspaceSlots
+	delivery   DeliveryProcessor
 	indexSlots int
 	logger     *slog.Logger
 }
@@ -85,7 +89,7 @@ type Server struct {
 // NewServer returns a server processing the queues in redisOpt's Redis with
 // the given processors. It does not connect until Start.
 func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, logger *slog.Logger) *Server {
-	if procs.Inbound == nil || procs.Knowledge == nil || procs.Slots == nil {
+	if procs.Inbound == nil || procs.Knowledge == nil || procs.Slots == nil || procs.Delivery == nil {
 		panic("workers.NewServer: every processor is required")
 	}
 	if cfg.Concurrency <= 0 {
@@ -101,10 +105,12 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 		cfg.IndexSlotsPerWorkspace = DefaultIndexSlotsPerWorkspace
 	}
 	logger = logger.With("component", "worker")
-	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots,
+	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots, delivery: procs.Delivery,
 		indexSlots: cfg.IndexSlotsPerWorkspace, logger: logger, mux: asynq.NewServeMux()}
 	s.mux.HandleFunc(TypeInboundProcess, s.handleInboundProcess)
 	s.mux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
+	s.mux.HandleFunc(TypeHandoffDeliver, s.handleDeliver)
+	s.mux.HandleFunc(TypeEventDeliver, s.handleDeliver)
 	s.srv = asynq.NewServer(redisOpt, asynq.Config{
 		Concurrency:              cfg.Concurrency,
 		Queues:                   queuePriorities(),
@@ -164,7 +170,7 @@ func (s *Server) handleInboundProcess(ctx context.Context, t *asynq.Task) error 
 // logTaskError is asynq's ErrorHandler. It logs identifiers only, never the
 // raw payload, so nothing a future payload might carry ends up in logs.
 func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
-	if errors.Is(err, errWorkspaceBusy) {
+	if errors.Is(err, errWorkspaceBusy) || isDeliveryOutcome(err) {
 		return
 	}
 	retried, _ := asynq.GetRetryCount(ctx)
@@ -181,6 +187,9 @@ func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
 	}
 	if id := eventIDOf(t); id != "" {
 		attrs = append(attrs, "eventId", id)
+	}
+	if id := deliveryIDOf(t); id != "" {
+		attrs = append(attrs, "deliveryId", id)
 	}
 	switch {
 	case errors.Is(err, asynq.SkipRetry):
@@ -203,6 +212,19 @@ func eventIDOf(t *asynq.Task) string {
 		return ""
 	}
 	return p.EventID
+}
+
+// deliveryIDOf returns the delivery id of a delivery task, or "" for other
+// tasks and undecodable payloads.
+func deliveryIDOf(t *asynq.Task) string {
+	if t.Type() != TypeHandoffDeliver && t.Type() != TypeEventDeliver {
+		return ""
+	}
+	var p DeliverPayload
+	if json.Unmarshal(t.Payload(), &p) != nil || !domain.ValidID(domain.PrefixDelivery, p.DeliveryID) {
+		return ""
+	}
+	return p.DeliveryID
 }
 
 // asynqLogger routes asynq's own logs to slog.

@@ -38,7 +38,7 @@ func redisOpt(t *testing.T) asynq.RedisConnOpt {
 // redistest flushes the database (cleanups run last registered, first).
 func startServer(t *testing.T, opt asynq.RedisConnOpt, cfg ServerConfig, proc InboundProcessor) (*Server, *logBuffer) {
 	t.Helper()
-	return startServerWith(t, opt, cfg, Processors{Inbound: proc, Knowledge: indexerFunc(func(context.Context, domain.SourceRef, bool) error { return nil }), Slots: unboundedSlots{}})
+	return startServerWith(t, opt, cfg, Processors{Inbound: proc, Knowledge: indexerFunc(func(context.Context, domain.SourceRef, bool) error { return nil }), Slots: unboundedSlots{}, Delivery: delivererFunc(nil)})
 }
 
 // indexerFunc adapts a function to KnowledgeIndexer.

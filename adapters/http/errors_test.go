@@ -62,6 +62,21 @@ func TestDescribeError(t *testing.T) {
 	}
 }
 
+// A conflict may say what conflicts: the details reach the body.
+func TestDescribeConflictDetails(t *testing.T) {
+	err := fmt.Errorf("set status: %w", &domain.ConflictError{
+		Message: "a HUMAN conversation cannot move to HANDOFF_REQUESTED",
+		Details: map[string]string{"from": "HUMAN", "to": "HANDOFF_REQUESTED"},
+	})
+	status, body := wire.DescribeError(err)
+	if status != 409 || body.Error.Code != "CONFLICT" || body.Error.Details["from"] != "HUMAN" || body.Error.Details["to"] != "HANDOFF_REQUESTED" {
+		t.Fatalf("got %d %+v", status, body)
+	}
+	if _, body := wire.DescribeError(domain.Conflict("slug taken")); body.Error.Details != nil {
+		t.Errorf("a conflict without details has details %v", body.Error.Details)
+	}
+}
+
 type checker struct{ err error }
 
 func (c checker) Ping(context.Context) error { return c.err }

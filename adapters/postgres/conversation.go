@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -26,6 +29,8 @@ type conversationRow struct {
 	Channel        string    `gorm:"column:channel"`
 	Status         string    `gorm:"column:status"`
 	VerifiedUserID *string   `gorm:"column:verified_user_id"`
+	ContactName    string    `gorm:"column:contact_name"`
+	ContactEmail   string    `gorm:"column:contact_email"`
 	LastMessage    string    `gorm:"column:last_message"`
 	MessageCount   int       `gorm:"column:message_count"`
 	LastActivityAt time.Time `gorm:"column:last_activity_at"`
@@ -37,12 +42,12 @@ func (conversationRow) TableName() string { return "conversations" }
 // conversationColumns is what conversation reads select: the row without
 // anything else, plus the agent's slug from the join.
 const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 // conversationListColumns is conversationColumns less the workspace id, which
 // a list already knows; in this order for positional scanning.
 const conversationListColumns = `c.id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 func conversationFromDomain(c *domain.Conversation) conversationRow {
 	return conversationRow{
@@ -53,6 +58,8 @@ func conversationFromDomain(c *domain.Conversation) conversationRow {
 		Channel:        string(c.Channel),
 		Status:         string(c.Status),
 		VerifiedUserID: nullString(c.VerifiedUserID),
+		ContactName:    c.ContactName,
+		ContactEmail:   c.ContactEmail,
 		LastMessage:    c.LastMessage,
 		MessageCount:   c.MessageCount,
 		LastActivityAt: dbTime(c.LastActivityAt),
@@ -69,6 +76,8 @@ func (r conversationRow) toDomain() (domain.Conversation, error) {
 		Channel:        domain.Channel(r.Channel),
 		Status:         domain.ConversationStatus(r.Status),
 		VerifiedUserID: deref(r.VerifiedUserID),
+		ContactName:    r.ContactName,
+		ContactEmail:   r.ContactEmail,
 		LastMessage:    r.LastMessage,
 		MessageCount:   r.MessageCount,
 		LastActivityAt: r.LastActivityAt.UTC(),
@@ -178,12 +187,26 @@ func messagePosition(m domain.Message) domain.Position {
 	return domain.Position{Time: m.CreatedAt, ID: m.ID}
 }
 
-// CreateConversation stores a new conversation and truncates its times to
-// what is stored. Returns domain.ErrNotFound if the agent does not exist in
-// the conversation's workspace.
-func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversation) error {
+// CreateConversation stores a new conversation, with the deliveries
+// reporting it in the same transaction, and truncates its times to what is
+// stored. Returns domain.ErrNotFound if the agent does not exist in the
+// conversation's workspace.
+func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error {
 	row := conversationFromDomain(conv)
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+	args := []any{row.ID, row.WorkspaceID, row.AgentID, row.AgentSlug, row.Channel, row.Status, row.VerifiedUserID,
+		row.ContactName, row.ContactEmail, row.LastMessage, row.MessageCount, row.LastActivityAt, row.CreatedAt}
+	var err error
+	if len(deliveries) == 0 {
+		_, err = s.pool.Exec(ctx, createConversationSQL, args...)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, createConversationSQL, args...); err != nil {
+				return err
+			}
+			return insertDeliveries(ctx, tx, deliveries)
+		})
+	}
+	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.NotFound("agent")
 		}
@@ -195,6 +218,10 @@ func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversatio
 	conv.LastActivityAt, conv.CreatedAt = row.LastActivityAt, row.CreatedAt
 	return nil
 }
+
+const createConversationSQL = `INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id,
+	contact_name, contact_email, last_message, message_count, last_activity_at, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // GetConversation returns domain.ErrNotFound unless the conversation belongs
 // to the workspace.
@@ -270,7 +297,7 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
 		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+			&verified, &c.ContactName, &c.ContactEmail, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
 			return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 		}
 		c.Channel, c.Status, c.VerifiedUserID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
@@ -300,7 +327,11 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 // preview follows the newest message. Returns domain.ErrNotFound if the
 // conversation does not belong to the message's workspace (the composite
 // foreign key rejects it).
-func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.Message, bool, error) {
+//
+// Deliveries make it a transaction (the statement, then the outbox rows,
+// only if the message was inserted), so a message and what reports it are
+// stored together or not at all; without any, it stays one round trip.
+func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	row, err := messageFromDomain(msg)
 	if err != nil {
 		return domain.Message{}, false, err
@@ -310,10 +341,24 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message) (domain.M
 	if err != nil {
 		return domain.Message{}, false, err
 	}
-	err = s.pool.QueryRow(ctx, appendMessageSQL,
-		row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
+	args := []any{row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName).Scan(&created)
+		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName}
+	if len(deliveries) == 0 {
+		err = s.pool.QueryRow(ctx, appendMessageSQL, args...).Scan(&created)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, appendMessageSQL, args...).Scan(&created); err != nil {
+				return err
+			}
+			if !created {
+				// A retry of an inbound event: its deliveries went with the
+				// first append.
+				return nil
+			}
+			return insertDeliveries(ctx, tx, deliveries)
+		})
+	}
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, false, domain.NotFound("conversation")
@@ -410,23 +455,26 @@ func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversa
 // StartConversation inserts the conversation, already counting its first
 // message, and that message in one statement: the foreign key from the
 // message to the conversation is checked at the end of the statement, when
-// both rows exist.
-func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error) {
+// both rows exist. Deliveries make it a transaction with their outbox rows.
+func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error) {
 	row, err := messageFromDomain(first)
 	if err != nil {
 		return domain.Message{}, err
 	}
 	c := conversationFromDomain(conv)
 	c.MessageCount, c.LastMessage, c.LastActivityAt = 1, domain.Preview(first.Content, lastMessageRunes), row.CreatedAt
-	_, err = s.pool.Exec(ctx, `WITH c AS (
-		INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-		RETURNING id, workspace_id
-	)
-	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at)
-	SELECT $12, c.workspace_id, c.id, $13, $14, $15, $16, $17, $18, $19 FROM c`,
-		c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt,
-		row.ID, row.Role, row.Content, row.Citations, row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt)
+	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt,
+		row.ID, row.Role, row.Content, row.Citations, row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt, row.AuthorName}
+	if len(deliveries) == 0 {
+		_, err = s.pool.Exec(ctx, startConversationSQL, args...)
+	} else {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, startConversationSQL, args...); err != nil {
+				return err
+			}
+			return insertDeliveries(ctx, tx, deliveries)
+		})
+	}
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, domain.NotFound("agent")
@@ -439,6 +487,14 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	conv.MessageCount, conv.LastMessage, conv.LastActivityAt, conv.CreatedAt = c.MessageCount, c.LastMessage, c.LastActivityAt, c.CreatedAt
 	return row.toDomain()
 }
+
+const startConversationSQL = `WITH c AS (
+	INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	RETURNING id, workspace_id
+)
+INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, author_name)
+SELECT $12, c.workspace_id, c.id, $13, $14, $15, $16, $17, $18, $19, $20 FROM c`
 
 // RecentMessages returns up to limit of the conversation's latest messages,
 // oldest first. An unknown conversation simply has none.
@@ -460,23 +516,83 @@ func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID 
 	return out, nil
 }
 
-// SetConversationStatus moves the conversation to `to` when its status is one
-// of `from`, in one conditional UPDATE so concurrent changes cannot interleave.
-func (s *Store) SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (bool, error) {
+// ChangeStatus moves the conversation and appends its notice in one
+// conditional statement, then writes the deliveries, in one transaction:
+// concurrent changes serialize on the conversation's row, and a change that
+// does not apply writes nothing. The notice counts as activity (the
+// conversation moves up the list) but keeps the last message's preview,
+// which shows what someone said.
+func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
+	from := change.From
+	if len(from) == 0 {
+		from = domain.StatusesFrom(change.To)
+	}
 	states := make([]string, len(from))
 	for i, f := range from {
 		states[i] = string(f)
 	}
-	res := s.db.WithContext(ctx).Exec(`UPDATE conversations SET status = ?
-		WHERE workspace_id = ? AND id = ? AND status = ANY(?::text[])`, string(to), workspaceID, id, "{"+strings.Join(states, ",")+"}")
-	if res.Error != nil {
-		return false, dbError("set conversation status", res.Error)
+	notice, err := messageFromDomain(change.Notice)
+	if err != nil {
+		return domain.Conversation{}, false, err
 	}
-	if res.RowsAffected == 1 {
-		return true, nil
+	var name, email string
+	if change.Contact != nil {
+		name, email = change.Contact.Name, change.Contact.Email
 	}
-	if _, err := s.GetConversation(ctx, workspaceID, id); err != nil {
-		return false, err
+	var (
+		conv    domain.Conversation
+		changed bool
+	)
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var channel, status string
+		var verified *string
+		err := tx.QueryRow(ctx, changeStatusSQL,
+			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
+			notice.ID, notice.Content, notice.AuthorName,
+		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
+			&conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		changed = true
+		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
+		return insertDeliveries(ctx, tx, change.Deliveries)
+	})
+	if err != nil {
+		if _, ok := uniqueViolation(err); ok {
+			return domain.Conversation{}, false, domain.Conflict("a message with this id already exists")
+		}
+		return domain.Conversation{}, false, dbError("change status", err)
 	}
-	return false, nil
+	if !changed {
+		// Nothing was written: say where the conversation stands, or that it
+		// is not the workspace's.
+		conv, err = s.GetConversation(ctx, change.WorkspaceID, change.ConversationID)
+		return conv, false, err
+	}
+	return conv, true, nil
 }
+
+// changeStatusSQL updates the conversation if its status is one of $7 and,
+// only then, inserts the SYSTEM notice; it returns the updated row, or no
+// row when nothing changed.
+const changeStatusSQL = `WITH upd AS (
+	UPDATE conversations SET
+		status = $3,
+		contact_name = CASE WHEN $4 = '' THEN contact_name ELSE $4 END,
+		contact_email = CASE WHEN $5 = '' THEN contact_email ELSE $5 END,
+		message_count = message_count + 1,
+		last_activity_at = GREATEST(last_activity_at, $6)
+	WHERE workspace_id = $1 AND id = $2 AND status = ANY($7::text[])
+	RETURNING id, agent_id, agent_slug, channel, status, verified_user_id, contact_name, contact_email,
+		last_message, message_count, last_activity_at, created_at, workspace_id
+), ins AS (
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, status, author_name)
+	SELECT $8, upd.workspace_id, upd.id, 'SYSTEM', $9, '[]', $6, $3, $10 FROM upd
+)
+SELECT id, agent_id, agent_slug, channel, status, verified_user_id, contact_name, contact_email,
+	last_message, message_count, last_activity_at, created_at FROM upd`

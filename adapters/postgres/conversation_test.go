@@ -476,7 +476,7 @@ func TestDeleteAgentCascades(t *testing.T) {
 	}
 }
 
-func TestSetConversationStatusAndRecentMessages(t *testing.T) {
+func TestChangeStatusFromAndRecentMessages(t *testing.T) {
 	ctx := t.Context()
 	store := pgtest.NewStore(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
@@ -491,9 +491,12 @@ func TestSetConversationStatusAndRecentMessages(t *testing.T) {
 		{"AI to handoff", []domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested, true},
 		{"not from AI any more", []domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested, false},
 		{"handoff to human", []domain.ConversationStatus{domain.StatusHandoffRequested, domain.StatusAI}, domain.StatusHuman, true},
+		{"not to the same state", nil, domain.StatusHuman, false},
 	}
 	for _, tt := range tests {
-		changed, err := store.SetConversationStatus(ctx, ws.ID, conv.ID, tt.from, tt.to)
+		change := statusChange(conv, tt.to, domain.SystemClock{}.Now())
+		change.From = tt.from
+		_, changed, err := store.ChangeStatus(ctx, change)
 		if err != nil || changed != tt.changed {
 			t.Fatalf("%s: changed %v err %v", tt.name, changed, err)
 		}
@@ -501,9 +504,6 @@ func TestSetConversationStatusAndRecentMessages(t *testing.T) {
 	got, _ := store.GetConversation(ctx, ws.ID, conv.ID)
 	if got.Status != domain.StatusHuman {
 		t.Fatalf("status = %s", got.Status)
-	}
-	if _, err := store.SetConversationStatus(ctx, domain.NewID(domain.PrefixWorkspace), conv.ID, []domain.ConversationStatus{domain.StatusHuman}, domain.StatusAI); !errors.Is(err, domain.ErrNotFound) {
-		t.Fatalf("another workspace: %v", err)
 	}
 	for i := range 5 {
 		m := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleUser, Content: fmt.Sprint(i), CreatedAt: domain.SystemClock{}.Now()}

@@ -28,6 +28,9 @@ type workspaceRow struct {
 	PreviousWebhookSecret     *string    `gorm:"column:previous_webhook_secret"`
 	PreviousWebhookSecretHash *string    `gorm:"column:previous_webhook_secret_hash"`
 	PreviousSecretExpiresAt   *time.Time `gorm:"column:previous_secret_expires_at"`
+	HelpdeskURL               string     `gorm:"column:helpdesk_url"`
+	EventsURL                 string     `gorm:"column:events_url"`
+	SigningSecret             string     `gorm:"column:signing_secret"`
 	CreatedAt                 time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt                 time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
 }
@@ -46,6 +49,9 @@ func workspaceFromDomain(ws domain.Workspace) workspaceRow {
 		Addons:            addons,
 		WebhookSecret:     ws.WebhookSecret,
 		WebhookSecretHash: domain.HashSecret(ws.WebhookSecret),
+		HelpdeskURL:       ws.HelpdeskURL,
+		EventsURL:         ws.EventsURL,
+		SigningSecret:     ws.SigningSecret,
 		CreatedAt:         dbTime(ws.CreatedAt),
 		UpdatedAt:         dbTime(ws.UpdatedAt),
 	}
@@ -65,6 +71,9 @@ func (r workspaceRow) toDomain() domain.Workspace {
 		Plan:                  domain.Plan(r.Plan),
 		WebhookSecret:         r.WebhookSecret,
 		PreviousWebhookSecret: deref(r.PreviousWebhookSecret),
+		HelpdeskURL:           r.HelpdeskURL,
+		EventsURL:             r.EventsURL,
+		SigningSecret:         r.SigningSecret,
 		CreatedAt:             r.CreatedAt.UTC(),
 		UpdatedAt:             r.UpdatedAt.UTC(),
 	}
@@ -116,7 +125,10 @@ func (s *Store) GetWorkspace(ctx context.Context, id string) (domain.Workspace, 
 }
 
 // UpdateWorkspace saves name, plan, add-ons and webhook secrets (with their
-// hashes) and the update time. Returns domain.ErrNotFound if the workspace
+// hashes) and the update time. Integration settings (helpdesk and events
+// URLs, signing secret) are not written: they change only through
+// UpdateIntegrations, so a plan change read before a concurrent settings
+// change cannot undo it. Returns domain.ErrNotFound if the workspace
 // does not exist, domain.ErrConflict if another workspace has the secret.
 func (s *Store) UpdateWorkspace(ctx context.Context, ws domain.Workspace) error {
 	row := workspaceFromDomain(ws)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -29,25 +31,87 @@ func ChannelFor(sessionID string) string {
 }
 
 // EventBus publishes session events on Redis pub/sub, so the pod serving a
-// session's live stream relays events produced on any other pod.
+// session's live stream relays events produced on any other pod, and appends
+// each to the session's short-lived log (a Redis stream, LogKeyFor), from
+// which a client that lost its stream is replayed while the answer is still
+// being generated.
 type EventBus struct {
-	client goredis.UniversalClient
+	client    goredis.UniversalClient
+	retention LogRetention
 }
 
 var _ ports.EventBus = (*EventBus)(nil)
 
-// NewEventBus returns a bus publishing through client.
-func NewEventBus(client goredis.UniversalClient) *EventBus {
-	return &EventBus{client: client}
+// LogRetention bounds each session's log: its length (approximately: Redis
+// trims whole blocks of entries) and how long it outlives its last event.
+// PostgreSQL keeps the durable copy; the log only has to cover answers
+// being generated and clients reconnecting.
+type LogRetention struct {
+	MaxLen int
+	TTL    time.Duration
 }
 
-// Publish sends ev as a JSON envelope to ChannelFor(ev.SessionID). Pub/sub is
-// fire and forget: an event nobody listens to is dropped, which is fine because
-// Postgres keeps the durable copy. Returns an error wrapping
-// domain.ErrUnavailable if Redis cannot be reached, and a plain error, without
-// publishing, for an event that is not one of the ports.Event* types, lacks
-// its payload (a done event without Answer, a message event without Message)
-// or whose payload belongs to another session.
+// DefaultLogRetention keeps about 2,000 events of a session for 10 minutes
+// after its last one: an answer is at most a few thousand tokens, and a
+// client that was away longer than that is replayed from PostgreSQL.
+var DefaultLogRetention = LogRetention{MaxLen: 2000, TTL: 10 * time.Minute}
+
+// NewEventBus returns a bus publishing through client with the default
+// retention.
+func NewEventBus(client goredis.UniversalClient) *EventBus {
+	return &EventBus{client: client, retention: DefaultLogRetention}
+}
+
+// WithRetention returns a copy of b whose logs are kept as r says; zero
+// fields keep the default.
+func (b *EventBus) WithRetention(r LogRetention) *EventBus {
+	out := *b
+	if r.MaxLen > 0 {
+		out.retention.MaxLen = r.MaxLen
+	}
+	if r.TTL > 0 {
+		out.retention.TTL = r.TTL
+	}
+	return &out
+}
+
+// logKeyPrefix starts every session's log key.
+const logKeyPrefix = "concierge:events:"
+
+// LogKeyFor returns the key of a session's log (a Redis stream). Unlike the
+// channel, it lives in the client's database.
+func LogKeyFor(sessionID string) string {
+	return logKeyPrefix + sessionID
+}
+
+// publishScript appends each event to the session's log and publishes it,
+// in order and atomically, so a follower that subscribed before reading the
+// log finds every event in one or the other (or both: it dedupes). The
+// published envelope gains the entry's id as its last field, logId, which
+// tells a follower where in the log it is.
+//
+// KEYS[1] the log; ARGV[1] the channel, ARGV[2] the log's max length,
+// ARGV[3] its expiry in ms, then per event its SSE id and its envelope.
+var publishScript = goredis.NewScript(`
+local id
+for i = 4, #ARGV, 2 do
+	id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'i', ARGV[i], 'e', ARGV[i + 1])
+	redis.call('PUBLISH', ARGV[1], string.sub(ARGV[i + 1], 1, -2) .. ',"logId":"' .. id .. '"}')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return id
+`)
+
+// Publish appends each event to its session's log and sends it as a JSON
+// envelope to ChannelFor(ev.SessionID), in order: one round trip for a batch
+// of one session's events (an answer's queued tokens). Pub/sub is fire and
+// forget: an event nobody listens to is dropped, which is fine because the
+// log and PostgreSQL keep copies. Returns an error wrapping
+// domain.ErrUnavailable if Redis cannot be reached (some of the events may
+// have been published), and a plain error, without publishing, for an event
+// that is not one of the ports.Event* types, lacks its payload (a done event
+// without Answer, a message event without Message) or whose payload belongs
+// to another session.
 func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) error {
 	payloads := make([][]byte, len(events))
 	for i, ev := range events {
@@ -59,47 +123,55 @@ func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) er
 			return fmt.Errorf("event bus: encode %s event: %w", ev.Type, err)
 		}
 	}
-	switch len(events) {
-	case 0:
-		return nil
-	case 1:
-		if err := b.client.Publish(ctx, ChannelFor(events[0].SessionID), payloads[0]).Err(); err != nil {
+	ttl := strconv.FormatInt(b.retention.TTL.Milliseconds(), 10)
+	maxLen := strconv.Itoa(b.retention.MaxLen)
+	// One script run per run of consecutive events of one session; a batch
+	// almost always is one answer's, so one run.
+	for start := 0; start < len(events); {
+		session := events[start].SessionID
+		end := start
+		args := []any{ChannelFor(session), maxLen, ttl}
+		for ; end < len(events) && events[end].SessionID == session; end++ {
+			args = append(args, eventID(events[end]), payloads[end])
+		}
+		if err := publishScript.Run(ctx, b.client, []string{LogKeyFor(session)}, args...).Err(); err != nil {
 			return domain.Unavailable("redis publish", err)
 		}
-		return nil
-	}
-	// One round trip for a whole batch (an answer's queued tokens); a
-	// pipeline keeps their order.
-	_, err := b.client.Pipelined(ctx, func(p goredis.Pipeliner) error {
-		for i, ev := range events {
-			p.Publish(ctx, ChannelFor(ev.SessionID), payloads[i])
-		}
-		return nil
-	})
-	if err != nil {
-		return domain.Unavailable("redis publish", err)
+		start = end
 	}
 	return nil
 }
 
-// wireEvent is the JSON envelope on a session channel. It is private: only
-// this package publishes and (later) decodes it.
+// eventID is the SSE id of an event, "<messageId>:<seq>", as the log
+// indexes it; "" for an event without a message id.
+func eventID(ev ports.SessionEvent) string {
+	if ev.MessageID == "" {
+		return ""
+	}
+	return ev.MessageID + ":" + strconv.Itoa(ev.Seq)
+}
+
+// wireEvent is the JSON envelope on a session channel and in a session's
+// log. It is private: only this package publishes and decodes it.
 //
 // Every envelope has v, type and sessionId; messageId and seq when the event
-// has them (the SSE id "<messageId>:<seq>"; absent for status changes and
-// inbound messages). Then exactly the type's own payload, with all its keys:
+// has them (the SSE id "<messageId>:<seq>"). Then exactly the type's own
+// payload, with all its keys:
 //
 //	token    content
 //	done     answer {sessionId, messageId, message, citations, isFallback, fallbackReason, offerHandoff}
 //	error    error {code, message}
-//	message  message {id, role, content, citations, createdAt}
+//	message  message {id, role, content, citations, createdAt, authorName?}
 //	status   status
+//
+// On the channel (not in the log, where the entry's own id says it), the
+// envelope ends with logId, the event's entry in the session's log.
 //
 // Citations are always arrays; answer.messageId is null when the answer has
 // no reply message (a person owns the conversation) and answer.fallbackReason
-// null when there is none, as in the API's answer object. Fields are only
-// ever added within a version; wireVersion changes when one changes meaning
-// or goes away.
+// null when there is none, as in the API's answer object; authorName only
+// for a HUMAN reply that has one. Fields are only ever added within a
+// version; wireVersion changes when one changes meaning or goes away.
 type wireEvent struct {
 	V         int          `json:"v"`
 	Type      string       `json:"type"`
@@ -111,14 +183,16 @@ type wireEvent struct {
 	Answer    *wireAnswer  `json:"answer,omitempty"`
 	Status    *string      `json:"status,omitempty"`
 	Error     *wireError   `json:"error,omitempty"`
+	LogID     string       `json:"logId,omitempty"`
 }
 
 type wireMessage struct {
-	ID        string         `json:"id"`
-	Role      string         `json:"role"`
-	Content   string         `json:"content"`
-	Citations []wireCitation `json:"citations"`
-	CreatedAt string         `json:"createdAt"`
+	ID         string         `json:"id"`
+	Role       string         `json:"role"`
+	Content    string         `json:"content"`
+	Citations  []wireCitation `json:"citations"`
+	CreatedAt  string         `json:"createdAt"`
+	AuthorName string         `json:"authorName,omitempty"`
 }
 
 type wireCitation struct {
@@ -194,11 +268,12 @@ func toWire(ev ports.SessionEvent) (wireEvent, error) {
 		// and the inbound event id are bookkeeping end users must not see, and
 		// the conversation is the envelope's sessionId.
 		w.Message = &wireMessage{
-			ID:        m.ID,
-			Role:      string(m.Role),
-			Content:   m.Content,
-			Citations: toWireCitations(m.Citations),
-			CreatedAt: m.CreatedAt.UTC().Format(timeLayout),
+			ID:         m.ID,
+			Role:       string(m.Role),
+			Content:    m.Content,
+			Citations:  toWireCitations(m.Citations),
+			CreatedAt:  m.CreatedAt.UTC().Format(timeLayout),
+			AuthorName: m.AuthorName,
 		}
 	case ports.EventStatus:
 		status := string(ev.Status)
@@ -231,4 +306,98 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// fromWire is toWire's inverse, for the events a follower relays: what the
+// envelope carries, in domain types (a done's reply is the ASSISTANT message
+// of the session with the answer's id, content and citations).
+func fromWire(w *wireEvent) (ports.SessionEvent, error) {
+	if w.V != wireVersion {
+		return ports.SessionEvent{}, fmt.Errorf("event bus: envelope version %d, want %d", w.V, wireVersion)
+	}
+	if w.SessionID == "" {
+		return ports.SessionEvent{}, errors.New("event bus: envelope without a session id")
+	}
+	ev := ports.SessionEvent{Type: w.Type, SessionID: w.SessionID, MessageID: w.MessageID, Seq: w.Seq}
+	switch w.Type {
+	case ports.EventToken:
+		if w.Content == nil {
+			return ev, errors.New("event bus: token without content")
+		}
+		ev.Content = *w.Content
+	case ports.EventDone:
+		a := w.Answer
+		if a == nil {
+			return ev, errors.New("event bus: done without an answer")
+		}
+		answer := &domain.Answer{SessionID: w.SessionID, IsFallback: a.IsFallback, OfferHandoff: a.OfferHandoff}
+		if a.FallbackReason != nil {
+			answer.FallbackReason = domain.FallbackReason(*a.FallbackReason)
+		}
+		if a.MessageID != nil {
+			answer.Reply = domain.Message{
+				ID: *a.MessageID, ConversationID: w.SessionID, Role: domain.RoleAssistant,
+				Content: a.Message, Citations: fromWireCitations(a.Citations),
+			}
+		}
+		ev.Answer = answer
+	case ports.EventError:
+		if w.Error == nil {
+			return ev, errors.New("event bus: error event without its error")
+		}
+		ev.ErrorCode, ev.ErrorMessage = w.Error.Code, w.Error.Message
+	case ports.EventMessage:
+		m := w.Message
+		if m == nil {
+			return ev, errors.New("event bus: message event without its message")
+		}
+		created, err := time.Parse(time.RFC3339Nano, m.CreatedAt)
+		if err != nil {
+			return ev, fmt.Errorf("event bus: message createdAt: %w", err)
+		}
+		ev.Message = &domain.Message{
+			ID: m.ID, ConversationID: w.SessionID, Role: domain.Role(m.Role), Content: m.Content,
+			Citations: fromWireCitations(m.Citations), AuthorName: m.AuthorName, CreatedAt: created,
+		}
+	case ports.EventStatus:
+		if w.Status == nil {
+			return ev, errors.New("event bus: status event without its status")
+		}
+		ev.Status = domain.ConversationStatus(*w.Status)
+	default:
+		return ev, fmt.Errorf("event bus: unknown event type %q", w.Type)
+	}
+	return ev, nil
+}
+
+func fromWireCitations(cs []wireCitation) []domain.Citation {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]domain.Citation, len(cs))
+	for i, c := range cs {
+		out[i] = domain.Citation{
+			DocumentName: c.DocumentName, SourceID: c.SourceID, SourceType: domain.SourceType(c.SourceType),
+			URL: c.URL, Snippet: c.Snippet, Score: c.Score,
+		}
+	}
+	return out
+}
+
+// decodeEvent decodes one envelope into the event followers share. logID
+// is the entry's id when the envelope came from the log; the channel's
+// envelopes carry their own.
+func decodeEvent(payload []byte, logID string) (*ports.LiveEvent, error) {
+	var w wireEvent
+	if err := json.Unmarshal(payload, &w); err != nil {
+		return nil, fmt.Errorf("event bus: decode envelope: %w", err)
+	}
+	ev, err := fromWire(&w)
+	if err != nil {
+		return nil, err
+	}
+	if logID == "" {
+		logID = w.LogID
+	}
+	return &ports.LiveEvent{SessionEvent: ev, LogID: logID}, nil
 }

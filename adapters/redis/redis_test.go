@@ -276,8 +276,8 @@ func TestEventBusPublish(t *testing.T) {
 			if msg.Channel != "concierge:session:"+tt.ev.SessionID {
 				t.Errorf("channel = %q", msg.Channel)
 			}
-			if msg.Payload != tt.want {
-				t.Errorf("payload\n got %s\nwant %s", msg.Payload, tt.want)
+			if got := withoutLogID(t, msg.Payload); got != tt.want {
+				t.Errorf("payload\n got %s\nwant %s", got, tt.want)
 			}
 			if !json.Valid([]byte(msg.Payload)) {
 				t.Error("payload is not valid JSON")

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -391,17 +390,15 @@ func TestNoAnswerWhileAHumanOwnsTheConversation(t *testing.T) {
 	tn := s.newTenant(domain.PlanStandard)
 	supportAgent(s, tn)
 	session := s.startSession(tn, "support")
-	if _, err := s.sys.store.SetConversationStatus(context.Background(), tn.ID, session,
-		[]domain.ConversationStatus{domain.StatusAI}, domain.StatusHuman); err != nil {
-		t.Fatal(err)
-	}
+	s.mustStatus(s.do("POST", "/api/v2/conversations/"+session+"/status", map[string]any{"status": "HUMAN"}, tn.auth()), 200)
 	r, a := s.chat(tn, map[string]any{"sessionId": session, "message": "How long does shipping take?"})
 	s.mustStatus(r, 200)
 	if a.Message != "" || a.MessageID != nil || a.FallbackReason == nil || *a.FallbackReason != "HUMAN_ACTIVE" {
 		t.Fatalf("answer = %+v", a)
 	}
+	// The notice of the move and the question: no answer.
 	conv := s.do("GET", "/api/v2/conversations/"+session, nil, tn.auth()).JSON(t)
-	if conv["messageCount"] != float64(1) {
+	if conv["messageCount"] != float64(2) {
 		t.Fatalf("conversation = %v", conv)
 	}
 }

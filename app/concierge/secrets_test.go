@@ -48,6 +48,12 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	whEventually(t, 10*time.Second, "the inbound event to be processed", func() bool {
 		return whEventStatus(s, ack.EventID) == string(domain.InboundProcessed)
 	})
+	// A handoff, delivered to the built-in inbox: the outbox and the delivery log.
+	s.mustStatus(s.do("POST", "/api/chat/"+sess+"/handoff", map[string]any{"name": "Ada"}, nil), 200)
+	whEventually(t, 10*time.Second, "the handoff to be delivered", func() bool {
+		var n int64
+		return s.sys.db.Raw(`SELECT count(*) FROM delivery_attempts`).Scan(&n).Error == nil && n > 0
+	})
 	if _, err := s.sys.workspaces.RevokeAPIKey(ctx, tn.ID, k3.ID); err != nil {
 		t.Fatal(err)
 	}

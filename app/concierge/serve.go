@@ -50,6 +50,8 @@ func listen(cfg config.Config) (net.Listener, error) {
 func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	hub := s.startRelay()
+	defer func() { _ = hub.Close() }()
 	app, err := s.httpApp(base)
 	if err != nil {
 		return err
@@ -65,6 +67,8 @@ func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down the HTTP API", "timeout", s.cfg.ShutdownTimeout)
+	// Live streams would hold their connections through the whole drain.
+	_ = hub.Close()
 	err = app.ShutdownWithTimeout(s.cfg.ShutdownTimeout)
 	// Answers still streaming after the drain are cancelled now; wait for them
 	// to store what they said before the caller closes the stores.

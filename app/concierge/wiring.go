@@ -13,6 +13,8 @@ import (
 
 	"github.com/conciergehq/concierge/adapters/embedding/local"
 	embedopenai "github.com/conciergehq/concierge/adapters/embedding/openai"
+	"github.com/conciergehq/concierge/adapters/helpdesk/inbox"
+	"github.com/conciergehq/concierge/adapters/helpdesk/webhook"
 	httpapi "github.com/conciergehq/concierge/adapters/http"
 	"github.com/conciergehq/concierge/adapters/http/openapi"
 	"github.com/conciergehq/concierge/adapters/ingest"
@@ -26,9 +28,12 @@ import (
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/knowledge"
+	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 	"github.com/conciergehq/concierge/workers"
@@ -49,13 +54,17 @@ type system struct {
 	agents        *agent.Service
 	conversations *conversation.Service
 	inbound       *inbound.Service
+	handoff       *handoff.Service
+	deliveries    *delivery.Service
 	chat          *chat.Service
-	changes       *redisadapter.Changes
-	announcer     *announcer
-	agentCache    *agent.Cache
-	retriever     *retrieval.Retriever
-	indexer       *knowledge.Indexer
-	embedder      ports.Embedder
+	// relay serves live streams; set by startRelay in serving processes.
+	relay      *relay.Service
+	changes    *redisadapter.Changes
+	announcer  *announcer
+	agentCache *agent.Cache
+	retriever  *retrieval.Retriever
+	indexer    *knowledge.Indexer
+	embedder   ports.Embedder
 }
 
 // connect builds the system. Its errors are one line naming the variable to fix.
@@ -80,7 +89,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	}
 	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
-	bus := redisadapter.NewEventBus(rdb)
+	bus := redisadapter.NewEventBus(rdb).WithRetention(redisadapter.LogRetention{MaxLen: cfg.RelayLogMaxLen, TTL: cfg.RelayLogTTL})
 	s.changes = redisadapter.NewChanges(rdb, log)
 	if s.embedder, err = embedder(ctx, cfg); err != nil {
 		s.close()
@@ -95,8 +104,19 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
-	s.conversations = conversation.NewService(s.store, s.store, s.clock)
-	s.inbound = inbound.NewService(s.store, s.store, s.enqueuer, bus, s.clock, log, cfg.MaxMessageChars)
+	s.conversations = conversation.NewService(s.store, s.store, s.enqueuer, s.clock, log)
+	s.inbound = inbound.NewService(inbound.Deps{
+		Workspaces: s.store, Conversations: s.store, Events: s.store, Queue: s.enqueuer, Deliveries: s.enqueuer,
+		Bus: bus, Clock: s.clock, Log: log,
+	}, cfg.MaxMessageChars)
+	s.handoff = handoff.NewService(handoff.Deps{
+		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Bus: bus, Deliveries: s.enqueuer,
+		Clock: s.clock, Log: log,
+	}, cfg.MaxMessageChars)
+	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
+		s.close()
+		return nil, err
+	}
 	models, err := languageModels(cfg)
 	if err != nil {
 		s.close()
@@ -104,7 +124,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	}
 	s.chat, err = chat.NewService(chat.Deps{
 		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: s.retriever,
-		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Clock: s.clock, Log: log,
+		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Deliveries: s.enqueuer, Clock: s.clock, Log: log,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
 		HistoryMessages: cfg.HistoryMessages, MaxToolRounds: cfg.MaxToolRounds, Timeout: cfg.ChatTimeout,
@@ -114,6 +134,34 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, err
 	}
 	return s, nil
+}
+
+// deliveries builds the delivery use cases: signed webhooks to helpdesk and
+// events URLs, the built-in inbox, and the retry schedule.
+func deliveries(cfg config.Config, s *system, log *slog.Logger) (*delivery.Service, error) {
+	sender, err := webhook.New(webhook.Options{
+		Timeout: cfg.DeliveryTimeout,
+		// Test-only: see config.Config.DeliveryAllowPrivateAddresses.
+		AllowPrivateAddresses: cfg.DeliveryAllowPrivateAddresses,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%sDELIVERY_TIMEOUT: %v", config.Prefix, err)
+	}
+	svc, err := delivery.NewService(delivery.Deps{
+		Workspaces: s.store, Attempts: s.store, Deliveries: s.store, Integrations: s.store, Queue: s.enqueuer, Redriver: s.enqueuer,
+		Webhook: sender, Inbox: inbox.New(), URLs: sender, Clock: s.clock, Log: log,
+	}, delivery.Options{
+		Backoff: delivery.Backoff{Base: cfg.DeliveryRetryBase, Cap: cfg.DeliveryRetryCap},
+		// An attempt takes at most the timeout (plus recording); holding a
+		// claimed delivery twice as long keeps a slow attempt from being
+		// doubled, while a killed worker's delivery comes back soon.
+		Lease:      2 * cfg.DeliveryTimeout,
+		StaleAfter: 2 * cfg.DeliverySweepPeriod,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%sDELIVERY_*: %v", config.Prefix, err)
+	}
+	return svc, nil
 }
 
 // embedder builds the configured embedder. The openai one asks its server
@@ -250,7 +298,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
 	app := httpapi.New(ctx,
-		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat},
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Deliveries: s.deliveries, Relay: s.relay},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
@@ -270,14 +318,16 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	return app, nil
 }
 
-// workerServer builds the asynq server and the inbound sweeper.
+// workerServer builds the asynq server and the sweepers of inbound events,
+// index jobs and deliveries.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	srv := workers.NewServer(s.redisOpt,
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
-		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis)}, s.log)
+		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper(s.inbound, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper(knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper(s.deliveries, s.cfg.DeliverySweepPeriod, s.log.With("sweep", "deliveries")),
 	}
 	return srv, sweepers
 }

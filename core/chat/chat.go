@@ -60,8 +60,11 @@ type Deps struct {
 	Models       map[string]ports.LLM
 	DefaultModel string
 	Bus          ports.EventBus
-	Clock        ports.Clock
-	Log          *slog.Logger
+	// Deliveries schedules the outbox rows written with messages and state
+	// changes (handoffs, outbound events).
+	Deliveries ports.DeliveryQueue
+	Clock      ports.Clock
+	Log        *slog.Logger
 }
 
 // Service answers messages.
@@ -73,6 +76,7 @@ type Service struct {
 	models        map[string]ports.LLM
 	defaultModel  string
 	bus           ports.EventBus
+	deliveries    ports.DeliveryQueue
 	clock         ports.Clock
 	log           *slog.Logger
 	limits        Limits
@@ -93,7 +97,7 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 	}
 	return &Service{
 		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, retriever: d.Retriever,
-		models: d.Models, defaultModel: d.DefaultModel, bus: d.Bus, clock: d.Clock, log: d.Log,
+		models: d.Models, defaultModel: d.DefaultModel, bus: d.Bus, deliveries: d.Deliveries, clock: d.Clock, log: d.Log,
 		limits: limits.withDefaults(), tools: tb,
 	}, nil
 }
@@ -187,16 +191,21 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	}
 	// The question is stored before anything is generated, so nothing the
 	// user said is lost; a new conversation and its first question go in one
-	// statement.
+	// statement. What reports them (to the helpdesk while a person owns the
+	// conversation, as events when the workspace has an events URL) is
+	// written with them; usually nothing, which keeps this one round trip.
+	now := userMsg.CreatedAt
+	deliveries := domain.MessageDeliveries(&ws, conv, userMsg, now)
 	if p.fresh {
-		if userMsg, err = s.conversations.StartConversation(ctx, &conv, userMsg); err != nil {
+		deliveries = append(domain.ConversationDeliveries(&ws, conv, now), deliveries...)
+		if userMsg, err = s.conversations.StartConversation(ctx, &conv, userMsg, deliveries...); err != nil {
 			return domain.Answer{}, err
 		}
 	} else {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
 		}
-		if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg); err != nil {
+		if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg, deliveries...); err != nil {
 			return domain.Answer{}, err
 		}
 	}
@@ -204,26 +213,37 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	pub := newPublisher(ctx, s.bus, s.log, emit)
 	defer pub.close()
 
-	pub.send(ports.SessionEvent{Type: ports.EventMessage, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 1, Message: &userMsg})
+	pub.send(ports.MessageEvent(userMsg))
+	s.enqueue(ctx, deliveries)
 
 	answer := domain.Answer{SessionID: conv.ID, UserMessage: userMsg}
-	if conv.Status == domain.StatusHandoffRequested || conv.Status == domain.StatusHuman {
-		// A person owns the conversation: the agent stays silent, whatever the
-		// model or the prompt would do.
-		answer.FallbackReason = domain.FallbackHumanActive
-		// No reply exists, so the event takes its id from the USER message.
-		pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Answer: &answer})
-		return answer, nil
-	}
 	if conv.Status == domain.StatusResolved {
-		changed, err := s.conversations.SetConversationStatus(ctx, ws.ID, conv.ID,
-			[]domain.ConversationStatus{domain.StatusResolved}, domain.StatusAI)
+		// A new question reopens the conversation with the agent, unless a
+		// person took it over meanwhile.
+		notice := domain.NewStatusNotice(conv, domain.StatusAI, "", s.clock.Now())
+		current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
+			WorkspaceID: ws.ID, ConversationID: conv.ID, To: domain.StatusAI,
+			From: []domain.ConversationStatus{domain.StatusResolved}, Notice: notice,
+		})
 		if err != nil {
 			return answer, err
 		}
 		if changed {
-			pub.send(ports.SessionEvent{Type: ports.EventStatus, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Status: domain.StatusAI})
+			pub.send(ports.MessageEvent(notice))
 		}
+		conv.Status = current.Status
+	}
+	if conv.Status.HumanOwned() {
+		// A person owns the conversation: the agent stays silent, whatever the
+		// model or the prompt would do. The message went to the helpdesk and
+		// to the session's followers; only the caller needs to hear that no
+		// reply comes. No reply exists, so the event takes its id from the
+		// USER message.
+		answer.FallbackReason = domain.FallbackHumanActive
+		if emit != nil {
+			emit(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Answer: &answer})
+		}
+		return answer, nil
 	}
 
 	replyID := domain.NewID(domain.PrefixMessage)
@@ -248,13 +268,26 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	}
 	// Store the reply even if the caller has gone: the context of the answer
 	// is the engine's own, bounded by the hard time limit.
-	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply); err != nil {
+	deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
+	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply, deliveries...); err != nil {
 		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 		return answer, err
 	}
 	answer.Reply = reply
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
+	s.enqueue(context.WithoutCancel(ctx), deliveries)
 	return answer, nil
+}
+
+// enqueue schedules stored deliveries. A failure is only logged: the rows
+// are committed and stay PENDING, and the delivery sweeper enqueues them
+// later; the answer must not fail for it.
+func (s *Service) enqueue(ctx context.Context, deliveries []domain.Delivery) {
+	for _, d := range deliveries {
+		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
+			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
+		}
+	}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or

@@ -34,6 +34,7 @@ var (
 	_ ports.Retriever         = (*stubRetriever)(nil)
 	_ ports.LLM               = (*scriptedLLM)(nil)
 	_ ports.EventBus          = (*recordingBus)(nil)
+	_ ports.DeliveryQueue     = (*recordingQueue)(nil)
 	_ ports.Clock             = fixedClock{}
 )
 
@@ -114,11 +115,13 @@ type memConversations struct {
 	messages []domain.Message // in append order
 	// failAppend, when set, decides whether an append fails.
 	failAppend func(domain.Message) error
-	// statusChanges records every successful SetConversationStatus.
+	// statusChanges records every successful ChangeStatus.
 	statusChanges []domain.ConversationStatus
+	// deliveries records every delivery written with a change or a message.
+	deliveries []domain.Delivery
 }
 
-func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.Conversation) error {
+func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -130,16 +133,17 @@ func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.convs[conv.ID] = *conv
+	s.deliveries = append(s.deliveries, deliveries...)
 	return nil
 }
 
 // StartConversation is CreateConversation then AppendMessage, undone when
 // the append fails, as the real store's single statement would be.
-func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message) (domain.Message, error) {
+func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error) {
 	if err := s.CreateConversation(ctx, conv); err != nil {
 		return domain.Message{}, err
 	}
-	stored, _, err := s.AppendMessage(ctx, first)
+	stored, _, err := s.AppendMessage(ctx, first, deliveries...)
 	if err != nil {
 		s.mu.Lock()
 		delete(s.convs, conv.ID)
@@ -175,7 +179,7 @@ func (s *memConversations) GetConversationBySession(ctx context.Context, session
 	return c, nil
 }
 
-func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message) (domain.Message, bool, error) {
+func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Message{}, false, err
 	}
@@ -191,28 +195,45 @@ func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message) 
 		}
 	}
 	s.messages = append(s.messages, m)
+	s.deliveries = append(s.deliveries, deliveries...)
 	c.LastMessage, c.MessageCount, c.LastActivityAt = m.Content, c.MessageCount+1, m.CreatedAt
 	s.convs[c.ID] = c
 	return m, true, nil
 }
 
-func (s *memConversations) SetConversationStatus(ctx context.Context, workspaceID, id string, from []domain.ConversationStatus, to domain.ConversationStatus) (bool, error) {
+// ChangeStatus applies the change and stores its notice and deliveries
+// together, as the real store's transaction does.
+func (s *memConversations) ChangeStatus(ctx context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return domain.Conversation{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return false, domain.NotFound("conversation")
+	c, ok := s.convs[ch.ConversationID]
+	if !ok || c.WorkspaceID != ch.WorkspaceID {
+		return domain.Conversation{}, false, domain.NotFound("conversation")
+	}
+	from := ch.From
+	if len(from) == 0 {
+		from = domain.StatusesFrom(ch.To)
 	}
 	if !slices.Contains(from, c.Status) {
-		return false, nil
+		return c, false, nil
 	}
-	c.Status = to
-	s.convs[id] = c
-	s.statusChanges = append(s.statusChanges, to)
-	return true, nil
+	c.Status = ch.To
+	c.MessageCount++
+	s.convs[c.ID] = c
+	s.messages = append(s.messages, ch.Notice)
+	s.deliveries = append(s.deliveries, ch.Deliveries...)
+	s.statusChanges = append(s.statusChanges, ch.To)
+	return c, true, nil
+}
+
+// written returns every delivery written, in order.
+func (s *memConversations) written() []domain.Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.deliveries)
 }
 
 func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {
@@ -231,6 +252,16 @@ func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conv
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+// notice returns the stored SYSTEM notice with the id, or nil.
+func (r *rig) notice(id string) *domain.Message {
+	for _, m := range r.convs.all() {
+		if m.ID == id && m.Role == domain.RoleSystem {
+			return &m
+		}
+	}
+	return nil
 }
 
 // conv returns a stored conversation, for assertions.
@@ -423,6 +454,29 @@ func (b *recordingBus) all() []ports.SessionEvent {
 	return slices.Clone(b.events)
 }
 
+// recordingQueue records enqueued deliveries; err, when set, fails them.
+type recordingQueue struct {
+	mu       sync.Mutex
+	enqueued []domain.Delivery
+	err      error
+}
+
+func (q *recordingQueue) EnqueueDelivery(_ context.Context, d domain.Delivery) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.err != nil {
+		return q.err
+	}
+	q.enqueued = append(q.enqueued, d)
+	return nil
+}
+
+func (q *recordingQueue) all() []domain.Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.enqueued)
+}
+
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
@@ -477,6 +531,7 @@ type rig struct {
 	local     *scriptedLLM
 	openai    *scriptedLLM
 	bus       *recordingBus
+	queue     *recordingQueue
 	clock     fixedClock
 	limits    Limits
 	busMark   int // bus events published before the last ask
@@ -495,6 +550,7 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 		local:     &scriptedLLM{name: "local"},
 		openai:    &scriptedLLM{name: "openai"},
 		bus:       &recordingBus{},
+		queue:     &recordingQueue{},
 		clock:     fixedClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)},
 		ws:        map[domain.Plan]*domain.Workspace{},
 		agent:     map[domain.Plan]domain.Agent{},
@@ -527,7 +583,7 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 	svc, err := NewService(Deps{
 		Workspaces: r.workspace, Agents: r.agents, Conversations: r.convs, Retriever: r.retriever,
 		Models: map[string]ports.LLM{"local": r.local, "openai": r.openai}, DefaultModel: "local",
-		Bus: r.bus, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Bus: r.bus, Deliveries: r.queue, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, limits)
 	if err != nil {
 		t.Fatal(err)
@@ -650,18 +706,11 @@ func checkStream(t *testing.T, r *rig, events []ports.SessionEvent, ans domain.A
 	seq := 0
 	for i, ev := range events[1 : len(events)-1] {
 		if ev.Type == ports.EventStatus {
-			// A state change either follows the USER message (RESOLVED -> AI,
-			// numbered after it) or happens within the answer (a handoff tool,
-			// numbered with the reply's events).
-			if ev.MessageID == ans.UserMessage.ID {
-				if ev.Seq != 2 {
-					t.Errorf("status after the USER message: seq %d, want 2", ev.Seq)
-				}
-				continue
-			}
-			seq++
-			if ev.Seq != seq || ev.MessageID != ans.Reply.ID {
-				t.Errorf("status within the answer: seq %d message %s, want seq %d message %s", ev.Seq, ev.MessageID, seq, ans.Reply.ID)
+			// A state change (RESOLVED -> AI after the USER message, or a
+			// handoff tool within the answer) is the event of its stored
+			// SYSTEM notice, with that notice's own id.
+			if n := r.notice(ev.MessageID); n == nil || n.Status != ev.Status || ev.Seq != 1 || ev.SessionID != ans.SessionID {
+				t.Errorf("status event %+v is not the event of a stored notice", ev)
 			}
 			continue
 		}

@@ -3,6 +3,8 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -184,8 +186,19 @@ func TestAnswerWhileHumanOwnsConversation(t *testing.T) {
 					events[1].Type != ports.EventDone || events[1].Answer.FallbackReason != domain.FallbackHumanActive {
 					t.Errorf("events %s, want the USER message then done", describe(events))
 				}
-				if bus := r.bus.all(); len(bus) != 2 {
-					t.Errorf("bus got %d events, want 2", len(bus))
+				// Followers get the message; only the caller hears that no
+				// reply comes.
+				if bus := r.bus.all(); len(bus) != 1 || bus[0].Type != ports.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
+					t.Errorf("bus got %s, want only the USER message", describe(bus))
+				}
+				// The person answers from the helpdesk, which gets the message.
+				written := r.convs.written()
+				if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventMessageCreated ||
+					written[0].Message == nil || written[0].Message.ID != ans.UserMessage.ID || written[0].Conversation.Status != status {
+					t.Errorf("deliveries %+v, want the helpdesk's message.created of the USER message", written)
+				}
+				if q := r.queue.all(); len(q) != 1 || q[0].ID != written[0].ID {
+					t.Errorf("enqueued %+v, want the written delivery", q)
 				}
 			})
 		}
@@ -224,8 +237,106 @@ func TestAnswerResolvedConversationGoesBackToAI(t *testing.T) {
 	if st := r.convs.conv(sess).Status; st != domain.StatusAI {
 		t.Errorf("status %s, want AI", st)
 	}
-	if len(r.messagesOf(sess)) != 2 {
-		t.Errorf("stored %d messages, want 2", len(r.messagesOf(sess)))
+	stored := r.messagesOf(sess)
+	if len(stored) != 3 || stored[0].Role != domain.RoleUser || stored[1].Role != domain.RoleSystem ||
+		stored[1].Status != domain.StatusAI || stored[2].Role != domain.RoleAssistant {
+		t.Errorf("stored %+v, want the USER message, the notice of AI, the reply", stored)
+	}
+	var status []ports.SessionEvent
+	for _, ev := range events {
+		if ev.Type == ports.EventStatus {
+			status = append(status, ev)
+		}
+	}
+	if len(status) != 1 || status[0].Status != domain.StatusAI || status[0].MessageID != stored[1].ID {
+		t.Errorf("status events %s, want the notice's", describe(status))
+	}
+	// Reopening is not a handoff event: nothing to deliver.
+	if w := r.convs.written(); len(w) != 0 {
+		t.Errorf("deliveries %+v, want none", w)
+	}
+}
+
+// A person may take a resolved conversation over while a question is on its
+// way: the reopening then does not happen and the agent stays silent.
+func TestAnswerResolvedButTakenOverStaysSilent(t *testing.T) {
+	r := newRig(t, Limits{})
+	sess := r.session(domain.PlanStandard, domain.StatusResolved)
+	pending, err := r.svc.Start(t.Context(), Request{SessionID: sess, Message: "Refund window?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.convs.conv(sess)
+	c.Status = domain.StatusHuman
+	r.convs.mu.Lock()
+	r.convs.convs[sess] = c
+	r.convs.mu.Unlock()
+	ans, err := pending.Run(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
+		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
+	}
+	if st := r.convs.conv(sess).Status; st != domain.StatusHuman {
+		t.Errorf("status %s, want HUMAN", st)
+	}
+}
+
+// With an events URL, the workspace hears of new conversations and of every
+// message (the question and the reply); without one, nothing is written.
+func TestAnswerWritesOutboundEvents(t *testing.T) {
+	for _, url := range []string{"", "https://hooks.example/concierge"} {
+		t.Run("eventsURL="+url, func(t *testing.T) {
+			r := newRig(t, Limits{})
+			ws := r.ws[domain.PlanStandard]
+			ws.EventsURL = url
+			r.workspace.byID[ws.ID] = *ws
+			r.local.script(llmRound{deltas: []string{"Thirty days."}}, llmRound{deltas: []string{"Yes."}})
+			first, _, err := r.ask(t, Request{Workspace: ws, Message: "Refund window?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := r.ask(t, Request{Workspace: ws, SessionID: first.SessionID, Message: "Really?"}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, d := range r.convs.written() {
+				if d.Target != domain.TargetEvents || d.ConversationID != first.SessionID || d.WorkspaceID != ws.ID {
+					t.Errorf("delivery %+v, want an event of the conversation", d)
+				}
+				what := d.Type
+				if d.Message != nil {
+					what += ":" + string(d.Message.Role)
+				}
+				got = append(got, what)
+			}
+			var want []string
+			if url != "" {
+				want = []string{"conversation.created", "message.created:USER", "message.created:ASSISTANT", "message.created:USER", "message.created:ASSISTANT"}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("deliveries %v, want %v", got, want)
+			}
+			if len(r.queue.all()) != len(want) {
+				t.Errorf("enqueued %d, want %d", len(r.queue.all()), len(want))
+			}
+		})
+	}
+}
+
+// A queue outage does not fail the answer: the rows are stored and the
+// sweeper enqueues them later.
+func TestAnswerSurvivesDeliveryQueueOutage(t *testing.T) {
+	r := newRig(t, Limits{})
+	r.queue.err = domain.Unavailable("redis", fmt.Errorf("connection refused"))
+	sess := r.session(domain.PlanStandard, domain.StatusHuman)
+	ans, _, err := r.ask(t, Request{SessionID: sess, Message: "Anyone there?"})
+	if err != nil || ans.UserMessage.ID == "" {
+		t.Fatalf("answer %+v, err %v; want the message stored", ans, err)
+	}
+	if len(r.convs.written()) != 1 {
+		t.Errorf("deliveries %d, want the helpdesk's one", len(r.convs.written()))
 	}
 }
 

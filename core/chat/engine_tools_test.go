@@ -311,6 +311,21 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 			if st := r.convs.conv(ans.SessionID).Status; st != domain.StatusHandoffRequested {
 				t.Errorf("status %s, want HANDOFF_REQUESTED", st)
 			}
+			// The move is recorded by a notice, between the question and the
+			// reply, and the helpdesk gets the request with the transcript.
+			stored := r.messagesOf(ans.SessionID)
+			if len(stored) != 3 || stored[1].Role != domain.RoleSystem || stored[1].Status != domain.StatusHandoffRequested {
+				t.Errorf("stored %+v, want the question, the notice, the reply", stored)
+			}
+			written := r.convs.written()
+			if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventHandoffRequested ||
+				written[0].Conversation.Status != domain.StatusHandoffRequested || len(written[0].Transcript) != 1 ||
+				written[0].Transcript[0].ID != ans.UserMessage.ID {
+				t.Errorf("deliveries %+v, want handoff.requested with the question as transcript", written)
+			}
+			if q := r.queue.all(); len(q) != 1 || q[0].ID != written[0].ID {
+				t.Errorf("enqueued %+v, want the handoff", q)
+			}
 			calls := r.local.calls()
 			if last := calls[1].Messages[len(calls[1].Messages)-1]; last.Role != "tool" || last.ToolCallID != "h1" ||
 				last.Content != "The user has been offered a conversation with a person." {

@@ -4,12 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -40,11 +39,6 @@ func (s *stream) token(text string) {
 	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
 }
 
-// status announces a change of the conversation's state within the answer.
-func (s *stream) status(st domain.ConversationStatus) {
-	s.pub.send(ports.SessionEvent{Type: ports.EventStatus, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Status: st})
-}
-
 // words sends text as word-sized tokens (a word and the space after it), as
 // a model would stream it.
 func (s *stream) words(text string) {
@@ -61,58 +55,55 @@ func (s *stream) words(text string) {
 	s.token(text[start:])
 }
 
-// publishTimeout bounds one bus publication; a bus slower than that is
-// treated as down for the rest of the answer.
+// publishTimeout bounds one bus publication, and how long an answer waits
+// at its end for its events to reach the bus.
 const publishTimeout = time.Second
 
+// Publication retries: a Redis restart or failover takes seconds, and an
+// answer's events published late are still in order and complete, which a
+// follower needs. Past the budget the rest of the answer is dropped from
+// the bus (followers replay it from PostgreSQL once it is stored).
+const (
+	publishRetryBudget = 30 * time.Second
+	publishBackoffMin  = 50 * time.Millisecond
+	publishBackoffMax  = 2 * time.Second
+	// publishBatch bounds one publication; an answer is a few thousand
+	// events at most.
+	publishBatch = 512
+	// publishQueueMax bounds what waits for a bus that is down, far above
+	// any answer (MaxAnswerChars tokens, plus its messages).
+	publishQueueMax = 20_000
+)
+
 // publisher hands events to the caller at once and to the event bus in
-// order on a goroutine of its own, so the bus can never delay an answer:
-// when its queue is full or a publication fails or times out, the rest of the
-// answer is not published (followers replay it from PostgreSQL).
+// order on a goroutine of its own, so the bus can never delay an answer.
+// A failed publication is retried, with the events queued since, in order,
+// with backoff, for up to retryBudget of failures in a row; then the rest
+// of the answer is not published.
 type publisher struct {
 	emit   Emit
-	queue  chan ports.SessionEvent
-	done   chan struct{}
+	bus    ports.EventBus
 	log    *slog.Logger
-	broken atomic.Bool
+	budget time.Duration
+
+	mu      sync.Mutex
+	pending []ports.SessionEvent
+	closed  bool
+	dropped bool
+
+	wake chan struct{}
+	done chan struct{}
 }
 
 func newPublisher(ctx context.Context, bus ports.EventBus, log *slog.Logger, emit Emit) *publisher {
-	p := &publisher{emit: emit, queue: make(chan ports.SessionEvent, 256), done: make(chan struct{}), log: log}
+	return startPublisher(ctx, bus, log, emit, publishRetryBudget)
+}
+
+func startPublisher(ctx context.Context, bus ports.EventBus, log *slog.Logger, emit Emit, budget time.Duration) *publisher {
+	p := &publisher{emit: emit, bus: bus, log: log, budget: budget, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	// Publishing outlives the request: followers on other pods must get the
 	// whole answer even if the asking client left.
-	ctx = context.WithoutCancel(ctx)
-	go func() {
-		defer close(p.done)
-		batch := make([]ports.SessionEvent, 0, 64)
-		for ev := range p.queue {
-			// Take whatever else is already queued: one round trip for the
-			// lot, in order.
-			batch = append(batch[:0], ev)
-		more:
-			for len(batch) < cap(batch) {
-				select {
-				case next, ok := <-p.queue:
-					if !ok {
-						break more
-					}
-					batch = append(batch, next)
-				default:
-					break more
-				}
-			}
-			if p.broken.Load() {
-				continue
-			}
-			pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-			err := bus.Publish(pctx, batch...)
-			cancel()
-			if err != nil {
-				log.WarnContext(ctx, "publishing session events failed; skipping the rest of this answer", "sessionId", ev.SessionID, "type", ev.Type, "error", err)
-				p.broken.Store(true)
-			}
-		}
-	}()
+	go p.run(context.WithoutCancel(ctx))
 	return p
 }
 
@@ -120,27 +111,95 @@ func (p *publisher) send(ev ports.SessionEvent) {
 	if p.emit != nil {
 		p.emit(ev)
 	}
-	if p.broken.Load() {
-		return
-	}
-	select {
-	case p.queue <- ev:
-	default:
+	p.mu.Lock()
+	switch {
+	case p.dropped:
+	case len(p.pending) >= publishQueueMax:
+		p.dropped = true
+		p.pending = nil
 		p.log.Warn("session event queue full; skipping the rest of this answer on the bus", "sessionId", ev.SessionID)
-		p.broken.Store(true)
+	default:
+		p.pending = append(p.pending, ev)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns up to max queued events, and whether the publisher is done
+// (closed with nothing left, or dropped).
+func (p *publisher) take(batch []ports.SessionEvent, max int) ([]ports.SessionEvent, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped {
+		return nil, true
+	}
+	n := min(max, len(p.pending))
+	batch = append(batch, p.pending[:n]...)
+	p.pending = p.pending[n:]
+	return batch, len(batch) == 0 && p.closed
+}
+
+func (p *publisher) run(ctx context.Context) {
+	defer close(p.done)
+	var (
+		batch        []ports.SessionEvent
+		failingSince time.Time
+		backoff      time.Duration
+		stop         bool
+	)
+	for {
+		// Whatever is queued goes in one publication, after what failed
+		// last time: one round trip for the lot, in order.
+		batch, stop = p.take(batch, publishBatch-len(batch))
+		if stop {
+			return
+		}
+		if len(batch) == 0 {
+			<-p.wake
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		err := p.bus.Publish(pctx, batch...)
+		cancel()
+		if err == nil {
+			batch, failingSince, backoff = batch[:0], time.Time{}, 0
+			continue
+		}
+		now := time.Now()
+		if failingSince.IsZero() {
+			failingSince = now
+			p.log.WarnContext(ctx, "publishing session events failed; retrying", "sessionId", batch[0].SessionID, "error", err)
+		}
+		if now.Sub(failingSince) >= p.budget {
+			p.log.WarnContext(ctx, "publishing session events kept failing; skipping the rest of this answer on the bus",
+				"sessionId", batch[0].SessionID, "for", now.Sub(failingSince).Round(time.Millisecond), "error", err)
+			p.mu.Lock()
+			p.dropped, p.pending = true, nil
+			p.mu.Unlock()
+			return
+		}
+		backoff = min(max(2*backoff, publishBackoffMin), publishBackoffMax)
+		time.Sleep(backoff)
 	}
 }
 
 // close waits until the queued events were handed to the bus, so the next
-// answer's events cannot overtake this one's on the bus; at most one
-// publication timeout, after which the bus counts as broken.
+// answer's events do not overtake this one's, but at most one publication
+// timeout: a bus that is down must not hold up the caller. The events are
+// still published, in order, as long as the retries last.
 func (p *publisher) close() {
-	close(p.queue)
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 	select {
 	case <-p.done:
 	case <-time.After(publishTimeout):
-		// A hung bus: its goroutine drains the queue without publishing
-		// once the publication in flight times out.
-		p.broken.Store(true)
 	}
 }

@@ -134,13 +134,8 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 		if !t.ws.Allows(domain.FeatureHandoff) {
 			return "A handoff to a person is not available.", nil
 		}
-		changed, err := s.conversations.SetConversationStatus(ctx, t.ws.ID, t.conv.ID,
-			[]domain.ConversationStatus{domain.StatusAI}, domain.StatusHandoffRequested)
-		if err != nil {
+		if err := s.requestHandoff(ctx, t); err != nil {
 			return "", err
-		}
-		if changed {
-			t.out.status(domain.StatusHandoffRequested)
 		}
 		t.offerHandoff = true
 		return "The user has been offered a conversation with a person.", nil
@@ -155,4 +150,33 @@ func indexOf(chunks []domain.Chunk, id string) int {
 		}
 	}
 	return -1
+}
+
+// requestHandoff moves the conversation from AI to HANDOFF_REQUESTED with
+// its notice and the helpdesk's handoff.requested (with the transcript so
+// far), like a visitor's own request but without a contact form. A
+// conversation that already left AI is left alone.
+func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
+	transcript, err := s.conversations.RecentMessages(ctx, t.ws.ID, t.conv.ID, domain.HandoffTranscriptMessages)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	conv := *t.conv
+	conv.Status = domain.StatusHandoffRequested
+	notice := domain.NewStatusNotice(conv, domain.StatusHandoffRequested, "", now)
+	deliveries := domain.StatusDeliveries(t.ws, conv, domain.StatusAI, nil, transcript, now)
+	current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
+		WorkspaceID: t.ws.ID, ConversationID: t.conv.ID, To: domain.StatusHandoffRequested,
+		From: []domain.ConversationStatus{domain.StatusAI}, Notice: notice, Deliveries: deliveries,
+	})
+	if err != nil {
+		return err
+	}
+	t.conv.Status = current.Status
+	if changed {
+		t.out.pub.send(ports.MessageEvent(notice))
+		s.enqueue(ctx, deliveries)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package conversation
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -12,12 +13,15 @@ import (
 type Service struct {
 	agents        ports.AgentStore
 	conversations ports.ConversationStore
+	deliveries    ports.DeliveryQueue
 	clock         ports.Clock
+	log           *slog.Logger
 }
 
-// NewService returns a Service.
-func NewService(agents ports.AgentStore, conversations ports.ConversationStore, clock ports.Clock) *Service {
-	return &Service{agents: agents, conversations: conversations, clock: clock}
+// NewService returns a Service. deliveries schedules the conversation.created
+// events of workspaces with an events URL.
+func NewService(agents ports.AgentStore, conversations ports.ConversationStore, deliveries ports.DeliveryQueue, clock ports.Clock, log *slog.Logger) *Service {
+	return &Service{agents: agents, conversations: conversations, deliveries: deliveries, clock: clock, log: log}
 }
 
 // StartSession opens a conversation with the agent named by slug, or with the
@@ -44,8 +48,15 @@ func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug s
 		userID = identity.UserID
 	}
 	conv := domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
-	if err := s.conversations.CreateConversation(ctx, &conv); err != nil {
+	deliveries := domain.ConversationDeliveries(ws, conv, conv.CreatedAt)
+	if err := s.conversations.CreateConversation(ctx, &conv, deliveries...); err != nil {
 		return domain.Conversation{}, err
+	}
+	for _, d := range deliveries {
+		// The row is committed; the delivery sweeper enqueues what fails here.
+		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
+			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "error", err)
+		}
 	}
 	return conv, nil
 }

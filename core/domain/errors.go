@@ -67,8 +67,12 @@ func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 // NotFound returns a NotFoundError for the named kind of object.
 func NotFound(what string) error { return &NotFoundError{What: what} }
 
-// ConflictError explains a conflict to the caller.
-type ConflictError struct{ Message string }
+// ConflictError explains a conflict to the caller; Details, when set, name
+// what conflicts (for a refused state change: from and to).
+type ConflictError struct {
+	Message string
+	Details map[string]string
+}
 
 func (e *ConflictError) Error() string { return e.Message }
 

@@ -18,18 +18,37 @@ const StaleAfter = time.Minute
 
 // Service runs inbound use cases.
 type Service struct {
+	workspaces    ports.WorkspaceStore
 	conversations ports.ConversationStore
 	events        ports.InboundEventStore
 	queue         ports.JobQueue
+	deliveries    ports.DeliveryQueue
 	bus           ports.EventBus
 	clock         ports.Clock
 	log           *slog.Logger
 	maxMessage    int
 }
 
+// Deps are the ports the inbound use cases need.
+type Deps struct {
+	Workspaces    ports.WorkspaceStore
+	Conversations ports.ConversationStore
+	Events        ports.InboundEventStore
+	Queue         ports.JobQueue
+	// Deliveries schedules what an appended message is delivered as (the
+	// helpdesk while a person owns the conversation, outbound events).
+	Deliveries ports.DeliveryQueue
+	Bus        ports.EventBus
+	Clock      ports.Clock
+	Log        *slog.Logger
+}
+
 // NewService returns a Service. maxMessageChars caps chat.message text.
-func NewService(conversations ports.ConversationStore, events ports.InboundEventStore, queue ports.JobQueue, bus ports.EventBus, clock ports.Clock, log *slog.Logger, maxMessageChars int) *Service {
-	return &Service{conversations: conversations, events: events, queue: queue, bus: bus, clock: clock, log: log, maxMessage: maxMessageChars}
+func NewService(d Deps, maxMessageChars int) *Service {
+	return &Service{
+		workspaces: d.Workspaces, conversations: d.Conversations, events: d.Events, queue: d.Queue,
+		deliveries: d.Deliveries, bus: d.Bus, clock: d.Clock, log: d.Log, maxMessage: maxMessageChars,
+	}
 }
 
 // Request is one webhook call, already authenticated.
@@ -107,8 +126,12 @@ func (s *Service) Receive(ctx context.Context, ws *domain.Workspace, req Request
 }
 
 // ProcessInboundEvent appends the event's USER message to its conversation,
-// exactly once however often it runs. Returns domain.ErrNotFound for an unknown
-// event; infrastructure errors are returned for the queue to retry.
+// exactly once however often it runs. The conversation's state rules apply
+// as to any user message, except that no answer is generated here: while a
+// person owns the conversation the message is also delivered to the
+// helpdesk, and a RESOLVED conversation goes back to AI. Returns
+// domain.ErrNotFound for an unknown event; infrastructure errors are
+// returned for the queue to retry.
 func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error {
 	ev, err := s.events.GetInboundEvent(ctx, eventID)
 	if err != nil {
@@ -117,6 +140,18 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 	if ev.Status != domain.InboundPending {
 		return nil
 	}
+	conv, err := s.conversations.GetConversation(ctx, ev.WorkspaceID, ev.SessionID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return s.sessionGone(ctx, ev)
+	}
+	if err != nil {
+		return err
+	}
+	ws, err := s.workspaces.GetWorkspace(ctx, ev.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
 	msg := domain.Message{
 		ID:             domain.NewID(domain.PrefixMessage),
 		WorkspaceID:    ev.WorkspaceID,
@@ -124,25 +159,58 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 		Role:           domain.RoleUser,
 		Content:        ev.Message,
 		InboundEventID: ev.ID,
-		CreatedAt:      s.clock.Now(),
+		CreatedAt:      now,
 	}
-	stored, created, err := s.conversations.AppendMessage(ctx, msg)
+	deliveries := domain.MessageDeliveries(&ws, conv, msg, now)
+	stored, created, err := s.conversations.AppendMessage(ctx, msg, deliveries...)
 	if errors.Is(err, domain.ErrNotFound) {
-		// The conversation was deleted after the event was accepted: nothing to
-		// append to, ever. Record it and stop retrying.
-		return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundFailed, "", "session no longer exists", s.clock.Now())
+		return s.sessionGone(ctx, ev)
 	}
 	if err != nil {
 		return err
 	}
 	if created {
+		events := []ports.SessionEvent{ports.MessageEvent(stored)}
+		if conv.Status == domain.StatusResolved {
+			events = append(events, s.reopen(ctx, conv)...)
+		}
 		// The live relay is best effort; PostgreSQL holds the durable copy that
 		// resuming clients replay from.
-		if err := s.bus.Publish(ctx, ports.SessionEvent{Type: "message", SessionID: ev.SessionID, Message: &stored}); err != nil {
+		if err := s.bus.Publish(ctx, events...); err != nil {
 			s.log.WarnContext(ctx, "publishing inbound message failed", "eventId", ev.ID, "sessionId", ev.SessionID, "error", err)
+		}
+		for _, d := range deliveries {
+			if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
+				s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "error", err)
+			}
 		}
 	}
 	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, stored.ID, "", s.clock.Now())
+}
+
+// sessionGone records that the conversation was deleted after the event
+// was accepted: nothing to append to, ever, so retrying is pointless.
+func (s *Service) sessionGone(ctx context.Context, ev domain.InboundEvent) error {
+	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundFailed, "", "session no longer exists", s.clock.Now())
+}
+
+// reopen moves a RESOLVED conversation that received a user message back to
+// AI, returning the notice's event. A failure is logged, not returned: the
+// message is stored, and a retry of the task would not append it again.
+func (s *Service) reopen(ctx context.Context, conv domain.Conversation) []ports.SessionEvent {
+	notice := domain.NewStatusNotice(conv, domain.StatusAI, "", s.clock.Now())
+	_, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
+		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: domain.StatusAI,
+		From: []domain.ConversationStatus{domain.StatusResolved}, Notice: notice,
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "reopening a resolved conversation failed", "sessionId", conv.ID, "error", err)
+		return nil
+	}
+	if !changed {
+		return nil
+	}
+	return []ports.SessionEvent{ports.MessageEvent(notice)}
 }
 
 // RequeueStale enqueues PENDING events older than StaleAfter again, for events

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -18,10 +19,12 @@ import (
 
 type fakeConversations struct {
 	ports.ConversationStore
-	mu       sync.Mutex
-	convs    map[string]domain.Conversation
-	messages map[string]domain.Message // by inbound event id
-	failNext error
+	mu         sync.Mutex
+	convs      map[string]domain.Conversation
+	messages   map[string]domain.Message // by inbound event id
+	notices    []domain.Message
+	deliveries []domain.Delivery
+	failNext   error
 }
 
 func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (domain.Conversation, error) {
@@ -34,7 +37,7 @@ func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (d
 	return c, nil
 }
 
-func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message) (domain.Message, bool, error) {
+func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failNext; err != nil {
@@ -48,7 +51,50 @@ func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message) (
 		return prev, false, nil
 	}
 	f.messages[m.InboundEventID] = m
+	f.deliveries = append(f.deliveries, deliveries...)
 	return m, true, nil
+}
+
+func (f *fakeConversations) ChangeStatus(_ context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.convs[ch.ConversationID]
+	if !ok || c.WorkspaceID != ch.WorkspaceID {
+		return domain.Conversation{}, false, domain.NotFound("session")
+	}
+	if !slices.Contains(ch.From, c.Status) {
+		return c, false, nil
+	}
+	c.Status = ch.To
+	f.convs[c.ID] = c
+	f.notices = append(f.notices, ch.Notice)
+	f.deliveries = append(f.deliveries, ch.Deliveries...)
+	return c, true, nil
+}
+
+type fakeWorkspaces struct {
+	ports.WorkspaceStore
+	byID map[string]domain.Workspace
+}
+
+func (f *fakeWorkspaces) GetWorkspace(_ context.Context, id string) (domain.Workspace, error) {
+	ws, ok := f.byID[id]
+	if !ok {
+		return domain.Workspace{}, domain.NotFound("workspace")
+	}
+	return ws, nil
+}
+
+type fakeDeliveries struct {
+	mu       sync.Mutex
+	enqueued []string
+}
+
+func (q *fakeDeliveries) EnqueueDelivery(_ context.Context, d domain.Delivery) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.enqueued = append(q.enqueued, d.ID)
+	return nil
 }
 
 type fakeEvents struct {
@@ -136,6 +182,8 @@ func (c *fixedClock) Now() time.Time { return c.t }
 
 type fixture struct {
 	svc    *Service
+	wss    *fakeWorkspaces
+	dq     *fakeDeliveries
 	convs  *fakeConversations
 	events *fakeEvents
 	queue  *fakeQueue
@@ -157,8 +205,13 @@ func newFixture() *fixture {
 		other:  domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: domain.PlanStandard},
 		sessID: domain.NewID(domain.PrefixSession),
 	}
-	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID}
-	f.svc = NewService(f.convs, f.events, f.queue, f.bus, f.clock, slog.New(slog.NewTextHandler(io.Discard, nil)), 20)
+	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID, Status: domain.StatusAI}
+	f.wss = &fakeWorkspaces{byID: map[string]domain.Workspace{f.ws.ID: f.ws, f.other.ID: f.other}}
+	f.dq = &fakeDeliveries{}
+	f.svc = NewService(Deps{
+		Workspaces: f.wss, Conversations: f.convs, Events: f.events, Queue: f.queue, Deliveries: f.dq,
+		Bus: f.bus, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, 20)
 	return f
 }
 
@@ -313,5 +366,77 @@ func TestProcessPublishFailureStillCompletes(t *testing.T) {
 	}
 	if f.events.events[ev.ID].Status != domain.InboundProcessed {
 		t.Fatal("event not marked processed")
+	}
+}
+
+// A webhook message follows the conversation's state rules like any user
+// message (no answer is generated here in any state): while a person owns
+// the conversation it also goes to the helpdesk; a resolved conversation
+// goes back to AI with a notice; with an events URL it is a message.created
+// event.
+func TestProcessFollowsConversationState(t *testing.T) {
+	tests := []struct {
+		status        domain.ConversationStatus
+		eventsURL     string
+		wantStatus    domain.ConversationStatus
+		wantTargets   []domain.DeliveryTarget
+		wantPublished []string
+	}{
+		{domain.StatusAI, "", domain.StatusAI, nil, []string{ports.EventMessage}},
+		{domain.StatusAI, "https://hooks.example/events", domain.StatusAI, []domain.DeliveryTarget{domain.TargetEvents}, []string{ports.EventMessage}},
+		{domain.StatusHandoffRequested, "", domain.StatusHandoffRequested, []domain.DeliveryTarget{domain.TargetHelpdesk}, []string{ports.EventMessage}},
+		{domain.StatusHuman, "https://hooks.example/events", domain.StatusHuman, []domain.DeliveryTarget{domain.TargetHelpdesk, domain.TargetEvents}, []string{ports.EventMessage}},
+		{domain.StatusResolved, "", domain.StatusAI, nil, []string{ports.EventMessage, ports.EventStatus}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.status)+"/"+tt.eventsURL, func(t *testing.T) {
+			f := newFixture()
+			ws := f.ws
+			ws.EventsURL = tt.eventsURL
+			f.wss.byID[ws.ID] = ws
+			c := f.convs.convs[f.sessID]
+			c.Status = tt.status
+			f.convs.convs[f.sessID] = c
+			ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // a retried task changes nothing more
+				if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := f.convs.convs[f.sessID].Status; got != tt.wantStatus {
+				t.Errorf("status %s, want %s", got, tt.wantStatus)
+			}
+			var targets []domain.DeliveryTarget
+			for _, d := range f.convs.deliveries {
+				targets = append(targets, d.Target)
+				if d.Type != domain.EventMessageCreated || d.Message == nil || d.Message.Content != "hello" || d.ConversationID != f.sessID {
+					t.Errorf("delivery %+v, want message.created of the message", d)
+				}
+			}
+			if !slices.Equal(targets, tt.wantTargets) {
+				t.Errorf("deliveries to %v, want %v", targets, tt.wantTargets)
+			}
+			if len(f.dq.enqueued) != len(tt.wantTargets) {
+				t.Errorf("enqueued %d deliveries, want %d", len(f.dq.enqueued), len(tt.wantTargets))
+			}
+			var published []string
+			for _, e := range f.bus.published {
+				published = append(published, e.Type)
+				if e.MessageID == "" || e.Seq != 1 {
+					t.Errorf("event %+v has no resumable id", e)
+				}
+			}
+			if !slices.Equal(published, tt.wantPublished) {
+				t.Errorf("published %v, want %v", published, tt.wantPublished)
+			}
+			if tt.status == domain.StatusResolved {
+				if len(f.convs.notices) != 1 || f.convs.notices[0].Role != domain.RoleSystem || f.convs.notices[0].Status != domain.StatusAI {
+					t.Errorf("notices %+v, want one SYSTEM notice of AI", f.convs.notices)
+				}
+			}
+		})
 	}
 }

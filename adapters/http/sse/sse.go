@@ -57,10 +57,7 @@ func (s *Stream) markGone() { s.once.Do(func() { close(s.gone) }) }
 // closed or the client leaves. The writer runs after the handler returns, so
 // it must not touch c: everything it needs is in s.
 func Serve(c *fiber.Ctx, s *Stream) error {
-	c.Set(fiber.HeaderContentType, "text/event-stream")
-	c.Set(fiber.HeaderCacheControl, "no-cache")
-	c.Set(fiber.HeaderConnection, "keep-alive")
-	c.Set("X-Accel-Buffering", "no")
+	setHeaders(c)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.markGone()
 		ticker := time.NewTicker(s.heartbeat)
@@ -85,6 +82,15 @@ func Serve(c *fiber.Ctx, s *Stream) error {
 		}
 	})
 	return nil
+}
+
+// setHeaders sets what PRODUCT.md requires of every stream; no-cache and
+// X-Accel-Buffering keep proxies from holding events back.
+func setHeaders(c *fiber.Ctx) {
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderConnection, "keep-alive")
+	c.Set("X-Accel-Buffering", "no")
 }
 
 func write(w *bufio.Writer, ev Event) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -18,13 +19,14 @@ import (
 type Handlers struct {
 	conversations *conversation.Service
 	engine        *chat.Service
+	handoff       *handoff.Service
 	decoder       *wire.Decoder
 	clock         ports.Clock
 }
 
 // NewHandlers returns the v1 handlers.
-func NewHandlers(conversations *conversation.Service, engine *chat.Service, decoder *wire.Decoder, clock ports.Clock) *Handlers {
-	return &Handlers{conversations: conversations, engine: engine, decoder: decoder, clock: clock}
+func NewHandlers(conversations *conversation.Service, engine *chat.Service, handoffs *handoff.Service, decoder *wire.Decoder, clock ports.Clock) *Handlers {
+	return &Handlers{conversations: conversations, engine: engine, handoff: handoffs, decoder: decoder, clock: clock}
 }
 
 // RegisterKeyed adds the v1 routes that need an API key to r (already authenticated).
@@ -60,6 +62,7 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 // RegisterSession adds the v1 routes whose capability is the session id.
 func (h *Handlers) RegisterSession(r fiber.Router) {
 	r.Post("/:sessionId/message", h.message)
+	h.registerHandoff(r)
 }
 
 type messageRequest struct {

@@ -155,6 +155,10 @@ type conversationDTO struct {
 	LastMessage    string  `json:"lastMessage"`
 	MessageCount   int     `json:"messageCount"`
 	VerifiedUserID *string `json:"verifiedUserId"`
+	// ContactName and ContactEmail are what the visitor gave when asking
+	// for a person; null until then.
+	ContactName    *string `json:"contactName"`
+	ContactEmail   *string `json:"contactEmail"`
 	LastActivityAt string  `json:"lastActivityAt"`
 	CreatedAt      string  `json:"createdAt"`
 }
@@ -168,6 +172,8 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 		LastMessage:    c.LastMessage,
 		MessageCount:   c.MessageCount,
 		VerifiedUserID: wire.OptionalString(c.VerifiedUserID),
+		ContactName:    wire.OptionalString(c.ContactName),
+		ContactEmail:   wire.OptionalString(c.ContactEmail),
 		LastActivityAt: wire.Time(c.LastActivityAt),
 		CreatedAt:      wire.Time(c.CreatedAt),
 	}

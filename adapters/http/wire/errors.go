@@ -68,7 +68,7 @@ func publicMessage(err error, code string) (string, map[string]string) {
 	case errors.As(err, &nf):
 		return nf.Error(), nil
 	case errors.As(err, &cf):
-		return cf.Message, nil
+		return cf.Message, cf.Details
 	case code == domain.CodeRateLimited:
 		return err.Error(), nil
 	}

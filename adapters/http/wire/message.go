@@ -8,7 +8,11 @@ type MessageDTO struct {
 	Role      string        `json:"role"`
 	Content   string        `json:"content"`
 	Citations []CitationDTO `json:"citations"`
-	CreatedAt string        `json:"createdAt"`
+	// AuthorName is a HUMAN reply's author, when the helpdesk named one.
+	AuthorName string `json:"authorName,omitempty"`
+	// Status is, on a SYSTEM notice, the state the conversation entered.
+	Status    string `json:"status,omitempty"`
+	CreatedAt string `json:"createdAt"`
 }
 
 // CitationDTO is the one shape of a citation.
@@ -23,7 +27,10 @@ type CitationDTO struct {
 
 // Message maps a domain message.
 func Message(m domain.Message) MessageDTO {
-	return MessageDTO{ID: m.ID, Role: string(m.Role), Content: m.Content, Citations: Citations(m.Citations), CreatedAt: Time(m.CreatedAt)}
+	return MessageDTO{
+		ID: m.ID, Role: string(m.Role), Content: m.Content, Citations: Citations(m.Citations),
+		AuthorName: m.AuthorName, Status: string(m.Status), CreatedAt: Time(m.CreatedAt),
+	}
 }
 
 // Citations maps domain citations, never returning nil so JSON shows [].

@@ -25,7 +25,7 @@ func TestNewOptions(t *testing.T) {
 	if f.agent != "ConciergeBot" {
 		t.Errorf("agent = %q, want ConciergeBot", f.agent)
 	}
-	if f.guard.allowPrivate {
+	if f.guard.AllowsPrivate() {
 		t.Error("the guard is relaxed by default")
 	}
 	if f, err := New(Options{Extract: testExtract, DefaultCrawlDelay: -1}); err != nil || f.delay != 0 {

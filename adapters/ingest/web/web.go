@@ -1,7 +1,8 @@
 // Package web fetches web pages and crawls websites on a workspace's behalf,
 // implementing ports.WebFetcher with plain net/http.
 //
-// Every connection goes through an address guard that runs on the IP actually
+// Every connection goes through an address guard (adapters/safehttp, shared
+// with the webhook senders) that runs on the IP actually
 // dialled, after DNS resolution, so redirects, robots.txt and sitemap fetches
 // are covered too and a DNS answer cannot change between check and dial.
 // Proxies from the environment are ignored: a proxy would dial on our behalf
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/safehttp"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -99,7 +101,7 @@ type Options struct {
 type Fetcher struct {
 	opts    Options
 	agent   string // robots.txt agent token, from the user agent
-	guard   *guard
+	guard   *safehttp.Guard
 	client  *http.Client
 	log     *slog.Logger
 	delay   time.Duration // default pause between requests to one host
@@ -113,11 +115,11 @@ func New(opts Options) (*Fetcher, error) {
 	if err := withDefaults(&opts); err != nil {
 		return nil, err
 	}
-	g := &guard{allowPrivate: opts.AllowPrivateAddresses}
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: g.control}
+	g := safehttp.NewGuard(opts.AllowPrivateAddresses)
+	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: g.Control}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the guard
-		DialContext:            g.dialContext(dialer),
+		DialContext:            g.DialContext(dialer),
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  opts.Timeout,

@@ -1,4 +1,14 @@
-package web
+// Package safehttp is the address guard every adapter that fetches or posts
+// to a URL on a workspace's behalf dials through: the website crawler and the
+// webhook senders. It refuses private, loopback, link-local and other
+// internal addresses after DNS resolution, on the exact address connected
+// to, so neither a DNS answer nor a redirect can point a request inside the
+// operator's network.
+//
+// It is a shared client library in the sense of core/architecture_test.go:
+// it implements no port and imports no adapter, so sharing it couples no two
+// adapters' behaviour.
+package safehttp
 
 import (
 	"context"
@@ -11,19 +21,41 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// guard refuses connections to addresses inside the operator's network:
+// Guard refuses connections to addresses inside the operator's network:
 // private, loopback, link-local (cloud metadata lives at 169.254.169.254),
 // unique-local, shared (CGNAT), multicast and reserved ranges, and IPv6 forms
-// that embed such an IPv4 address.
-type guard struct {
-	// allowPrivate turns the address check off (Options.AllowPrivateAddresses,
-	// tests only).
+// that embed such an IPv4 address. It is safe for concurrent use once built.
+type Guard struct {
+	// allowPrivate turns the address check off (tests only).
 	allowPrivate bool
 	// public is a TEST SEAM: addresses the guard treats as public, so a test
 	// can stand a "public" httptest server on 127.0.0.1 and check what happens
-	// when it redirects elsewhere. Nil in production; set only by tests in
-	// this package before the first request.
+	// when it redirects elsewhere. Nil in production; set only by tests
+	// (TreatAsPublicForTests) before the first request.
 	public map[netip.AddrPort]bool
+}
+
+// NewGuard returns a guard. allowPrivate is FOR TESTS ONLY: it lets
+// connections reach private, loopback and other internal addresses so tests
+// can talk to an httptest server on 127.0.0.1. It relaxes only the address
+// check; cloud-metadata host names are still refused. Never set it in
+// production: it reopens server-side request forgery.
+func NewGuard(allowPrivate bool) *Guard { return &Guard{allowPrivate: allowPrivate} }
+
+// AllowsPrivate reports whether the test-only relaxation is on.
+func (g *Guard) AllowsPrivate() bool { return g.allowPrivate }
+
+// TreatAsPublicForTests is a TEST SEAM: the guard accepts these exact
+// addresses as if they were public, so a test can stand a "public" server on
+// 127.0.0.1 and see what happens when it redirects elsewhere. Call it before
+// the first request; never in production code.
+func (g *Guard) TreatAsPublicForTests(aps ...netip.AddrPort) {
+	if g.public == nil {
+		g.public = map[netip.AddrPort]bool{}
+	}
+	for _, ap := range aps {
+		g.public[ap] = true
+	}
 }
 
 // blockedHosts are names of cloud metadata services. They resolve to
@@ -90,9 +122,9 @@ var (
 	unspecifiedOrOne = netip.MustParsePrefix("::/127") // :: and ::1
 )
 
-// classify says why ip must not be dialled ("is a private address",
+// Classify says why ip must not be dialled ("is a private address",
 // "embeds 10.0.0.1, a private address"), or "" when it may.
-func classify(ip netip.Addr) string {
+func Classify(ip netip.Addr) string {
 	ip = ip.WithZone("")
 	if !ip.IsValid() {
 		return "is not a valid address"
@@ -155,21 +187,23 @@ func refused(format string, args ...any) error {
 	return domain.InvalidField("url", "refused: "+fmt.Sprintf(format, args...))
 }
 
-// checkAddr refuses ap unless its address is public (or the guard is relaxed).
-func (g *guard) checkAddr(ap netip.AddrPort) error {
+// CheckAddr refuses ap unless its address is public (or the guard is
+// relaxed). The error is a domain.ValidationError on the field "url".
+func (g *Guard) CheckAddr(ap netip.AddrPort) error {
 	if g.allowPrivate || g.public[ap] {
 		return nil
 	}
-	if why := classify(ap.Addr()); why != "" {
+	if why := Classify(ap.Addr()); why != "" {
 		return refused("%s %s", ap.Addr().WithZone(""), why)
 	}
 	return nil
 }
 
-// checkHost refuses metadata host names and, for IP literals, refuses early
+// CheckHost refuses metadata host names and, for IP literals, refuses early
 // what the dial check would refuse, with the same message. port is the
-// effective port ("80" for http when none is given).
-func (g *guard) checkHost(host, port string) error {
+// effective port ("80" for http when none is given). Names are not resolved
+// here: the dial checks what they resolve to.
+func (g *Guard) CheckHost(host, port string) error {
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if blockedHosts[name] {
 		return refused("%s is a cloud metadata service", name)
@@ -179,31 +213,33 @@ func (g *guard) checkHost(host, port string) error {
 		if err != nil {
 			return domain.InvalidField("url", "the port is not valid")
 		}
-		return g.checkAddr(ap)
+		return g.CheckAddr(ap)
 	}
 	return nil
 }
 
-// control runs as net.Dialer.Control: after DNS resolution, on the exact
+// Control runs as net.Dialer.Control: after DNS resolution, on the exact
 // address about to be connected to, for every address tried. Checking here
 // rather than before resolving closes the DNS-rebinding window.
-func (g *guard) control(_, address string, _ syscall.RawConn) error {
+func (g *Guard) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return refused("cannot check address %q", address)
 	}
-	return g.checkAddr(ap)
+	return g.CheckAddr(ap)
 }
 
-// dialContext wraps d so host names of metadata services are refused before
-// they are resolved; d's Control checks the resolved addresses.
-func (g *guard) dialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// DialContext wraps d so host names of metadata services are refused before
+// they are resolved; d's Control must be g.Control, which checks the
+// resolved addresses. Use it as http.Transport.DialContext, with Proxy nil:
+// a proxy would make the connection for us, past the guard.
+func (g *Guard) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, refused("cannot check address %q", addr)
 		}
-		if err := g.checkHost(host, port); err != nil {
+		if err := g.CheckHost(host, port); err != nil {
 			return nil, err
 		}
 		return d.DialContext(ctx, network, addr)

@@ -1,0 +1,477 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// HubOptions tune a Hub; zero fields take the defaults.
+type HubOptions struct {
+	// Buffer is how many events a follower may fall behind before it is cut
+	// off (default 256). Small on purpose: a follower that cannot keep up
+	// resumes from the log, and big buffers only hide it while costing
+	// memory on every stream.
+	Buffer int
+	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm
+	// a subscription (default 5 s).
+	ConfirmTimeout time.Duration
+	// HealthInterval is how long the connection may stay silent before the
+	// hub pings it; a ping unanswered for as long again means the
+	// connection is dead and is replaced (default 15 s).
+	HealthInterval time.Duration
+}
+
+func (o HubOptions) withDefaults() HubOptions {
+	if o.Buffer <= 0 {
+		o.Buffer = 256
+	}
+	if o.ConfirmTimeout <= 0 {
+		o.ConfirmTimeout = 5 * time.Second
+	}
+	if o.HealthInterval <= 0 {
+		o.HealthInterval = 15 * time.Second
+	}
+	return o
+}
+
+// Hub is a pod's one subscriber connection to the session channels, fanned
+// out in process to every local follower. A subscription per follower would
+// cost a Redis connection each and, measured, a tenfold p99; here each
+// channel is subscribed once, while it has followers, and each message is
+// decoded once for all of them.
+//
+// go-redis resubscribes by itself after the connection drops, but what was
+// published meanwhile is lost: the hub then tells the followers of every
+// channel (a Gap event) once the new subscriptions are confirmed, and they
+// catch up from the log.
+type Hub struct {
+	log  *slog.Logger
+	opts HubOptions
+	ps   *goredis.PubSub
+
+	mu       sync.Mutex
+	channels map[string]*hubChannel
+	// ops are the SUBSCRIBE, UNSUBSCRIBE and PING commands waiting for the
+	// writer, in the order the state changed: a channel left and joined
+	// again must be unsubscribed before it is subscribed.
+	ops     []hubOp
+	pingSeq uint64
+	// resyncSeq is the ping whose answer ends a resync after a lost
+	// connection; 0 when none is going on.
+	resyncSeq uint64
+	// healthSeq is an unanswered health ping; 0 when none.
+	healthSeq uint64
+	closed    bool
+
+	wake chan struct{}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+var _ ports.EventFeed = (*Hub)(nil)
+
+// hubChannel is one subscribed channel and its local followers.
+type hubChannel struct {
+	name string
+	// subs is replaced, never changed in place, so the reader can fan out
+	// over a snapshot without holding the lock.
+	subs []*hubSub
+	// ready is closed once Redis confirmed the subscription.
+	ready     chan struct{}
+	confirmed bool
+	// needPing is the ping whose answer proves the subscription active:
+	// Redis answers commands of one connection in order.
+	needPing uint64
+	// stale marks a channel that was confirmed before the connection was
+	// lost: its followers get a Gap once it is confirmed again.
+	stale bool
+}
+
+type hubOpKind int
+
+const (
+	opSubscribe hubOpKind = iota
+	opUnsubscribe
+	opPing
+)
+
+type hubOp struct {
+	kind    hubOpKind
+	channel string
+	seq     uint64
+}
+
+// pingPrefix marks the hub's own pings among the pongs.
+const pingPrefix = "concierge-hub:"
+
+// resyncRetry is how often a resync ping is repeated until answered: the
+// first may have been written while Redis was still down.
+const resyncRetry = 250 * time.Millisecond
+
+// NewHub starts a hub on client. Close it at shutdown.
+func NewHub(client goredis.UniversalClient, log *slog.Logger, opts HubOptions) *Hub {
+	h := &Hub{
+		log: log, opts: opts.withDefaults(),
+		// No channels yet: go-redis connects on first use.
+		ps:       client.Subscribe(context.Background()),
+		channels: map[string]*hubChannel{},
+		wake:     make(chan struct{}, 1),
+		stop:     make(chan struct{}),
+	}
+	h.wg.Add(2)
+	go h.write()
+	go h.read()
+	return h
+}
+
+// Subscribe follows a session: it returns once Redis confirmed the
+// channel's subscription, so every event published from then on is
+// delivered. Returns an error wrapping domain.ErrUnavailable if that takes
+// longer than the confirmation timeout or ctx, and ports.ErrFeedClosed after
+// Close.
+func (h *Hub) Subscribe(ctx context.Context, sessionID string) (ports.Subscription, error) {
+	name := ChannelFor(sessionID)
+	sub := &hubSub{hub: h, events: make(chan *ports.LiveEvent, h.opts.Buffer), done: make(chan struct{})}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ports.ErrFeedClosed
+	}
+	c := h.channels[name]
+	if c == nil {
+		c = &hubChannel{name: name, ready: make(chan struct{})}
+		h.channels[name] = c
+		h.queue(hubOp{kind: opSubscribe, channel: name})
+		c.needPing = h.ping()
+	}
+	sub.channel = c
+	c.subs = append(slices.Clip(c.subs), sub)
+	ready := c.ready
+	h.mu.Unlock()
+
+	timer := time.NewTimer(h.opts.ConfirmTimeout)
+	defer timer.Stop()
+	select {
+	case <-ready:
+		return sub, nil
+	case <-sub.done:
+		return nil, sub.Err()
+	case <-ctx.Done():
+		sub.Close()
+		return nil, domain.Unavailable("redis subscribe", ctx.Err())
+	case <-timer.C:
+		sub.Close()
+		return nil, domain.Unavailable("redis subscribe", errors.New("subscription not confirmed in time"))
+	}
+}
+
+// Close ends every subscription with ports.ErrFeedClosed and closes the
+// connection.
+func (h *Hub) Close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	channels := h.channels
+	h.channels = map[string]*hubChannel{}
+	h.mu.Unlock()
+	for _, c := range channels {
+		for _, s := range c.subs {
+			s.end(ports.ErrFeedClosed)
+		}
+	}
+	close(h.stop)
+	err := h.ps.Close()
+	h.wg.Wait()
+	return err
+}
+
+// queue hands a command to the writer. Call with h.mu held.
+func (h *Hub) queue(op hubOp) {
+	h.ops = append(h.ops, op)
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ping queues a ping and returns its number. Call with h.mu held.
+func (h *Hub) ping() uint64 {
+	h.pingSeq++
+	h.queue(hubOp{kind: opPing, seq: h.pingSeq})
+	return h.pingSeq
+}
+
+// write sends the queued commands in order. A command that fails (the
+// connection is down) is not retried: go-redis resubscribes every channel
+// when it reconnects, and the reader's resync pings confirm them.
+func (h *Hub) write() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.wake:
+		case <-h.stop:
+			return
+		}
+		h.mu.Lock()
+		ops := h.ops
+		h.ops = nil
+		h.mu.Unlock()
+		for _, op := range ops {
+			ctx, cancel := context.WithTimeout(context.Background(), h.opts.ConfirmTimeout)
+			var err error
+			switch op.kind {
+			case opSubscribe:
+				err = h.ps.Subscribe(ctx, op.channel)
+			case opUnsubscribe:
+				err = h.ps.Unsubscribe(ctx, op.channel)
+			case opPing:
+				err = h.ps.Ping(ctx, pingPrefix+strconv.FormatUint(op.seq, 10))
+			}
+			cancel()
+			if err != nil && !h.isClosed() {
+				h.log.Debug("live feed: command failed; the connection will be restored", "error", err)
+			}
+		}
+	}
+}
+
+// read receives everything the connection brings: messages to fan out,
+// pongs that confirm subscriptions, errors that mean it was lost.
+func (h *Hub) read() {
+	defer h.wg.Done()
+	ctx := context.Background()
+	backoff := time.Duration(0)
+	for {
+		timeout := h.opts.HealthInterval
+		h.mu.Lock()
+		if h.resyncSeq != 0 {
+			timeout = resyncRetry
+		}
+		h.mu.Unlock()
+		msg, err := h.ps.ReceiveTimeout(ctx, timeout)
+		if h.isClosed() {
+			return
+		}
+		if err != nil {
+			if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
+				h.idle(ctx)
+				continue
+			}
+			h.lost(err)
+			// Redis is down (every read fails at once): retry gently.
+			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		backoff = 0
+		switch m := msg.(type) {
+		case *goredis.Message:
+			h.dispatch(m)
+		case *goredis.Pong:
+			h.pong(m.Payload)
+		}
+	}
+}
+
+// idle runs when the connection was silent for a while: a resync not yet
+// answered is pinged again; a health ping not answered means the connection
+// is dead; otherwise a health ping is sent.
+func (h *Hub) idle(ctx context.Context) {
+	h.mu.Lock()
+	switch {
+	case h.resyncSeq != 0:
+		h.resync()
+		h.mu.Unlock()
+	case h.healthSeq != 0:
+		h.mu.Unlock()
+		h.log.Warn("live feed: Redis did not answer a ping; reconnecting")
+		// A read past its deadline makes go-redis drop the connection; the
+		// next read dials a new one and resubscribes.
+		dead, cancel := context.WithDeadline(ctx, time.Now())
+		_, _ = h.ps.Receive(dead)
+		cancel()
+		h.lost(errors.New("ping unanswered"))
+	default:
+		h.healthSeq = h.ping()
+		h.mu.Unlock()
+	}
+}
+
+// lost marks every channel as needing confirmation on the connection that
+// replaces the lost one, and starts a resync.
+func (h *Hub) lost(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.resyncSeq == 0 && !h.closed {
+		h.log.Warn("live feed: Redis connection lost; resubscribing", "error", err)
+	}
+	for _, c := range h.channels {
+		if c.confirmed {
+			c.confirmed, c.stale = false, true
+			c.ready = make(chan struct{})
+		}
+	}
+	h.healthSeq = 0
+	h.resync()
+}
+
+// resync pings the (new) connection; its answer confirms every channel
+// not confirmed yet, which go-redis resubscribed before any command of
+// ours reached the new connection. Call with h.mu held.
+func (h *Hub) resync() {
+	h.resyncSeq = h.ping()
+	for _, c := range h.channels {
+		if !c.confirmed {
+			c.needPing = h.resyncSeq
+		}
+	}
+}
+
+// pong confirms the channels its ping proves active, and gives the
+// followers of channels that were resubscribed a Gap.
+func (h *Hub) pong(payload string) {
+	n, err := strconv.ParseUint(strings.TrimPrefix(payload, pingPrefix), 10, 64)
+	if err != nil || !strings.HasPrefix(payload, pingPrefix) {
+		return
+	}
+	var gapped []*hubSub
+	h.mu.Lock()
+	if n >= h.healthSeq {
+		h.healthSeq = 0
+	}
+	if h.resyncSeq != 0 && n >= h.resyncSeq {
+		h.resyncSeq = 0
+		h.log.Info("live feed: Redis subscriptions restored", "channels", len(h.channels))
+	}
+	for _, c := range h.channels {
+		if c.confirmed || c.needPing == 0 || c.needPing > n {
+			continue
+		}
+		c.confirmed = true
+		close(c.ready)
+		if c.stale {
+			c.stale = false
+			gapped = append(gapped, c.subs...)
+		}
+	}
+	h.mu.Unlock()
+	for _, s := range gapped {
+		s.send(gapMarker)
+	}
+}
+
+// gapMarker is the one Gap event every follower shares.
+var gapMarker = &ports.LiveEvent{Gap: true}
+
+// dispatch decodes a message once and offers it to every follower of its
+// channel.
+func (h *Hub) dispatch(m *goredis.Message) {
+	h.mu.Lock()
+	var subs []*hubSub
+	if c := h.channels[m.Channel]; c != nil {
+		subs = c.subs
+	}
+	h.mu.Unlock()
+	if len(subs) == 0 {
+		return
+	}
+	ev, err := decodeEvent([]byte(m.Payload), "")
+	if err != nil {
+		// Followers see the hole as a jump in the message's seq and catch up.
+		h.log.Warn("live feed: ignoring an undecodable event", "channel", m.Channel, "error", err)
+		return
+	}
+	for _, s := range subs {
+		s.send(ev)
+	}
+}
+
+func (h *Hub) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// leave removes a follower; the channel is unsubscribed with its last one.
+func (h *Hub) leave(s *hubSub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := s.channel
+	if c == nil {
+		return
+	}
+	i := slices.Index(c.subs, s)
+	if i < 0 {
+		return
+	}
+	c.subs = slices.Delete(slices.Clone(c.subs), i, i+1)
+	if len(c.subs) == 0 && h.channels[c.name] == c {
+		delete(h.channels, c.name)
+		if !h.closed {
+			h.queue(hubOp{kind: opUnsubscribe, channel: c.name})
+		}
+	}
+}
+
+// hubSub is one follower's subscription.
+type hubSub struct {
+	hub     *Hub
+	channel *hubChannel
+	events  chan *ports.LiveEvent
+	done    chan struct{}
+	once    sync.Once
+	err     error
+}
+
+func (s *hubSub) Events() <-chan *ports.LiveEvent { return s.events }
+func (s *hubSub) Done() <-chan struct{}           { return s.done }
+
+// Err is read after Done is closed, which orders it after the write.
+func (s *hubSub) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+func (s *hubSub) Close() { s.end(nil) }
+
+func (s *hubSub) end(err error) {
+	s.once.Do(func() {
+		s.err = err
+		close(s.done)
+		s.hub.leave(s)
+	})
+}
+
+// send offers an event without ever blocking the reader: a follower whose
+// buffer is full is cut off, and resumes from the log.
+func (s *hubSub) send(ev *ports.LiveEvent) {
+	select {
+	case <-s.done:
+	case s.events <- ev:
+	default:
+		s.end(ports.ErrSlowConsumer)
+	}
+}

@@ -1,0 +1,128 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// flakyBus fails every publication while down is set, and records what it
+// accepted.
+type flakyBus struct {
+	mu       sync.Mutex
+	down     bool
+	attempts int
+	events   []ports.SessionEvent
+}
+
+func (b *flakyBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.attempts++
+	if b.down {
+		return domain.Unavailable("redis", errors.New("connection refused"))
+	}
+	b.events = append(b.events, events...)
+	return nil
+}
+
+func (b *flakyBus) setDown(down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = down
+}
+
+func (b *flakyBus) published() ([]ports.SessionEvent, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]ports.SessionEvent(nil), b.events...), b.attempts
+}
+
+func tokenEvent(seq int) ports.SessionEvent {
+	return ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_p", MessageID: "msg_p", Seq: seq, Content: "x"}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A bus that goes down mid-answer (a Redis restart) and comes back gets
+// every event, once, in order; the caller got each at once all along.
+func TestPublisherRetriesInOrderThroughAnOutage(t *testing.T) {
+	bus := &flakyBus{}
+	var emitted []int
+	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(ev ports.SessionEvent) { emitted = append(emitted, ev.Seq) }, time.Minute)
+	for seq := 1; seq <= 10; seq++ {
+		p.send(tokenEvent(seq))
+	}
+	waitUntil(t, "the first events are published", func() bool { evs, _ := bus.published(); return len(evs) == 10 })
+	bus.setDown(true)
+	for seq := 11; seq <= 300; seq++ {
+		p.send(tokenEvent(seq))
+		if seq == 150 {
+			// Several failed attempts, each with more queued behind it.
+			waitUntil(t, "publications fail", func() bool { _, n := bus.published(); return n >= 4 })
+		}
+	}
+	if len(emitted) != 300 {
+		t.Fatalf("the caller got %d of 300 events while the bus was down", len(emitted))
+	}
+	bus.setDown(false)
+	p.close()
+	waitUntil(t, "everything is published", func() bool { evs, _ := bus.published(); return len(evs) >= 300 })
+	evs, attempts := bus.published()
+	if len(evs) != 300 {
+		t.Fatalf("bus got %d events, want 300", len(evs))
+	}
+	for i, ev := range evs {
+		if ev.Seq != i+1 {
+			t.Fatalf("event %d has seq %d: order lost", i, ev.Seq)
+		}
+	}
+	if attempts < 5 {
+		t.Errorf("%d publications; the outage should have cost several", attempts)
+	}
+}
+
+// Past its retry budget the publisher gives up on the rest of the answer,
+// and close does not wait for a bus that is down.
+func TestPublisherGivesUpAfterItsBudget(t *testing.T) {
+	bus := &flakyBus{down: true}
+	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, 300*time.Millisecond)
+	p.send(tokenEvent(1))
+	start := time.Now()
+	p.close()
+	if d := time.Since(start); d > publishTimeout+200*time.Millisecond {
+		t.Errorf("close waited %s for a bus that is down", d)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the publisher still retries long after its budget")
+	}
+	_, attempts := bus.published()
+	bus.setDown(false)
+	p.send(tokenEvent(2)) // after giving up: dropped, not published
+	time.Sleep(50 * time.Millisecond)
+	if evs, n := bus.published(); len(evs) != 0 || n != attempts {
+		t.Errorf("after giving up: %d events published, %d attempts (was %d)", len(evs), n, attempts)
+	}
+	if attempts < 2 {
+		t.Errorf("gave up after %d attempt(s), want retries first", attempts)
+	}
+}

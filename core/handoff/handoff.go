@@ -1,0 +1,416 @@
+// Package handoff holds the use cases of human handoff: a visitor asking
+// for a person, a person replying from the helpdesk or the inbox, moving a
+// conversation between its states, and polling a session for what happened
+// in it. Every state change is stored with its SYSTEM notice and its outbox
+// rows in one transaction, then published to the session's followers and
+// scheduled for delivery.
+package handoff
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// MaxAuthorNameLength bounds a HUMAN reply's author name.
+const MaxAuthorNameLength = 200
+
+// publishTimeout bounds the live relay of what a request stored.
+const publishTimeout = 2 * time.Second
+
+// changeAttempts bounds how often a use case re-reads a conversation that
+// another request changed between its read and its write.
+const changeAttempts = 3
+
+// Deps are the ports the handoff use cases need.
+type Deps struct {
+	Workspaces    ports.WorkspaceStore
+	Agents        ports.AgentLookups
+	Conversations ports.ConversationStore
+	Bus           ports.EventBus
+	Deliveries    ports.DeliveryQueue
+	Clock         ports.Clock
+	Log           *slog.Logger
+}
+
+// Service runs the handoff use cases.
+type Service struct {
+	workspaces    ports.WorkspaceStore
+	agents        ports.AgentLookups
+	conversations ports.ConversationStore
+	bus           ports.EventBus
+	deliveries    ports.DeliveryQueue
+	clock         ports.Clock
+	log           *slog.Logger
+	maxMessage    int
+}
+
+// NewService returns a Service. maxMessageChars caps a HUMAN reply, as it
+// caps every message.
+func NewService(d Deps, maxMessageChars int) *Service {
+	if maxMessageChars <= 0 {
+		maxMessageChars = domain.MaxMessageLength
+	}
+	return &Service{
+		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, bus: d.Bus,
+		deliveries: d.Deliveries, clock: d.Clock, log: d.Log, maxMessage: maxMessageChars,
+	}
+}
+
+// Session names a conversation the way its caller holds it.
+type Session struct {
+	// Workspace is the authenticated caller's workspace; nil when the caller
+	// holds only the session id (the widget, v1), which then reaches only
+	// conversations of published agents.
+	Workspace *domain.Workspace
+	SessionID string
+	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
+	// X-Service-Signature values: a session of a verified user is not found
+	// for another verified user.
+	IdentityHeader  string
+	SignatureHeader string
+}
+
+// Request is a visitor asking for a person, with the optional handoff form.
+type Request struct {
+	Session
+	Name  string
+	Email string
+	Note  string
+}
+
+// RequestHandoff moves the conversation from AI or RESOLVED to
+// HANDOFF_REQUESTED, storing the contact and delivering handoff.requested
+// (contact and transcript) to the helpdesk, and as an event when the
+// workspace has an events URL. Asking again while the request is pending
+// changes and delivers nothing. Returns domain.ErrNotFound for an unknown
+// session, a PlanError below Standard, domain.ErrInvalidInput for a bad
+// form, and domain.ErrConflict when a person already owns the conversation.
+func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conversation, error) {
+	ws, conv, err := s.session(ctx, req.Session)
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	if err := ws.Require(domain.FeatureHandoff); err != nil {
+		return domain.Conversation{}, err
+	}
+	contact, err := domain.NewHandoffContact(req.Name, req.Email, req.Note)
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	for range changeAttempts {
+		switch conv.Status {
+		case domain.StatusHandoffRequested:
+			return conv, nil
+		case domain.StatusHuman:
+			return domain.Conversation{}, &domain.ConflictError{
+				Message: "a person already owns this conversation",
+				Details: map[string]string{"status": string(conv.Status)},
+			}
+		}
+		transcript, err := s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages)
+		if err != nil {
+			return domain.Conversation{}, err
+		}
+		next := conv
+		next.Status = domain.StatusHandoffRequested
+		if contact.Name != "" {
+			next.ContactName = contact.Name
+		}
+		if contact.Email != "" {
+			next.ContactEmail = contact.Email
+		}
+		current, changed, err := s.change(ctx, &ws, conv, next, "", &contact, transcript)
+		if err != nil || changed {
+			return current, err
+		}
+		conv = current
+	}
+	return domain.Conversation{}, errBusy
+}
+
+// HumanMessage is a person's reply from the helpdesk or the inbox.
+type HumanMessage struct {
+	// Role must be HUMAN: the endpoint is for people, and saying so keeps
+	// room for other roles later.
+	Role       string
+	Content    string
+	AuthorName string
+}
+
+// PostHumanMessage stores a person's reply. A person replying takes the
+// conversation over: from any other state it moves to HUMAN first, with a
+// notice. The reply is published to the session's followers and, when the
+// workspace has an events URL, delivered as message.created. Returns
+// domain.ErrInvalidInput for a bad message and domain.ErrNotFound unless
+// the conversation belongs to the workspace.
+func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, conversationID string, m HumanMessage) (domain.Message, error) {
+	if m.Role != string(domain.RoleHuman) {
+		return domain.Message{}, domain.InvalidField("role", "must be HUMAN")
+	}
+	if err := domain.ValidateMessageText(m.Content, s.maxMessage); err != nil {
+		var verr *domain.ValidationError
+		if errors.As(err, &verr) {
+			// The rule is every message's; the field here is content.
+			return domain.Message{}, domain.InvalidField("content", verr.Fields["message"])
+		}
+		return domain.Message{}, err
+	}
+	author := strings.TrimSpace(m.AuthorName)
+	if len([]rune(author)) > MaxAuthorNameLength {
+		return domain.Message{}, domain.InvalidField("authorName", "must be at most 200 characters")
+	}
+	if err := ws.Require(domain.FeatureHandoff); err != nil {
+		return domain.Message{}, err
+	}
+	conv, err := s.conversation(ctx, ws.ID, conversationID)
+	if err != nil {
+		return domain.Message{}, err
+	}
+	var published []domain.Message
+	for attempt := 0; conv.Status != domain.StatusHuman; attempt++ {
+		if attempt == changeAttempts {
+			return domain.Message{}, errBusy
+		}
+		next := conv
+		next.Status = domain.StatusHuman
+		notice := domain.NewStatusNotice(next, domain.StatusHuman, author, s.clock.Now())
+		current, changed, err := s.store(ctx, ws, conv, next, notice, nil, nil)
+		if err != nil {
+			return domain.Message{}, err
+		}
+		if changed {
+			published = append(published, notice)
+		}
+		conv = current
+	}
+	now := s.clock.Now()
+	msg := domain.Message{
+		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
+		Role: domain.RoleHuman, Content: m.Content, AuthorName: author, CreatedAt: now,
+	}
+	deliveries := domain.MessageDeliveries(ws, conv, msg, now)
+	stored, _, err := s.conversations.AppendMessage(ctx, msg, deliveries...)
+	if err != nil {
+		return domain.Message{}, err
+	}
+	s.publish(ctx, append(published, stored)...)
+	s.enqueue(ctx, deliveries)
+	return stored, nil
+}
+
+// SetStatus moves the conversation to `to` if the state machine allows it
+// (domain.ConversationStatus.CanMoveTo), with a notice and the deliveries of
+// the move (domain.StatusDeliveries). Staying in the same state changes
+// nothing. Returns domain.ErrInvalidInput for an unknown state,
+// domain.ErrNotFound unless the conversation belongs to the workspace, and
+// a ConflictError naming from and to for a move the state machine forbids.
+func (s *Service) SetStatus(ctx context.Context, ws *domain.Workspace, conversationID string, to domain.ConversationStatus) (domain.Conversation, error) {
+	if !to.Valid() {
+		return domain.Conversation{}, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
+	}
+	if err := ws.Require(domain.FeatureHandoff); err != nil {
+		return domain.Conversation{}, err
+	}
+	conv, err := s.conversation(ctx, ws.ID, conversationID)
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	for range changeAttempts {
+		if conv.Status == to {
+			return conv, nil
+		}
+		if !conv.Status.CanMoveTo(to) {
+			return domain.Conversation{}, &domain.ConflictError{
+				Message: "a " + string(conv.Status) + " conversation cannot move to " + string(to),
+				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
+			}
+		}
+		var transcript []domain.Message
+		if to == domain.StatusHandoffRequested {
+			if transcript, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages); err != nil {
+				return domain.Conversation{}, err
+			}
+		}
+		next := conv
+		next.Status = to
+		current, changed, err := s.change(ctx, ws, conv, next, "", nil, transcript)
+		if err != nil || changed {
+			return current, err
+		}
+		conv = current
+	}
+	return domain.Conversation{}, errBusy
+}
+
+// errBusy is what a caller gets when the conversation kept changing under
+// it; retrying is safe.
+var errBusy = domain.Conflict("the conversation changed while this request ran; retry")
+
+// change moves conv to next.Status from exactly the state it was read in,
+// with a notice and the move's deliveries, then publishes the notice and
+// schedules the deliveries. When another request changed the conversation
+// first, it returns the conversation as it is now, with changed false.
+func (s *Service) change(ctx context.Context, ws *domain.Workspace, conv, next domain.Conversation, author string, contact *domain.HandoffContact, transcript []domain.Message) (domain.Conversation, bool, error) {
+	notice := domain.NewStatusNotice(next, next.Status, author, s.clock.Now())
+	current, changed, err := s.store(ctx, ws, conv, next, notice, contact, transcript)
+	if err != nil || !changed {
+		return current, changed, err
+	}
+	s.publish(ctx, notice)
+	return current, true, nil
+}
+
+// store writes a move with its deliveries and schedules them; it publishes
+// nothing, so a caller can publish the notice with what follows it.
+func (s *Service) store(ctx context.Context, ws *domain.Workspace, conv, next domain.Conversation, notice domain.Message, contact *domain.HandoffContact, transcript []domain.Message) (domain.Conversation, bool, error) {
+	deliveries := domain.StatusDeliveries(ws, next, conv.Status, contact, transcript, notice.CreatedAt)
+	current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
+		WorkspaceID: ws.ID, ConversationID: conv.ID, To: next.Status,
+		From: []domain.ConversationStatus{conv.Status}, Notice: notice, Contact: contact, Deliveries: deliveries,
+	})
+	if err != nil || !changed {
+		return current, changed, err
+	}
+	s.enqueue(ctx, deliveries)
+	return current, true, nil
+}
+
+// PollRequest asks for a session's messages after one the client has.
+type PollRequest struct {
+	Session
+	// After is the id of the last message the client has; "" starts from
+	// the first message.
+	After string
+	// Limit caps the messages returned (0: the default page size).
+	Limit int
+}
+
+// PollResult is what happened in a session since After.
+type PollResult struct {
+	Conversation domain.Conversation
+	// Messages are oldest first: every role, SYSTEM notices included.
+	Messages []domain.Message
+	// HasMore says more messages follow the last one returned: poll again
+	// at once with its id.
+	HasMore bool
+}
+
+// Poll returns the session's messages after req.After with the
+// conversation's state, for clients that cannot hold a stream open.
+// Returns domain.ErrNotFound for an unknown session and
+// domain.ErrInvalidInput for a bad limit or an After that is not a message
+// of this session.
+func (s *Service) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
+	limit, err := domain.ValidatePageLimit(req.Limit)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if req.After != "" && !domain.ValidID(domain.PrefixMessage, req.After) {
+		return PollResult{}, errBadAfter
+	}
+	ws, conv, err := s.session(ctx, req.Session)
+	if err != nil {
+		return PollResult{}, err
+	}
+	page := domain.PageRequest{Limit: limit}
+	if req.After != "" {
+		page.After = &domain.Position{ID: req.After}
+	}
+	msgs, err := s.conversations.ListMessages(ctx, ws.ID, conv.ID, page)
+	if errors.Is(err, domain.ErrInvalidInput) {
+		return PollResult{}, errBadAfter
+	}
+	if err != nil {
+		return PollResult{}, err
+	}
+	return PollResult{Conversation: conv, Messages: msgs.Items, HasMore: msgs.HasMore}, nil
+}
+
+var errBadAfter = domain.InvalidField("after", "is not a message of this session; pass the id of the last message you received")
+
+// session finds the conversation a caller names, by the rules of the answer
+// engine: a malformed, unknown or foreign id, another verified user's
+// session, and (for keyless callers) a session of an unpublished agent are
+// all domain.ErrNotFound.
+func (s *Service) session(ctx context.Context, ref Session) (domain.Workspace, domain.Conversation, error) {
+	var (
+		ws   domain.Workspace
+		conv domain.Conversation
+		err  error
+	)
+	if !domain.ValidID(domain.PrefixSession, ref.SessionID) {
+		return ws, conv, domain.NotFound("session")
+	}
+	if ref.Workspace != nil {
+		ws = *ref.Workspace
+		conv, err = s.conversations.GetConversation(ctx, ws.ID, ref.SessionID)
+	} else {
+		conv, err = s.conversations.GetConversationBySession(ctx, ref.SessionID)
+		if err == nil {
+			ws, err = s.workspaces.GetWorkspace(ctx, conv.WorkspaceID)
+		}
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		err = domain.NotFound("session")
+	}
+	if err != nil {
+		return ws, conv, err
+	}
+	identity, err := domain.VerifyIdentity(&ws, ref.IdentityHeader, ref.SignatureHeader, s.clock.Now())
+	if err != nil {
+		return ws, conv, err
+	}
+	if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
+		return ws, conv, domain.NotFound("session")
+	}
+	if ref.Workspace == nil {
+		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
+		if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
+			return ws, conv, domain.NotFound("session")
+		}
+		if err != nil {
+			return ws, conv, err
+		}
+	}
+	return ws, conv, nil
+}
+
+// conversation reads a conversation of the workspace; a malformed id is
+// domain.ErrNotFound without a query.
+func (s *Service) conversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
+	if !domain.ValidID(domain.PrefixSession, id) {
+		return domain.Conversation{}, domain.NotFound("conversation")
+	}
+	return s.conversations.GetConversation(ctx, workspaceID, id)
+}
+
+// publish relays stored messages to the session's followers, in order. The
+// relay is best effort: PostgreSQL holds what resuming clients replay.
+func (s *Service) publish(ctx context.Context, msgs ...domain.Message) {
+	events := make([]ports.SessionEvent, 0, len(msgs))
+	for _, m := range msgs {
+		events = append(events, ports.MessageEvent(m))
+	}
+	// A bus that hangs must not hold the request: the messages are stored.
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if err := s.bus.Publish(ctx, events...); err != nil {
+		s.log.WarnContext(ctx, "publishing session events failed", "sessionId", msgs[0].ConversationID, "error", err)
+	}
+}
+
+// enqueue schedules stored deliveries. A failure is only logged: the rows
+// are committed and stay PENDING, and the delivery sweeper enqueues them.
+func (s *Service) enqueue(ctx context.Context, deliveries []domain.Delivery) {
+	for _, d := range deliveries {
+		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
+			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
+		}
+	}
+}

@@ -1,0 +1,386 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// world is a conversation's outside world as the relay sees it: the stored
+// messages, the session's log and the feed's subscriptions. publish does
+// what the event bus does (log, then every subscriber).
+type world struct {
+	t  *testing.T
+	mu sync.Mutex
+
+	ws    domain.Workspace
+	conv  domain.Conversation
+	agent domain.Agent
+
+	stored  []domain.Message
+	log     []*ports.LiveEvent
+	logSeq  int
+	subs    []*fakeSub
+	buffer  int
+	subErr  error
+	closedN int
+	// beforeRead, when set, runs once before the next log read: what is
+	// published between a subscription and the read reaches both.
+	beforeRead func()
+	// transcriptReads counts MessagesFrom calls.
+	transcriptReads int
+}
+
+func (w *world) reads() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.transcriptReads
+}
+
+func (w *world) readHook() {
+	w.mu.Lock()
+	hook := w.beforeRead
+	w.beforeRead = nil
+	w.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
+func newWorld(t *testing.T) *world {
+	ws := domain.Workspace{ID: "ws_1", Plan: domain.PlanStandard, WebhookSecret: "whsec_test"}
+	agent := domain.Agent{ID: "agt_1", WorkspaceID: ws.ID, Slug: "support", Config: domain.AgentConfig{Published: true}}
+	conv := domain.Conversation{ID: domain.NewID(domain.PrefixSession), WorkspaceID: ws.ID, AgentID: agent.ID, AgentSlug: agent.Slug, Status: domain.StatusAI}
+	return &world{t: t, ws: ws, conv: conv, agent: agent, buffer: 64}
+}
+
+func (w *world) service() *Service {
+	return NewService(Deps{
+		Feed: w, Recent: w, Transcript: w, Conversations: &fakeConversations{w: w}, Workspaces: &fakeWorkspaces{w: w},
+		Agents: &fakeAgents{w: w}, Clock: fixedClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, Options{KeepAlive: time.Hour, PageSize: 3})
+}
+
+// store appends a message to the transcript, as a store commits it.
+func (w *world) store(m domain.Message) domain.Message {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m.WorkspaceID, m.ConversationID = w.ws.ID, w.conv.ID
+	w.stored = append(w.stored, m)
+	return m
+}
+
+// publish logs and relays events, as the bus does.
+func (w *world) publish(events ...ports.SessionEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range events {
+		w.logSeq++
+		live := &ports.LiveEvent{SessionEvent: ev, LogID: strconv.Itoa(w.logSeq) + "-0"}
+		w.log = append(w.log, live)
+		for _, s := range w.subs {
+			s.events <- live
+		}
+	}
+}
+
+// publishLogOnly logs events no subscriber receives: published while the
+// feed's connection was down.
+func (w *world) publishLogOnly(events ...ports.SessionEvent) {
+	subs := w.subs
+	w.subs = nil
+	w.publish(events...)
+	w.subs = subs
+}
+
+// loseLog empties the log, as a Redis restart without persistence does.
+func (w *world) loseLog() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.log = nil
+}
+
+// gap tells every subscriber the feed reconnected.
+func (w *world) gap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.subs {
+		s.events <- &ports.LiveEvent{Gap: true}
+	}
+}
+
+func (w *world) Subscribe(_ context.Context, sessionID string) (ports.Subscription, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.subErr != nil {
+		return nil, w.subErr
+	}
+	if sessionID != w.conv.ID {
+		w.t.Fatalf("subscribed to %s", sessionID)
+	}
+	s := &fakeSub{w: w, events: make(chan *ports.LiveEvent, w.buffer), done: make(chan struct{})}
+	w.subs = append(w.subs, s)
+	return s, nil
+}
+
+func (w *world) open() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.subs)
+}
+
+func (w *world) Tail(context.Context, string) (string, error) {
+	w.readHook()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.log) == 0 {
+		return "", nil
+	}
+	return w.log[len(w.log)-1].LogID, nil
+}
+
+func (w *world) Since(_ context.Context, _ string, logID string) ([]*ports.LiveEvent, bool, error) {
+	w.readHook()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if logID == "" {
+		return slices.Clone(w.log), true, nil
+	}
+	for i, ev := range w.log {
+		if ev.LogID == logID {
+			return slices.Clone(w.log[i+1:]), true, nil
+		}
+	}
+	return slices.Clone(w.log), false, nil
+}
+
+func (w *world) After(_ context.Context, _ string, messageID string, seq int) ([]*ports.LiveEvent, bool, error) {
+	w.readHook()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, ev := range w.log {
+		if ev.MessageID == messageID && ev.Seq == seq {
+			return slices.Clone(w.log[i+1:]), true, nil
+		}
+	}
+	return slices.Clone(w.log), false, nil
+}
+
+func (w *world) MessagesFrom(_ context.Context, workspaceID, conversationID, messageID string, limit int) ([]domain.Message, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.transcriptReads++
+	if workspaceID != w.ws.ID || conversationID != w.conv.ID {
+		return nil, domain.NotFound("conversation")
+	}
+	start := 0
+	if messageID != "" {
+		start = slices.IndexFunc(w.stored, func(m domain.Message) bool { return m.ID == messageID })
+		if start < 0 {
+			return nil, domain.NotFound("message")
+		}
+	}
+	end := min(start+limit, len(w.stored))
+	return slices.Clone(w.stored[start:end]), nil
+}
+
+type fakeSub struct {
+	w      *world
+	events chan *ports.LiveEvent
+	done   chan struct{}
+	once   sync.Once
+	err    error
+}
+
+func (s *fakeSub) Events() <-chan *ports.LiveEvent { return s.events }
+func (s *fakeSub) Done() <-chan struct{}           { return s.done }
+func (s *fakeSub) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+func (s *fakeSub) Close() { s.end(nil) }
+func (s *fakeSub) end(err error) {
+	s.once.Do(func() {
+		s.err = err
+		close(s.done)
+		s.w.mu.Lock()
+		defer s.w.mu.Unlock()
+		s.w.subs = slices.DeleteFunc(s.w.subs, func(o *fakeSub) bool { return o == s })
+		s.w.closedN++
+	})
+}
+
+type fakeConversations struct {
+	ports.ConversationStore
+	w *world
+}
+
+func (f *fakeConversations) GetConversation(_ context.Context, workspaceID, id string) (domain.Conversation, error) {
+	if workspaceID != f.w.ws.ID || id != f.w.conv.ID {
+		return domain.Conversation{}, domain.NotFound("conversation")
+	}
+	return f.w.conv, nil
+}
+
+func (f *fakeConversations) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
+	if id != f.w.conv.ID {
+		return domain.Conversation{}, domain.NotFound("conversation")
+	}
+	return f.w.conv, nil
+}
+
+type fakeWorkspaces struct {
+	ports.WorkspaceStore
+	w *world
+}
+
+func (f *fakeWorkspaces) GetWorkspace(_ context.Context, id string) (domain.Workspace, error) {
+	if id != f.w.ws.ID {
+		return domain.Workspace{}, domain.NotFound("workspace")
+	}
+	return f.w.ws, nil
+}
+
+type fakeAgents struct {
+	ports.AgentLookups
+	w *world
+}
+
+func (f *fakeAgents) GetAgentByID(_ context.Context, workspaceID, id string) (domain.Agent, error) {
+	if workspaceID != f.w.ws.ID || id != f.w.agent.ID {
+		return domain.Agent{}, domain.NotFound("agent")
+	}
+	return f.w.agent, nil
+}
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+
+// sink records what a stream wrote, as "<id> <type> <content>" lines.
+type sink struct {
+	mu         sync.Mutex
+	lines      []string
+	events     []*ports.LiveEvent
+	keepAlives int
+	failAfter  int // fail the n-th and later sends; 0 never
+	wrote      chan struct{}
+}
+
+func newSink() *sink { return &sink{wrote: make(chan struct{}, 1024)} }
+
+func (s *sink) Send(ev *ports.LiveEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAfter > 0 && len(s.lines)+1 >= s.failAfter {
+		return io.ErrClosedPipe
+	}
+	s.lines = append(s.lines, describe(ev))
+	s.events = append(s.events, ev)
+	s.wrote <- struct{}{}
+	return nil
+}
+
+func (s *sink) KeepAlive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keepAlives++
+	return nil
+}
+
+func (s *sink) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.lines)
+}
+
+// waitFor waits until the sink holds n lines.
+func (s *sink) waitFor(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		if got := s.got(); len(got) >= n {
+			return got
+		}
+		select {
+		case <-s.wrote:
+		case <-deadline:
+			t.Fatalf("sink has %d of %d events:\n%s", len(s.got()), n, strings.Join(s.got(), "\n"))
+		}
+	}
+}
+
+func describe(ev *ports.LiveEvent) string {
+	id := ""
+	if ev.MessageID != "" {
+		id = fmt.Sprintf("%s:%d", ev.MessageID, ev.Seq)
+	}
+	switch ev.Type {
+	case ports.EventToken:
+		return id + " token " + ev.Content
+	case ports.EventDone:
+		return id + " done " + ev.Answer.Reply.Content
+	case ports.EventMessage:
+		return id + " message " + string(ev.Message.Role) + " " + ev.Message.Content
+	case ports.EventStatus:
+		return id + " status " + string(ev.Status)
+	default:
+		return id + " error " + ev.ErrorCode
+	}
+}
+
+// answer is a reply as the engine produces it: its events and its stored
+// copy (with token ends).
+type answer struct {
+	msg    domain.Message
+	events []ports.SessionEvent
+}
+
+func newAnswer(w *world, id string, tokens ...string) answer {
+	var content strings.Builder
+	var ends []int
+	var events []ports.SessionEvent
+	for i, tok := range tokens {
+		content.WriteString(tok)
+		ends = append(ends, content.Len())
+		events = append(events, ports.SessionEvent{Type: ports.EventToken, SessionID: w.conv.ID, MessageID: id, Seq: i + 1, Content: tok})
+	}
+	msg := domain.Message{ID: id, WorkspaceID: w.ws.ID, ConversationID: w.conv.ID, Role: domain.RoleAssistant, Content: content.String(), TokenEnds: ends}
+	events = append(events, ports.SessionEvent{Type: ports.EventDone, SessionID: w.conv.ID, MessageID: id, Seq: len(tokens) + 1,
+		Answer: &domain.Answer{SessionID: w.conv.ID, Reply: msg}})
+	return answer{msg: msg, events: events}
+}
+
+// userMessage stores and returns the event of a USER (or other) message.
+func (w *world) message(role domain.Role, id, content string) ports.SessionEvent {
+	m := w.store(domain.Message{ID: id, Role: role, Content: content})
+	return ports.MessageEvent(m)
+}
+
+func (w *world) notice(id string, status domain.ConversationStatus) ports.SessionEvent {
+	m := w.store(domain.Message{ID: id, Role: domain.RoleSystem, Content: "status", Status: status})
+	return ports.MessageEvent(m)
+}
+
+// msgID is a valid message id with a readable tag.
+func msgID(tag string) string {
+	id := "msg_" + strings.Repeat("0", 26-len(tag)) + tag
+	if !domain.ValidID(domain.PrefixMessage, id) {
+		panic("bad tag " + tag)
+	}
+	return id
+}

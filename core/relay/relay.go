@@ -1,0 +1,576 @@
+// Package relay follows a conversation's live events for one client: the
+// tokens and done of answers generated on any pod, USER messages, HUMAN
+// replies and status changes, resumable from a Last-Event-ID on any pod.
+//
+// A stream subscribes first (confirmed), then replays what the client
+// missed, then relays live events. The replay comes from the session's
+// short-lived log while it still holds the client's position (answers
+// still being generated live only there), otherwise from the stored
+// messages, then the log for anything newer. Every event is identified by
+// its message id and seq, and a stream remembers the highest seq it sent
+// of each message, so replay and live events never repeat or skip: an
+// event already sent is dropped, and a jump in a message's seq (events lost
+// while the feed was reconnecting) holds the message back until it is
+// stored, when the missing part is read from PostgreSQL.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Deps are the relay's outside-world pieces.
+type Deps struct {
+	Feed ports.EventFeed
+	// Recent is the sessions' short-lived log of recent events.
+	Recent        ports.EventLog
+	Transcript    ports.Transcript
+	Conversations ports.ConversationStore
+	Workspaces    ports.WorkspaceStore
+	Agents        ports.AgentLookups
+	Clock         ports.Clock
+	Log           *slog.Logger
+}
+
+// Options tune the relay; zero fields take the defaults.
+type Options struct {
+	// KeepAlive is how often a stream writes a keep-alive (default 15 s),
+	// which keeps proxies from closing it and is how a vanished client is
+	// noticed.
+	KeepAlive time.Duration
+	// PageSize is how many stored messages one replay read takes (default 100).
+	PageSize int
+}
+
+// Service opens live streams.
+type Service struct {
+	d    Deps
+	opts Options
+}
+
+// NewService returns the relay.
+func NewService(d Deps, opts Options) *Service {
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	return &Service{d: d, opts: opts}
+}
+
+// Request asks to follow a conversation.
+type Request struct {
+	// Workspace is the API-key caller's workspace; nil when the caller holds
+	// only the session id (the widget), which then needs a published agent
+	// and honours the identity headers as the widget's message route does.
+	Workspace *domain.Workspace
+	SessionID string
+	// LastEventID is the id of the last event the client has
+	// ("<messageId>:<seq>"); "" starts live from now.
+	LastEventID     string
+	IdentityHeader  string
+	SignatureHeader string
+}
+
+// Position is an event's place: the SSE id "<MessageID>:<Seq>".
+type Position struct {
+	MessageID string
+	Seq       int
+}
+
+// ParseEventID parses a Last-Event-ID; "" is no position (nil). Anything
+// else than an id this service sends is a domain.ValidationError.
+func ParseEventID(id string) (*Position, error) {
+	if id == "" {
+		return nil, nil
+	}
+	msg, seqText, ok := strings.Cut(id, ":")
+	seq, err := strconv.Atoi(seqText)
+	if !ok || err != nil || seq < 1 || strconv.Itoa(seq) != seqText || !domain.ValidID(domain.PrefixMessage, msg) {
+		return nil, &domain.ValidationError{
+			Message: "Last-Event-ID must be the id of an event of this stream (<messageId>:<seq>)",
+			Fields:  map[string]string{"lastEventId": "is not an event id"},
+		}
+	}
+	return &Position{MessageID: msg, Seq: seq}, nil
+}
+
+// errUnknownPosition is the answer to a well-formed Last-Event-ID that
+// neither the log nor the stored messages of the conversation know.
+var errUnknownPosition = &domain.ValidationError{
+	Message: "Last-Event-ID is not an event of this conversation; reload its messages and reconnect without it",
+	Fields:  map[string]string{"lastEventId": "is not an event of this conversation"},
+}
+
+// Open checks the caller's access, subscribes to the conversation's events
+// (confirmed) and, with a Last-Event-ID, finds where its replay starts. Its
+// errors come before anything is streamed: domain.ErrNotFound for a
+// conversation the caller cannot see, a domain.ValidationError for a
+// malformed or unknown Last-Event-ID, ErrUnauthorized for a bad identity
+// signature, and errors wrapping domain.ErrUnavailable when Redis or
+// PostgreSQL cannot be reached. The stream must be Run or Closed.
+func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
+	from, err := ParseEventID(req.LastEventID)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := s.conversation(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := s.d.Feed.Subscribe(ctx, conv.ID)
+	if err != nil {
+		return nil, err
+	}
+	st := &Stream{s: s, conv: conv, sub: sub, seen: map[string]int{}, held: map[string]bool{}}
+	if err := st.position(ctx, from); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// conversation resolves the followed conversation as the chat routes do.
+func (s *Service) conversation(ctx context.Context, req Request) (domain.Conversation, error) {
+	if !domain.ValidID(domain.PrefixSession, req.SessionID) {
+		if req.Workspace != nil {
+			return domain.Conversation{}, domain.NotFound("conversation")
+		}
+		return domain.Conversation{}, domain.NotFound("session")
+	}
+	if req.Workspace != nil {
+		conv, err := s.d.Conversations.GetConversation(ctx, req.Workspace.ID, req.SessionID)
+		if errors.Is(err, domain.ErrNotFound) {
+			err = domain.NotFound("conversation")
+		}
+		return conv, err
+	}
+	conv, err := s.d.Conversations.GetConversationBySession(ctx, req.SessionID)
+	var ws domain.Workspace
+	if err == nil {
+		ws, err = s.d.Workspaces.GetWorkspace(ctx, conv.WorkspaceID)
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		err = domain.NotFound("session")
+	}
+	if err != nil {
+		return conv, err
+	}
+	identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.d.Clock.Now())
+	if err != nil {
+		return conv, err
+	}
+	if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
+		// Another signed-in user holding this session id gets nothing.
+		return conv, domain.NotFound("session")
+	}
+	agent, err := s.d.Agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
+		// Keyless callers only reach published agents.
+		return conv, domain.NotFound("session")
+	}
+	return conv, err
+}
+
+// Sink is where a stream writes. Both methods run on the stream's
+// goroutine; an error (the client left) ends the stream.
+type Sink interface {
+	// Send writes one event.
+	Send(ev *ports.LiveEvent) error
+	// KeepAlive writes something the client ignores.
+	KeepAlive() error
+}
+
+// Stream is one client's live stream.
+type Stream struct {
+	s    *Service
+	conv domain.Conversation
+	sub  ports.Subscription
+	sink Sink
+
+	// seen is the highest seq sent of each message.
+	seen map[string]int
+	// held are messages with a hole: their events wait for the stored copy.
+	held map[string]bool
+	// continuous holds while everything since the client's position came
+	// from the log or the feed without a break: a message then first seen
+	// at a seq past 1 began before that position, and the client has its
+	// start. After a break it means a hole.
+	continuous bool
+	// lastLog is the log entry up to which the stream has taken the log
+	// into account; lastStored the latest stored message it sent.
+	lastLog    string
+	lastStored string
+
+	// The replay Open planned: stored messages from fromStored on, then
+	// the log's events.
+	replayStored bool
+	fromStored   []domain.Message
+	replayLog    []*ports.LiveEvent
+}
+
+// position plans the replay from the client's last event.
+func (st *Stream) position(ctx context.Context, from *Position) error {
+	log := st.s.d.Recent
+	if from == nil {
+		// Live from now: the log's tail is where a catch-up would start.
+		tail, err := log.Tail(ctx, st.conv.ID)
+		st.lastLog, st.continuous = tail, true
+		return err
+	}
+	events, found, err := log.After(ctx, st.conv.ID, from.MessageID, from.Seq)
+	if err != nil {
+		return err
+	}
+	st.seen[from.MessageID] = from.Seq
+	st.replayLog = events
+	if found {
+		st.continuous = true
+		if len(events) == 0 {
+			// The client is at the log's end: that is where a catch-up
+			// starts (a later event is in the subscription already).
+			st.lastLog, err = log.Tail(ctx, st.conv.ID)
+		}
+		return err
+	}
+	msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, from.MessageID, st.s.opts.PageSize)
+	if errors.Is(err, domain.ErrNotFound) {
+		// Not stored: an answer still being generated whose early events
+		// the log lost (Redis restarted) is resumed from what the log has
+		// of it, if anything; any other id is not of this conversation.
+		for _, ev := range events {
+			if ev.MessageID == from.MessageID {
+				return nil
+			}
+		}
+		return errUnknownPosition
+	}
+	if err != nil {
+		return err
+	}
+	st.replayStored, st.fromStored = true, msgs
+	return nil
+}
+
+// Close ends the stream's subscription; Run does it when it returns.
+func (st *Stream) Close() { st.sub.Close() }
+
+// Reasons a stream ends that its client is told about, in a terminal error
+// event without an id.
+const (
+	fellBehind  = "the stream fell behind; reconnect with Last-Event-ID to continue"
+	unavailable = "the live stream is unavailable; reconnect with Last-Event-ID to continue"
+)
+
+// Run replays what the client missed and relays live events to sink until
+// ctx ends, the client leaves (sink fails) or the feed ends the
+// subscription. A subscription cut off for falling behind, or a replay
+// that fails, ends with an error event (code UNAVAILABLE) telling the
+// client to reconnect with its Last-Event-ID; the feed shutting down ends it
+// without one, so the client simply reconnects. The returned error is for
+// logs; nil when the client or the server went away.
+func (st *Stream) Run(ctx context.Context, sink Sink) error {
+	defer st.sub.Close()
+	st.sink = sink
+	if err := st.replay(ctx); err != nil {
+		return st.fail(err)
+	}
+	keepAlive := time.NewTicker(st.s.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case ev := <-st.sub.Events():
+			var err error
+			if ev.Gap {
+				err = st.catchUp(ctx)
+			} else {
+				err = st.deliver(ctx, ev)
+			}
+			if err != nil {
+				return st.fail(err)
+			}
+		case <-st.sub.Done():
+			err := st.sub.Err()
+			if errors.Is(err, ports.ErrSlowConsumer) {
+				return st.fail(err)
+			}
+			return nil
+		case <-keepAlive.C:
+			if err := sink.KeepAlive(); err != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// errClientGone marks a failed write: nobody is left to tell.
+var errClientGone = errors.New("client gone")
+
+// fail ends the stream with a terminal error event, unless the client is
+// the one that went away.
+func (st *Stream) fail(err error) error {
+	if errors.Is(err, errClientGone) {
+		return nil
+	}
+	text := unavailable
+	if errors.Is(err, ports.ErrSlowConsumer) {
+		text = fellBehind
+	}
+	_ = st.sink.Send(&ports.LiveEvent{SessionEvent: ports.SessionEvent{
+		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: text,
+	}})
+	st.s.d.Log.Info("live stream ended with an error; the client resumes", "sessionId", st.conv.ID, "error", err)
+	return fmt.Errorf("live stream of %s: %w", st.conv.ID, err)
+}
+
+func (st *Stream) emit(ev *ports.LiveEvent) error {
+	if err := st.sink.Send(ev); err != nil {
+		return fmt.Errorf("%w: %w", errClientGone, err)
+	}
+	return nil
+}
+
+// replay sends what Open planned.
+func (st *Stream) replay(ctx context.Context) error {
+	if st.replayStored {
+		if err := st.storedFrom(ctx, st.fromStored); err != nil {
+			return err
+		}
+		st.fromStored = nil
+	}
+	events := st.replayLog
+	st.replayLog = nil
+	return st.deliverLog(ctx, events, st.replayStored)
+}
+
+// deliverLog sends a run of the log, oldest first, and remembers where it
+// ends. After a replay from the stored messages (afterStored), the log only
+// adds answers not stored yet: a message, status or done event in it was
+// published after its message was stored, before the stored messages were
+// read, so that message was either just replayed or is older than the
+// client's position.
+func (st *Stream) deliverLog(ctx context.Context, events []*ports.LiveEvent, afterStored bool) error {
+	var stored map[string]bool
+	if afterStored {
+		stored = map[string]bool{}
+		for _, ev := range events {
+			if ev.Type != ports.EventToken && ev.Type != ports.EventError {
+				stored[ev.MessageID] = true
+			}
+		}
+	}
+	for _, ev := range events {
+		if stored[ev.MessageID] {
+			continue
+		}
+		if err := st.deliver(ctx, ev); err != nil {
+			return err
+		}
+	}
+	if len(events) > 0 {
+		st.lastLog = events[len(events)-1].LogID
+	}
+	return nil
+}
+
+// catchUp follows a Gap: the feed was reconnected and may have missed
+// events. They are in the log after the stream's position if it still has
+// it; otherwise (Redis lost it) the stored messages since the last one sent
+// come first, then the whole log.
+func (st *Stream) catchUp(ctx context.Context) error {
+	events, found, err := st.s.d.Recent.Since(ctx, st.conv.ID, st.lastLog)
+	if err != nil {
+		return err
+	}
+	afterStored := false
+	if !found {
+		st.continuous = false
+		if st.lastStored != "" {
+			msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, st.lastStored, st.s.opts.PageSize)
+			if err != nil {
+				return err
+			}
+			if err := st.storedFrom(ctx, msgs); err != nil {
+				return err
+			}
+			afterStored = true
+		}
+	}
+	return st.deliverLog(ctx, events, afterStored)
+}
+
+// storedFrom sends stored messages from the first page given on, reading
+// further pages until the conversation's end.
+func (st *Stream) storedFrom(ctx context.Context, page []domain.Message) error {
+	size := st.s.opts.PageSize
+	for skip := 0; ; skip = 1 { // later pages start with the last message sent
+		for _, m := range page[skip:] {
+			if err := st.deliverStored(m); err != nil {
+				return err
+			}
+		}
+		if len(page) < size {
+			return nil
+		}
+		var err error
+		if page, err = st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, page[len(page)-1].ID, size); err != nil {
+			return err
+		}
+	}
+}
+
+// deliverStored sends what the client has not seen of a stored message.
+// The stored copy is complete, so it also fills a held message's hole.
+func (st *Stream) deliverStored(m domain.Message) error {
+	for _, ev := range StoredEvents(m) {
+		if ev.Seq <= st.seen[m.ID] {
+			continue
+		}
+		st.seen[m.ID] = ev.Seq
+		if err := st.emit(ev); err != nil {
+			return err
+		}
+	}
+	delete(st.held, m.ID)
+	st.lastStored = m.ID
+	return nil
+}
+
+// deliver sends a live or logged event unless the client has it.
+func (st *Stream) deliver(ctx context.Context, ev *ports.LiveEvent) error {
+	m := ev.MessageID
+	if m == "" {
+		return st.emit(ev)
+	}
+	have := st.seen[m]
+	if ev.Seq <= have {
+		return nil
+	}
+	// Not a repeat, so newer than anything taken from the log so far.
+	if ev.LogID != "" {
+		st.lastLog = ev.LogID
+	}
+	switch {
+	case st.held[m]:
+		if terminal(ev) {
+			return st.fill(ctx, ev)
+		}
+		return nil
+	case ev.Seq == have+1 || (have == 0 && st.continuous):
+		st.seen[m] = ev.Seq
+		st.noteStored(ev)
+		return st.emit(ev)
+	case terminal(ev):
+		return st.fill(ctx, ev)
+	default:
+		// A hole in the message: hold it until it is stored.
+		st.held[m] = true
+		return nil
+	}
+}
+
+// noteStored remembers the latest sent event whose message is stored
+// (everything but an answer's tokens is published after its message was
+// stored): a catch-up from PostgreSQL starts there.
+func (st *Stream) noteStored(ev *ports.LiveEvent) {
+	switch ev.Type {
+	case ports.EventMessage, ports.EventStatus, ports.EventDone:
+		st.lastStored = ev.MessageID
+	}
+}
+
+func terminal(ev *ports.LiveEvent) bool {
+	return ev.Type == ports.EventDone || ev.Type == ports.EventError
+}
+
+// fill completes a message with a hole at its terminal event: the missing
+// tokens from the stored reply, then the event itself (which, unlike a
+// stored reply, knows whether the answer was a fallback). An answer that
+// failed was never stored: its error event ends it as it is.
+func (st *Stream) fill(ctx context.Context, ev *ports.LiveEvent) error {
+	m := ev.MessageID
+	delete(st.held, m)
+	if ev.Type == ports.EventDone {
+		msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, m, 1)
+		switch {
+		case errors.Is(err, domain.ErrNotFound):
+			st.s.d.Log.WarnContext(ctx, "live stream: an answer announced done is not stored", "sessionId", st.conv.ID, "messageId", m)
+		case err != nil:
+			return err
+		case len(msgs) == 1:
+			for _, tok := range StoredEvents(msgs[0]) {
+				if tok.Type != ports.EventToken || tok.Seq <= st.seen[m] || tok.Seq >= ev.Seq {
+					continue
+				}
+				st.seen[m] = tok.Seq
+				if err := st.emit(tok); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	st.seen[m] = ev.Seq
+	st.noteStored(ev)
+	return st.emit(ev)
+}
+
+// StoredEvents are the live events of a stored message, as they were
+// published: an ASSISTANT reply's tokens (seq 1..T, cut where
+// Message.TokenEnds says) and its done (seq T+1); the message or status
+// event of any other message (seq 1). A done rebuilt from storage carries
+// the reply and its citations; whether it was a fallback or offered a
+// handoff is not stored, so it says false.
+func StoredEvents(m domain.Message) []*ports.LiveEvent {
+	if m.Role != domain.RoleAssistant {
+		return []*ports.LiveEvent{{SessionEvent: ports.MessageEvent(m)}}
+	}
+	ends := m.TokenEnds
+	if !validEnds(ends, len(m.Content)) {
+		// A reply stored without usable token ends (older releases):
+		// one token for the lot.
+		ends = nil
+		if m.Content != "" {
+			ends = []int{len(m.Content)}
+		}
+	}
+	events := make([]*ports.LiveEvent, 0, len(ends)+1)
+	start := 0
+	for i, end := range ends {
+		events = append(events, &ports.LiveEvent{SessionEvent: ports.SessionEvent{
+			Type: ports.EventToken, SessionID: m.ConversationID, MessageID: m.ID, Seq: i + 1, Content: m.Content[start:end],
+		}})
+		start = end
+	}
+	answer := &domain.Answer{SessionID: m.ConversationID, Reply: m}
+	events = append(events, &ports.LiveEvent{SessionEvent: ports.SessionEvent{
+		Type: ports.EventDone, SessionID: m.ConversationID, MessageID: m.ID, Seq: len(ends) + 1, Answer: answer,
+	}})
+	return events
+}
+
+// validEnds reports whether ends cut content into non-empty tokens that
+// cover it exactly.
+func validEnds(ends []int, length int) bool {
+	if len(ends) == 0 || ends[len(ends)-1] != length {
+		return false
+	}
+	prev := 0
+	for _, e := range ends {
+		if e <= prev {
+			return false
+		}
+		prev = e
+	}
+	return true
+}

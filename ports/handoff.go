@@ -2,6 +2,8 @@ package ports
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -27,6 +29,24 @@ type StatusChange struct {
 	Deliveries []domain.Delivery
 }
 
+// NewStatusChange returns the move of conv, as it was read, to `to`: from
+// exactly conv's state, with the SYSTEM notice (author names a person
+// taking over, when known), the contact, if any, and the move's deliveries
+// (domain.StatusDeliveries; transcript is the conversation so far, for a
+// handoff request). Every path that changes a conversation's state builds
+// its change here, so they all record and report a move alike.
+func NewStatusChange(ws *domain.Workspace, conv domain.Conversation, to domain.ConversationStatus, author string,
+	contact *domain.HandoffContact, transcript []domain.Message, now time.Time) StatusChange {
+	next := conv
+	next.Status = to
+	contact.ApplyTo(&next)
+	return StatusChange{
+		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: to, From: []domain.ConversationStatus{conv.Status},
+		Notice: domain.NewStatusNotice(next, to, author, now), Contact: contact,
+		Deliveries: domain.StatusDeliveries(ws, next, conv.Status, contact, transcript, now),
+	}
+}
+
 // DeliveryQueue schedules outbox rows for delivery by the workers.
 type DeliveryQueue interface {
 	// EnqueueDelivery schedules an attempt of a stored delivery now.
@@ -44,6 +64,18 @@ type DeliveryRedriver interface {
 	// an overdue delivery must not wait for that. Returns an error wrapping
 	// domain.ErrUnavailable if the queue cannot be reached.
 	RedriveDelivery(ctx context.Context, d domain.Delivery) error
+}
+
+// EnqueueDeliveries schedules deliveries that were just stored. It never
+// fails its caller: the rows are committed and stay PENDING, so a failure
+// is only logged and the delivery sweeper enqueues them later. Every use
+// case that writes outbox rows schedules them here.
+func EnqueueDeliveries(ctx context.Context, q DeliveryQueue, log *slog.Logger, deliveries []domain.Delivery) {
+	for _, d := range deliveries {
+		if err := q.EnqueueDelivery(ctx, d); err != nil {
+			log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
+		}
+	}
 }
 
 // MessageEvent is the live event of a stored USER, HUMAN or SYSTEM message:

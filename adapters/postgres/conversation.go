@@ -195,17 +195,10 @@ func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversatio
 	row := conversationFromDomain(conv)
 	args := []any{row.ID, row.WorkspaceID, row.AgentID, row.AgentSlug, row.Channel, row.Status, row.VerifiedUserID,
 		row.ContactName, row.ContactEmail, row.LastMessage, row.MessageCount, row.LastActivityAt, row.CreatedAt}
-	var err error
-	if len(deliveries) == 0 {
-		_, err = s.pool.Exec(ctx, createConversationSQL, args...)
-	} else {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, createConversationSQL, args...); err != nil {
-				return err
-			}
-			return insertDeliveries(ctx, tx, deliveries)
-		})
-	}
+	err := s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		_, err := q.Exec(ctx, createConversationSQL, args...)
+		return err == nil, err
+	})
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.NotFound("agent")
@@ -249,10 +242,6 @@ func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) 
 	return row.toDomain()
 }
 
-// ListConversations returns a page ordered by (last_activity_at, id), newest
-// first. Each filter shape has an index ending in that order, so a page reads
-// about limit+1 index entries whatever the table size, and joins the agent
-// by primary key for its slug.
 // listConversationsQuery builds the keyset query of ListConversations; its
 // predicates keep to the (workspace, [agent|status,] last_activity_at, id)
 // indexes, which the scale test checks with EXPLAIN.
@@ -278,6 +267,9 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 	return sql.String(), args
 }
 
+// ListConversations returns a page ordered by (last_activity_at, id), newest
+// first. Each filter shape has an index ending in that order, so a page reads
+// about limit+1 index entries whatever the table size.
 func (s *Store) ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
 	// The busiest read of the API: plain pgx with positional scanning, which
 	// costs a fraction of gorm's reflection per row.
@@ -344,21 +336,12 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, deliverie
 	args := []any{row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
 		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName}
-	if len(deliveries) == 0 {
-		err = s.pool.QueryRow(ctx, appendMessageSQL, args...).Scan(&created)
-	} else {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if err := tx.QueryRow(ctx, appendMessageSQL, args...).Scan(&created); err != nil {
-				return err
-			}
-			if !created {
-				// A retry of an inbound event: its deliveries went with the
-				// first append.
-				return nil
-			}
-			return insertDeliveries(ctx, tx, deliveries)
-		})
-	}
+	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		// Not created: a retry of an inbound event, whose deliveries went
+		// with the first append.
+		err := q.QueryRow(ctx, appendMessageSQL, args...).Scan(&created)
+		return created, err
+	})
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, false, domain.NotFound("conversation")
@@ -409,13 +392,12 @@ SELECT EXISTS (SELECT 1 FROM ins)`
 // cursor that is not a message of this conversation.
 func (s *Store) ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error) {
 	limit := pageLimit(page)
-	q := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID)
+	afterID := ""
 	if page.After != nil {
-		q = q.Where("seq > (SELECT m.seq FROM messages AS m WHERE m.workspace_id = ? AND m.conversation_id = ? AND m.id = ?)",
-			workspaceID, conversationID, page.After.ID)
+		afterID = page.After.ID
 	}
-	var rows []messageRow
-	if err := q.Order("seq").Limit(limit + 1).Find(&rows).Error; err != nil {
+	rows, err := s.messageRows(ctx, workspaceID, conversationID, afterID, false, limit+1)
+	if err != nil {
 		return domain.Page[domain.Message]{}, dbError("list messages", err)
 	}
 	if len(rows) == 0 {
@@ -428,6 +410,29 @@ func (s *Store) ListMessages(ctx context.Context, workspaceID, conversationID st
 	return makePage(rows, limit, messageRow.toDomain, messagePosition)
 }
 
+// messageRows reads up to limit of the conversation's messages in append
+// order (seq): from its first, or from the one with id fromID, itself
+// included or not. A fromID that is not a message of the conversation
+// reads nothing.
+func (s *Store) messageRows(ctx context.Context, workspaceID, conversationID, fromID string, inclusive bool, limit int) ([]messageRow, error) {
+	q := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID)
+	if fromID != "" {
+		op := ">"
+		if inclusive {
+			op = ">="
+		}
+		q = q.Where("seq "+op+" (SELECT m.seq FROM messages AS m WHERE m.workspace_id = ? AND m.conversation_id = ? AND m.id = ?)",
+			workspaceID, conversationID, fromID)
+	}
+	var rows []messageRow
+	err := q.Order("seq").Limit(limit).Find(&rows).Error
+	return rows, err
+}
+
+// checkEmptyMessagePage says why a read of a conversation's messages found
+// none: domain.ErrNotFound unless the conversation is the workspace's, and
+// a cursor error when after is not one of its messages; nil when there is
+// simply nothing (more) to read.
 func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversationID string, after *domain.Position) error {
 	var found struct {
 		Conversation bool
@@ -465,16 +470,10 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	c.MessageCount, c.LastMessage, c.LastActivityAt = 1, domain.Preview(first.Content, lastMessageRunes), row.CreatedAt
 	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt,
 		row.ID, row.Role, row.Content, row.Citations, row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt, row.AuthorName}
-	if len(deliveries) == 0 {
-		_, err = s.pool.Exec(ctx, startConversationSQL, args...)
-	} else {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, startConversationSQL, args...); err != nil {
-				return err
-			}
-			return insertDeliveries(ctx, tx, deliveries)
-		})
-	}
+	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		_, err := q.Exec(ctx, startConversationSQL, args...)
+		return err == nil, err
+	})
 	if err != nil {
 		if foreignKeyViolation(err) {
 			return domain.Message{}, domain.NotFound("agent")
@@ -517,9 +516,10 @@ func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID 
 }
 
 // ChangeStatus moves the conversation and appends its notice in one
-// conditional statement, then writes the deliveries, in one transaction:
-// concurrent changes serialize on the conversation's row, and a change that
-// does not apply writes nothing. The notice counts as activity (the
+// conditional statement, then writes the deliveries, in one transaction
+// (the statement alone when there are none): concurrent changes serialize
+// on the conversation's row, and a change that does not apply writes
+// nothing. The notice counts as activity (the
 // conversation moves up the list) but keeps the last message's preview,
 // which shows what someone said.
 func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
@@ -543,24 +543,24 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 		conv    domain.Conversation
 		changed bool
 	)
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.withDeliveries(ctx, change.Deliveries, func(q querier) (bool, error) {
 		var channel, status string
 		var verified *string
-		err := tx.QueryRow(ctx, changeStatusSQL,
+		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
 			notice.ID, notice.Content, notice.AuthorName,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
 			&conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		changed = true
 		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
 		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
-		return insertDeliveries(ctx, tx, change.Deliveries)
+		return true, nil
 	})
 	if err != nil {
 		if _, ok := uniqueViolation(err); ok {
@@ -578,21 +578,19 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 }
 
 // changeStatusSQL updates the conversation if its status is one of $7 and,
-// only then, inserts the SYSTEM notice; it returns the updated row, or no
-// row when nothing changed.
+// only then, inserts the SYSTEM notice; it returns the updated row
+// (conversationListColumns), or no row when nothing changed.
 const changeStatusSQL = `WITH upd AS (
-	UPDATE conversations SET
+	UPDATE conversations AS c SET
 		status = $3,
-		contact_name = CASE WHEN $4 = '' THEN contact_name ELSE $4 END,
-		contact_email = CASE WHEN $5 = '' THEN contact_email ELSE $5 END,
-		message_count = message_count + 1,
-		last_activity_at = GREATEST(last_activity_at, $6)
-	WHERE workspace_id = $1 AND id = $2 AND status = ANY($7::text[])
-	RETURNING id, agent_id, agent_slug, channel, status, verified_user_id, contact_name, contact_email,
-		last_message, message_count, last_activity_at, created_at, workspace_id
+		contact_name = CASE WHEN $4 = '' THEN c.contact_name ELSE $4 END,
+		contact_email = CASE WHEN $5 = '' THEN c.contact_email ELSE $5 END,
+		message_count = c.message_count + 1,
+		last_activity_at = GREATEST(c.last_activity_at, $6)
+	WHERE c.workspace_id = $1 AND c.id = $2 AND c.status = ANY($7::text[])
+	RETURNING ` + conversationListColumns + `
 ), ins AS (
 	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, status, author_name)
-	SELECT $8, upd.workspace_id, upd.id, 'SYSTEM', $9, '[]', $6, $3, $10 FROM upd
+	SELECT $8, $1, $2, 'SYSTEM', $9, '[]', $6, $3, $10 FROM upd
 )
-SELECT id, agent_id, agent_slug, channel, status, verified_user_id, contact_name, contact_email,
-	last_message, message_count, last_activity_at, created_at FROM upd`
+SELECT * FROM upd`

@@ -99,11 +99,9 @@ func TestConversationAndMessages(t *testing.T) {
 
 func TestListMessagesPaginates(t *testing.T) {
 	t.Parallel()
-	store := pgtest.NewStore(t)
+	f := newConversationFixture(t)
+	store, ws, agent, conv := f.store, f.ws, f.agent, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 	other := newConversation(t, store, ws.ID, agent, t0)
 
 	var want []string
@@ -220,12 +218,9 @@ func TestConversationErrorsAndScoping(t *testing.T) {
 
 func TestAppendMessageIsIdempotentPerInboundEvent(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 
 	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "from the webhook", t0.Add(time.Second))
 	first.InboundEventID = domain.NewID(domain.PrefixInboundEvent)
@@ -293,11 +288,9 @@ func TestAppendMessageIsIdempotentPerInboundEvent(t *testing.T) {
 
 func TestConcurrentAppendsKeepAnExactCount(t *testing.T) {
 	t.Parallel()
-	store := pgtest.NewStore(t)
+	f := newConversationFixture(t)
+	store, ws, conv := f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 	const n = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

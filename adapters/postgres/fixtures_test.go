@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -72,6 +75,26 @@ func newConversation(t *testing.T, store *postgres.Store, workspaceID string, ag
 		t.Fatalf("CreateConversation: %v", err)
 	}
 	return c
+}
+
+// conversationFixture is where most conversation tests start: a fresh
+// database with a Standard workspace, its agent "support" and one empty
+// conversation.
+type conversationFixture struct {
+	db    *gorm.DB
+	store *postgres.Store
+	ws    domain.Workspace
+	agent domain.Agent
+	conv  domain.Conversation
+}
+
+func newConversationFixture(t *testing.T) conversationFixture {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	store := postgres.NewStore(db)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", t0)
+	return conversationFixture{db: db, store: store, ws: ws, agent: agent, conv: newConversation(t, store, ws.ID, agent, t0)}
 }
 
 func newMessage(workspaceID, conversationID string, role domain.Role, content string, at time.Time) domain.Message {

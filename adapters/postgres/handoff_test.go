@@ -54,12 +54,9 @@ func statusChange(conv domain.Conversation, to domain.ConversationStatus, at tim
 
 func TestChangeStatus(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "My lamp flickers", t0.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +144,9 @@ func TestChangeStatus(t *testing.T) {
 // be written undoes the change and its notice.
 func TestChangeStatusIsAtomic(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 
 	ok := domain.NewDelivery(domain.TargetHelpdesk, domain.EventHandoffRequested, conv, t0)
 	dup := ok // the same id twice: the second insert fails
@@ -175,12 +169,9 @@ func TestChangeStatusIsAtomic(t *testing.T) {
 // one notice and one delivery are written.
 func TestChangeStatusConcurrent(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 
 	const n = 8
 	var wg sync.WaitGroup
@@ -210,12 +201,9 @@ func TestChangeStatusConcurrent(t *testing.T) {
 
 func TestAppendMessageWithDeliveries(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
-	conv := newConversation(t, store, ws.ID, agent, t0)
 	conv.Status = domain.StatusHuman
 
 	msg := newMessage(ws.ID, conv.ID, domain.RoleUser, "Are you there?", t0.Add(time.Second))

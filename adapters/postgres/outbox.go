@@ -4,16 +4,40 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// execer is what inserts need from a pool or a transaction.
-type execer interface {
+// querier is what a statement needs from a pool or a transaction.
+type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// withDeliveries runs write and then stores the deliveries reporting what
+// it wrote, in one transaction, so a change and what reports it are stored
+// together or not at all; write says whether it wrote anything, and the
+// deliveries are stored only if it did. Without deliveries, which is most
+// chat turns, write runs alone on the pool: its one statement is atomic by
+// itself, and one round trip instead of a transaction's.
+func (s *Store) withDeliveries(ctx context.Context, deliveries []domain.Delivery, write func(q querier) (wrote bool, err error)) error {
+	if len(deliveries) == 0 {
+		_, err := write(s.pool)
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		wrote, err := write(tx)
+		if err != nil || !wrote {
+			return err
+		}
+		return insertDeliveries(ctx, tx, deliveries)
+	})
 }
 
 // deliveryPayload is the stored snapshot of a delivery (outbox.payload): the
@@ -132,9 +156,16 @@ func decodeDeliveryPayload(raw []byte, d *domain.Delivery) error {
 
 // insertDeliveries writes outbox rows through q, which is the transaction of
 // the change they report, so a change and its deliveries are stored together
-// or not at all.
-func insertDeliveries(ctx context.Context, q execer, ds []domain.Delivery) error {
-	for _, d := range ds {
+// or not at all. One statement for all of them: one round trip.
+func insertDeliveries(ctx context.Context, q querier, ds []domain.Delivery) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	const columns = 10
+	var sql strings.Builder
+	sql.WriteString(`INSERT INTO outbox (id, workspace_id, target, event_type, conversation_id, payload, status, attempts, next_attempt_at, created_at) VALUES `)
+	args := make([]any, 0, columns*len(ds))
+	for i, d := range ds {
 		payload, err := encodeDeliveryPayload(d)
 		if err != nil {
 			return err
@@ -143,13 +174,22 @@ func insertDeliveries(ctx context.Context, q execer, ds []domain.Delivery) error
 		if status == "" {
 			status = domain.DeliveryPending
 		}
-		_, err = q.Exec(ctx, `INSERT INTO outbox (id, workspace_id, target, event_type, conversation_id, payload, status, attempts, next_attempt_at, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			d.ID, d.WorkspaceID, string(d.Target), d.Type, d.ConversationID, payload, string(status), d.Attempts,
-			dbTime(d.NextAttemptAt), dbTime(d.CreatedAt))
-		if err != nil {
-			return dbError("insert delivery", err)
+		if i > 0 {
+			sql.WriteString(", ")
 		}
+		sql.WriteByte('(')
+		for j := range columns {
+			if j > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("$" + strconv.Itoa(i*columns+j+1))
+		}
+		sql.WriteByte(')')
+		args = append(args, d.ID, d.WorkspaceID, string(d.Target), d.Type, d.ConversationID, payload, string(status), d.Attempts,
+			dbTime(d.NextAttemptAt), dbTime(d.CreatedAt))
+	}
+	if _, err := q.Exec(ctx, sql.String(), args...); err != nil {
+		return dbError("insert delivery", err)
 	}
 	return nil
 }

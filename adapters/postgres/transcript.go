@@ -15,13 +15,8 @@ var _ ports.Transcript = (*Store)(nil)
 // conversation belongs to the workspace and, when messageID is set, has
 // that message.
 func (s *Store) MessagesFrom(ctx context.Context, workspaceID, conversationID, messageID string, limit int) ([]domain.Message, error) {
-	q := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID)
-	if messageID != "" {
-		q = q.Where("seq >= (SELECT m.seq FROM messages AS m WHERE m.workspace_id = ? AND m.conversation_id = ? AND m.id = ?)",
-			workspaceID, conversationID, messageID)
-	}
-	var rows []messageRow
-	if err := q.Order("seq").Limit(max(limit, 1)).Find(&rows).Error; err != nil {
+	rows, err := s.messageRows(ctx, workspaceID, conversationID, messageID, true, max(limit, 1))
+	if err != nil {
 		return nil, dbError("messages from", err)
 	}
 	if len(rows) == 0 {
@@ -30,14 +25,8 @@ func (s *Store) MessagesFrom(ctx context.Context, workspaceID, conversationID, m
 		if messageID != "" {
 			return nil, domain.NotFound("message")
 		}
-		var found bool
-		err := s.db.WithContext(ctx).Raw("SELECT EXISTS (SELECT 1 FROM conversations WHERE workspace_id = ? AND id = ?)",
-			workspaceID, conversationID).Scan(&found).Error
-		if err != nil {
-			return nil, dbError("messages from: check conversation", err)
-		}
-		if !found {
-			return nil, domain.NotFound("conversation")
+		if err := s.checkEmptyMessagePage(ctx, workspaceID, conversationID, nil); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]domain.Message, len(rows))

@@ -214,22 +214,20 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	defer pub.close()
 
 	pub.send(ports.MessageEvent(userMsg))
-	s.enqueue(ctx, deliveries)
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 
 	answer := domain.Answer{SessionID: conv.ID, UserMessage: userMsg}
 	if conv.Status == domain.StatusResolved {
 		// A new question reopens the conversation with the agent, unless a
 		// person took it over meanwhile.
-		notice := domain.NewStatusNotice(conv, domain.StatusAI, "", s.clock.Now())
-		current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
-			WorkspaceID: ws.ID, ConversationID: conv.ID, To: domain.StatusAI,
-			From: []domain.ConversationStatus{domain.StatusResolved}, Notice: notice,
-		})
+		change := ports.NewStatusChange(&ws, conv, domain.StatusAI, "", nil, nil, s.clock.Now())
+		current, changed, err := s.conversations.ChangeStatus(ctx, change)
 		if err != nil {
 			return answer, err
 		}
 		if changed {
-			pub.send(ports.MessageEvent(notice))
+			pub.send(ports.MessageEvent(change.Notice))
+			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
 		}
 		conv.Status = current.Status
 	}
@@ -275,19 +273,8 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	}
 	answer.Reply = reply
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
-	s.enqueue(context.WithoutCancel(ctx), deliveries)
+	ports.EnqueueDeliveries(context.WithoutCancel(ctx), s.deliveries, s.log, deliveries)
 	return answer, nil
-}
-
-// enqueue schedules stored deliveries. A failure is only logged: the rows
-// are committed and stay PENDING, and the delivery sweeper enqueues them
-// later; the answer must not fail for it.
-func (s *Service) enqueue(ctx context.Context, deliveries []domain.Delivery) {
-	for _, d := range deliveries {
-		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
-			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
-		}
-	}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or
@@ -336,13 +323,8 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		if req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
 			return ws, domain.Agent{}, conv, domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
 		}
-		identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
-		if err != nil {
+		if err := domain.VerifySessionCaller(&ws, conv, req.IdentityHeader, req.SignatureHeader, s.clock.Now()); err != nil {
 			return ws, domain.Agent{}, conv, err
-		}
-		if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
-			// Another signed-in user holding this session id gets nothing.
-			return ws, domain.Agent{}, conv, domain.NotFound("session")
 		}
 		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
 		if err != nil {

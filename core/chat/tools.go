@@ -155,28 +155,25 @@ func indexOf(chunks []domain.Chunk, id string) int {
 // requestHandoff moves the conversation from AI to HANDOFF_REQUESTED with
 // its notice and the helpdesk's handoff.requested (with the transcript so
 // far), like a visitor's own request but without a contact form. A
-// conversation that already left AI is left alone.
+// conversation that already left AI (an earlier call of the tool in this
+// turn, or a person taking it over meanwhile) is left alone.
 func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
+	if t.conv.Status != domain.StatusAI {
+		return nil
+	}
 	transcript, err := s.conversations.RecentMessages(ctx, t.ws.ID, t.conv.ID, domain.HandoffTranscriptMessages)
 	if err != nil {
 		return err
 	}
-	now := s.clock.Now()
-	conv := *t.conv
-	conv.Status = domain.StatusHandoffRequested
-	notice := domain.NewStatusNotice(conv, domain.StatusHandoffRequested, "", now)
-	deliveries := domain.StatusDeliveries(t.ws, conv, domain.StatusAI, nil, transcript, now)
-	current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
-		WorkspaceID: t.ws.ID, ConversationID: t.conv.ID, To: domain.StatusHandoffRequested,
-		From: []domain.ConversationStatus{domain.StatusAI}, Notice: notice, Deliveries: deliveries,
-	})
+	change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, transcript, s.clock.Now())
+	current, changed, err := s.conversations.ChangeStatus(ctx, change)
 	if err != nil {
 		return err
 	}
 	t.conv.Status = current.Status
 	if changed {
-		t.out.pub.send(ports.MessageEvent(notice))
-		s.enqueue(ctx, deliveries)
+		t.out.pub.send(ports.MessageEvent(change.Notice))
+		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
 	}
 	return nil
 }

@@ -52,12 +52,7 @@ func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug s
 	if err := s.conversations.CreateConversation(ctx, &conv, deliveries...); err != nil {
 		return domain.Conversation{}, err
 	}
-	for _, d := range deliveries {
-		// The row is committed; the delivery sweeper enqueues what fails here.
-		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
-			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "error", err)
-		}
-	}
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 	return conv, nil
 }
 

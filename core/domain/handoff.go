@@ -96,6 +96,21 @@ func NewHandoffContact(name, email, note string) (HandoffContact, error) {
 	return c, nil
 }
 
+// ApplyTo records the contact on conv as the handoff form stores it: a name
+// or email left empty keeps what the conversation has. A nil contact
+// changes nothing.
+func (h *HandoffContact) ApplyTo(conv *Conversation) {
+	if h == nil {
+		return
+	}
+	if h.Name != "" {
+		conv.ContactName = h.Name
+	}
+	if h.Email != "" {
+		conv.ContactEmail = h.Email
+	}
+}
+
 // DeliveryTarget is where a delivery goes.
 type DeliveryTarget string
 

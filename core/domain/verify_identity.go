@@ -72,6 +72,21 @@ func VerifyIdentity(ws *Workspace, identity, signature string, now time.Time) (*
 	return &Identity{UserID: p.UserID, Email: p.Email, Name: p.Name, ExpiresAt: p.Exp}, nil
 }
 
+// VerifySessionCaller checks the identity headers of a caller of conv's
+// session against the session's workspace ws (VerifyIdentity's errors). A
+// session a verified user opened is not another verified user's: that
+// caller gets ErrNotFound ("session"), as if the session did not exist.
+func VerifySessionCaller(ws *Workspace, conv Conversation, identity, signature string, now time.Time) error {
+	id, err := VerifyIdentity(ws, identity, signature, now)
+	if err != nil {
+		return err
+	}
+	if id != nil && conv.VerifiedUserID != "" && id.UserID != conv.VerifiedUserID {
+		return NotFound("session")
+	}
+	return nil
+}
+
 // SignIdentity returns the X-Service-Signature for an X-Service-Identity value;
 // host applications do the same on their side (the README shows how).
 func SignIdentity(secret, identity string) string {

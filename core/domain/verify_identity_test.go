@@ -84,3 +84,31 @@ func TestVerifyIdentity(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestVerifySessionCaller(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ws := Workspace{ID: "ws_a", Plan: PlanEnterprise, WebhookSecret: "whsec_current"}
+	ada, bob := encodeIdentity(`{"userId":"u_ada"}`), encodeIdentity(`{"userId":"u_bob"}`)
+	tests := []struct {
+		name      string
+		owner     string
+		identity  string
+		signature string
+		wantErr   error
+	}{
+		{"anonymous session, anonymous caller", "", "", "", nil},
+		{"anonymous session, verified caller", "", ada, SignIdentity("whsec_current", ada), nil},
+		{"verified session, anonymous caller", "u_ada", "", "", nil},
+		{"verified session, same user", "u_ada", ada, SignIdentity("whsec_current", ada), nil},
+		{"verified session, another user", "u_ada", bob, SignIdentity("whsec_current", bob), ErrNotFound},
+		{"bad signature", "u_ada", ada, SignIdentity("whsec_other", ada), ErrUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conv := Conversation{ID: "ses_1", WorkspaceID: ws.ID, VerifiedUserID: tt.owner}
+			if err := VerifySessionCaller(&ws, conv, tt.identity, tt.signature, now); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}

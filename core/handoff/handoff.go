@@ -103,35 +103,14 @@ func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conve
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	for range changeAttempts {
-		switch conv.Status {
-		case domain.StatusHandoffRequested:
-			return conv, nil
-		case domain.StatusHuman:
-			return domain.Conversation{}, &domain.ConflictError{
-				Message: "a person already owns this conversation",
-				Details: map[string]string{"status": string(conv.Status)},
-			}
+	conv, notices, err := s.move(ctx, &ws, conv, domain.StatusHandoffRequested, "", &contact, func(c domain.Conversation) error {
+		return &domain.ConflictError{
+			Message: "a person already owns this conversation",
+			Details: map[string]string{"status": string(c.Status)},
 		}
-		transcript, err := s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages)
-		if err != nil {
-			return domain.Conversation{}, err
-		}
-		next := conv
-		next.Status = domain.StatusHandoffRequested
-		if contact.Name != "" {
-			next.ContactName = contact.Name
-		}
-		if contact.Email != "" {
-			next.ContactEmail = contact.Email
-		}
-		current, changed, err := s.change(ctx, &ws, conv, next, "", &contact, transcript)
-		if err != nil || changed {
-			return current, err
-		}
-		conv = current
-	}
-	return domain.Conversation{}, errBusy
+	})
+	s.publish(ctx, notices...)
+	return conv, err
 }
 
 // HumanMessage is a person's reply from the helpdesk or the inbox.
@@ -172,22 +151,9 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	if err != nil {
 		return domain.Message{}, err
 	}
-	var published []domain.Message
-	for attempt := 0; conv.Status != domain.StatusHuman; attempt++ {
-		if attempt == changeAttempts {
-			return domain.Message{}, errBusy
-		}
-		next := conv
-		next.Status = domain.StatusHuman
-		notice := domain.NewStatusNotice(next, domain.StatusHuman, author, s.clock.Now())
-		current, changed, err := s.store(ctx, ws, conv, next, notice, nil, nil)
-		if err != nil {
-			return domain.Message{}, err
-		}
-		if changed {
-			published = append(published, notice)
-		}
-		conv = current
+	conv, notices, err := s.move(ctx, ws, conv, domain.StatusHuman, author, nil, nil)
+	if err != nil {
+		return domain.Message{}, err
 	}
 	now := s.clock.Now()
 	msg := domain.Message{
@@ -199,8 +165,10 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	if err != nil {
 		return domain.Message{}, err
 	}
-	s.publish(ctx, append(published, stored)...)
-	s.enqueue(ctx, deliveries)
+	// The notice of the takeover, if this reply made it, goes out with the
+	// reply, in order.
+	s.publish(ctx, append(notices, stored)...)
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 	return stored, nil
 }
 
@@ -221,64 +189,59 @@ func (s *Service) SetStatus(ctx context.Context, ws *domain.Workspace, conversat
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	for range changeAttempts {
-		if conv.Status == to {
-			return conv, nil
-		}
-		if !conv.Status.CanMoveTo(to) {
-			return domain.Conversation{}, &domain.ConflictError{
-				Message: "a " + string(conv.Status) + " conversation cannot move to " + string(to),
-				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
-			}
-		}
-		var transcript []domain.Message
-		if to == domain.StatusHandoffRequested {
-			if transcript, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages); err != nil {
-				return domain.Conversation{}, err
-			}
-		}
-		next := conv
-		next.Status = to
-		current, changed, err := s.change(ctx, ws, conv, next, "", nil, transcript)
-		if err != nil || changed {
-			return current, err
-		}
-		conv = current
-	}
-	return domain.Conversation{}, errBusy
+	conv, notices, err := s.move(ctx, ws, conv, to, "", nil, nil)
+	s.publish(ctx, notices...)
+	return conv, err
 }
 
 // errBusy is what a caller gets when the conversation kept changing under
 // it; retrying is safe.
 var errBusy = domain.Conflict("the conversation changed while this request ran; retry")
 
-// change moves conv to next.Status from exactly the state it was read in,
-// with a notice and the move's deliveries, then publishes the notice and
-// schedules the deliveries. When another request changed the conversation
-// first, it returns the conversation as it is now, with changed false.
-func (s *Service) change(ctx context.Context, ws *domain.Workspace, conv, next domain.Conversation, author string, contact *domain.HandoffContact, transcript []domain.Message) (domain.Conversation, bool, error) {
-	notice := domain.NewStatusNotice(next, next.Status, author, s.clock.Now())
-	current, changed, err := s.store(ctx, ws, conv, next, notice, contact, transcript)
-	if err != nil || !changed {
-		return current, changed, err
+// move moves conv (as read) to `to` with its notice, the contact (if any)
+// and the move's deliveries (ports.NewStatusChange), in one ChangeStatus
+// from exactly the state conv was read in, then schedules the deliveries.
+// When another request changed the conversation first, it decides again on
+// the conversation as it is now, up to changeAttempts times. A
+// conversation already in `to` is returned unchanged. A move the state
+// machine forbids (domain.ConversationStatus.CanMoveTo) is refused's
+// error, or a ConflictError naming from and to when refused is nil. It
+// returns the notice it stored, if any, unpublished, so the caller can
+// publish it with what follows it.
+func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Conversation, to domain.ConversationStatus, author string,
+	contact *domain.HandoffContact, refused func(domain.Conversation) error) (domain.Conversation, []domain.Message, error) {
+	for range changeAttempts {
+		if conv.Status == to {
+			return conv, nil, nil
+		}
+		if !conv.Status.CanMoveTo(to) {
+			if refused != nil {
+				return domain.Conversation{}, nil, refused(conv)
+			}
+			return domain.Conversation{}, nil, &domain.ConflictError{
+				Message: "a " + string(conv.Status) + " conversation cannot move to " + string(to),
+				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
+			}
+		}
+		var transcript []domain.Message
+		if to == domain.StatusHandoffRequested {
+			var err error
+			if transcript, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages); err != nil {
+				return domain.Conversation{}, nil, err
+			}
+		}
+		change := ports.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
+		current, changed, err := s.conversations.ChangeStatus(ctx, change)
+		if err != nil {
+			return domain.Conversation{}, nil, err
+		}
+		if changed {
+			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
+			return current, []domain.Message{change.Notice}, nil
+		}
+		conv = current
 	}
-	s.publish(ctx, notice)
-	return current, true, nil
-}
-
-// store writes a move with its deliveries and schedules them; it publishes
-// nothing, so a caller can publish the notice with what follows it.
-func (s *Service) store(ctx context.Context, ws *domain.Workspace, conv, next domain.Conversation, notice domain.Message, contact *domain.HandoffContact, transcript []domain.Message) (domain.Conversation, bool, error) {
-	deliveries := domain.StatusDeliveries(ws, next, conv.Status, contact, transcript, notice.CreatedAt)
-	current, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
-		WorkspaceID: ws.ID, ConversationID: conv.ID, To: next.Status,
-		From: []domain.ConversationStatus{conv.Status}, Notice: notice, Contact: contact, Deliveries: deliveries,
-	})
-	if err != nil || !changed {
-		return current, changed, err
-	}
-	s.enqueue(ctx, deliveries)
-	return current, true, nil
+	return domain.Conversation{}, nil, errBusy
 }
 
 // PollRequest asks for a session's messages after one the client has.
@@ -362,12 +325,8 @@ func (s *Service) session(ctx context.Context, ref Session) (domain.Workspace, d
 	if err != nil {
 		return ws, conv, err
 	}
-	identity, err := domain.VerifyIdentity(&ws, ref.IdentityHeader, ref.SignatureHeader, s.clock.Now())
-	if err != nil {
+	if err := domain.VerifySessionCaller(&ws, conv, ref.IdentityHeader, ref.SignatureHeader, s.clock.Now()); err != nil {
 		return ws, conv, err
-	}
-	if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
-		return ws, conv, domain.NotFound("session")
 	}
 	if ref.Workspace == nil {
 		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
@@ -393,6 +352,9 @@ func (s *Service) conversation(ctx context.Context, workspaceID, id string) (dom
 // publish relays stored messages to the session's followers, in order. The
 // relay is best effort: PostgreSQL holds what resuming clients replay.
 func (s *Service) publish(ctx context.Context, msgs ...domain.Message) {
+	if len(msgs) == 0 {
+		return
+	}
 	events := make([]ports.SessionEvent, 0, len(msgs))
 	for _, m := range msgs {
 		events = append(events, ports.MessageEvent(m))
@@ -402,15 +364,5 @@ func (s *Service) publish(ctx context.Context, msgs ...domain.Message) {
 	defer cancel()
 	if err := s.bus.Publish(ctx, events...); err != nil {
 		s.log.WarnContext(ctx, "publishing session events failed", "sessionId", msgs[0].ConversationID, "error", err)
-	}
-}
-
-// enqueue schedules stored deliveries. A failure is only logged: the rows
-// are committed and stay PENDING, and the delivery sweeper enqueues them.
-func (s *Service) enqueue(ctx context.Context, deliveries []domain.Delivery) {
-	for _, d := range deliveries {
-		if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
-			s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
-		}
 	}
 }

@@ -96,14 +96,7 @@ func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange
 		return c, false, nil
 	}
 	c.Status = ch.To
-	if ch.Contact != nil {
-		if ch.Contact.Name != "" {
-			c.ContactName = ch.Contact.Name
-		}
-		if ch.Contact.Email != "" {
-			c.ContactEmail = ch.Contact.Email
-		}
-	}
+	ch.Contact.ApplyTo(&c)
 	c.MessageCount++
 	s.convs[c.ID] = c
 	s.messages = append(s.messages, ch.Notice)

@@ -172,18 +172,14 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 	if created {
 		events := []ports.SessionEvent{ports.MessageEvent(stored)}
 		if conv.Status == domain.StatusResolved {
-			events = append(events, s.reopen(ctx, conv)...)
+			events = append(events, s.reopen(ctx, &ws, conv)...)
 		}
 		// The live relay is best effort; PostgreSQL holds the durable copy that
 		// resuming clients replay from.
 		if err := s.bus.Publish(ctx, events...); err != nil {
 			s.log.WarnContext(ctx, "publishing inbound message failed", "eventId", ev.ID, "sessionId", ev.SessionID, "error", err)
 		}
-		for _, d := range deliveries {
-			if err := s.deliveries.EnqueueDelivery(ctx, d); err != nil {
-				s.log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "error", err)
-			}
-		}
+		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 	}
 	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, stored.ID, "", s.clock.Now())
 }
@@ -197,12 +193,9 @@ func (s *Service) sessionGone(ctx context.Context, ev domain.InboundEvent) error
 // reopen moves a RESOLVED conversation that received a user message back to
 // AI, returning the notice's event. A failure is logged, not returned: the
 // message is stored, and a retry of the task would not append it again.
-func (s *Service) reopen(ctx context.Context, conv domain.Conversation) []ports.SessionEvent {
-	notice := domain.NewStatusNotice(conv, domain.StatusAI, "", s.clock.Now())
-	_, changed, err := s.conversations.ChangeStatus(ctx, ports.StatusChange{
-		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: domain.StatusAI,
-		From: []domain.ConversationStatus{domain.StatusResolved}, Notice: notice,
-	})
+func (s *Service) reopen(ctx context.Context, ws *domain.Workspace, conv domain.Conversation) []ports.SessionEvent {
+	change := ports.NewStatusChange(ws, conv, domain.StatusAI, "", nil, nil, s.clock.Now())
+	_, changed, err := s.conversations.ChangeStatus(ctx, change)
 	if err != nil {
 		s.log.WarnContext(ctx, "reopening a resolved conversation failed", "sessionId", conv.ID, "error", err)
 		return nil
@@ -210,7 +203,8 @@ func (s *Service) reopen(ctx context.Context, conv domain.Conversation) []ports.
 	if !changed {
 		return nil
 	}
-	return []ports.SessionEvent{ports.MessageEvent(notice)}
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
+	return []ports.SessionEvent{ports.MessageEvent(change.Notice)}
 }
 
 // RequeueStale enqueues PENDING events older than StaleAfter again, for events

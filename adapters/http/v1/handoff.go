@@ -1,13 +1,11 @@
 package v1
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/http/wire"
-	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/handoff"
 )
 
@@ -58,14 +56,9 @@ type pollResponse struct {
 }
 
 func (h *Handlers) poll(c *fiber.Ctx) error {
-	limit := 0
-	if raw := c.Query("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil || n == 0 {
-			// 0 would mean "the default" to the domain; on the wire it is out of range.
-			return domain.InvalidField("limit", "must be between 1 and 100")
-		}
-		limit = n
+	limit, err := wire.QueryLimit(c)
+	if err != nil {
+		return err
 	}
 	res, err := h.handoff.Poll(c.UserContext(), handoff.PollRequest{
 		Session: sessionOf(c),

@@ -38,21 +38,13 @@ const (
 // of the ids the list returns, used to reject cursors that were not ours.
 func Page(c *fiber.Ctx, scope, idPrefix string) (domain.PageRequest, error) {
 	var req domain.PageRequest
-	if raw := c.Query("limit"); raw != "" {
-		n, err := strconv.Atoi(raw)
-		if err != nil {
-			return req, domain.InvalidField("limit", "must be between 1 and 100")
-		}
-		if n == 0 {
-			return req, domain.InvalidField("limit", "must be between 1 and 100")
-		}
-		req.Limit = n
-	}
-	limit, err := domain.ValidatePageLimit(req.Limit)
+	limit, err := QueryLimit(c)
 	if err != nil {
 		return req, err
 	}
-	req.Limit = limit
+	if req.Limit, err = domain.ValidatePageLimit(limit); err != nil {
+		return req, err
+	}
 	if raw := c.Query("cursor"); raw != "" {
 		pos, err := decodeCursor(raw, scope, idPrefix)
 		if err != nil {
@@ -61,6 +53,21 @@ func Page(c *fiber.Ctx, scope, idPrefix string) (domain.PageRequest, error) {
 		req.After = &pos
 	}
 	return req, nil
+}
+
+// QueryLimit reads the optional `limit` query parameter, 0 when it is
+// absent. 0 would mean "the default" to the domain; sent, it is out of
+// range like any other number the domain refuses.
+func QueryLimit(c *fiber.Ctx) (int, error) {
+	raw := c.Query("limit")
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n == 0 {
+		return 0, domain.InvalidField("limit", "must be between 1 and 100")
+	}
+	return n, nil
 }
 
 func decodeCursor(raw, scope, idPrefix string) (domain.Position, error) {

@@ -3,10 +3,21 @@ package ports
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
+
+// EventID is the event's SSE id, "<MessageID>:<Seq>", with which a client
+// resumes (Last-Event-ID) and by which the recent log finds it; "" for an
+// event without a message id.
+func (ev SessionEvent) EventID() string {
+	if ev.MessageID == "" {
+		return ""
+	}
+	return ev.MessageID + ":" + strconv.Itoa(ev.Seq)
+}
 
 // LiveEvent is a session event as the live relay carries it: shared,
 // read-only, by every local follower of the session.
@@ -81,10 +92,11 @@ type EventLog interface {
 	// (trimmed, expired or lost), events is every logged event. Errors as
 	// Tail.
 	Since(ctx context.Context, sessionID, logID string) (events []*LiveEvent, found bool, err error)
-	// After returns the events logged after the one with the given message
-	// id and seq, oldest first, and whether that event is in the log; when
-	// it is not, events is every logged event. Errors as Tail.
-	After(ctx context.Context, sessionID, messageID string, seq int) (events []*LiveEvent, found bool, err error)
+	// After returns the events logged after the one whose SSE id
+	// (SessionEvent.EventID) is eventID, oldest first, and that event's
+	// LogID, at; when it is not in the log (trimmed, expired or lost), at is
+	// "" and events is every logged event. Errors as Tail.
+	After(ctx context.Context, sessionID, eventID string) (events []*LiveEvent, at string, err error)
 }
 
 // Transcript reads a conversation's stored messages, the replay source of

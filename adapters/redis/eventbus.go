@@ -132,7 +132,7 @@ func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) er
 		end := start
 		args := []any{ChannelFor(session), maxLen, ttl}
 		for ; end < len(events) && events[end].SessionID == session; end++ {
-			args = append(args, eventID(events[end]), payloads[end])
+			args = append(args, events[end].EventID(), payloads[end])
 		}
 		if err := publishScript.Run(ctx, b.client, []string{LogKeyFor(session)}, args...).Err(); err != nil {
 			return domain.Unavailable("redis publish", err)
@@ -140,15 +140,6 @@ func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) er
 		start = end
 	}
 	return nil
-}
-
-// eventID is the SSE id of an event, "<messageId>:<seq>", as the log
-// indexes it; "" for an event without a message id.
-func eventID(ev ports.SessionEvent) string {
-	if ev.MessageID == "" {
-		return ""
-	}
-	return ev.MessageID + ":" + strconv.Itoa(ev.Seq)
 }
 
 // wireEvent is the JSON envelope on a session channel and in a session's

@@ -2,7 +2,7 @@ package redis
 
 import (
 	"context"
-	"strconv"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -66,40 +66,40 @@ func (l *EventLog) Since(ctx context.Context, sessionID, logID string) ([]*ports
 	return events, logID == "" && err == nil, err
 }
 
-// After returns the events logged after the one whose SSE id is
-// "<messageID>:<seq>", oldest first, and whether it is in the log; when it
-// is not, every logged event. The log is read backwards from its newest
-// entry, a page at a time, since a resuming client is usually close behind.
+// After returns the events logged after the one whose SSE id is eventID,
+// oldest first, and that event's entry id; when it is not in the log, ""
+// and every logged event. The log is read backwards from its newest entry,
+// a page at a time, since a resuming client is usually close behind.
 // Errors as Tail.
-func (l *EventLog) After(ctx context.Context, sessionID, messageID string, seq int) ([]*ports.LiveEvent, bool, error) {
+func (l *EventLog) After(ctx context.Context, sessionID, eventID string) ([]*ports.LiveEvent, string, error) {
 	key := LogKeyFor(sessionID)
-	want := messageID + ":" + strconv.Itoa(seq)
 	var newer []goredis.XMessage // newest first
 	end := "+"
-	found := false
-	for !found {
+	at := ""
+	for {
 		page, err := l.client.XRevRangeN(ctx, key, end, "-", logPage).Result()
 		if err != nil {
-			return nil, false, domain.Unavailable("redis log read", err)
+			return nil, "", domain.Unavailable("redis log read", err)
 		}
 		for i, e := range page {
-			if id, _ := e.Values["i"].(string); id == want {
-				page, found = page[:i], true
+			if id, _ := e.Values["i"].(string); id == eventID {
+				page, at = page[:i], e.ID
 				break
 			}
 		}
 		newer = append(newer, page...)
-		if found || len(page) < logPage {
+		if at != "" || len(page) < logPage {
 			break
 		}
 		end = "(" + page[len(page)-1].ID
 	}
 	// Oldest first.
-	for i, j := 0, len(newer)-1; i < j; i, j = i+1, j-1 {
-		newer[i], newer[j] = newer[j], newer[i]
-	}
+	slices.Reverse(newer)
 	events, err := decodeEntries(newer)
-	return events, found && err == nil, err
+	if err != nil {
+		return nil, "", err
+	}
+	return events, at, nil
 }
 
 // decodeEntries decodes log entries into events. An entry that does not

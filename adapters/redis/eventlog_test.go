@@ -3,6 +3,7 @@ package redis_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,6 +72,17 @@ func TestEventLogReadsWhatWasPublished(t *testing.T) {
 		t.Errorf("Tail = %q, %v; want %q", tail, err, all[len(all)-1].LogID)
 	}
 
+	// after reads After as the table reads Since: found is whether it
+	// returned an entry id, which must be the event's own.
+	after := func(session, eventID string) func() ([]*ports.LiveEvent, bool, error) {
+		return func() ([]*ports.LiveEvent, bool, error) {
+			events, at, err := eventLog.After(t.Context(), session, eventID)
+			if i := slices.IndexFunc(all, func(ev *ports.LiveEvent) bool { return ev.LogID == at }); at != "" && (i < 0 || all[i].EventID() != eventID) {
+				t.Errorf("After(%s) says the event is entry %s", eventID, at)
+			}
+			return events, at != "", err
+		}
+	}
 	tests := []struct {
 		name      string
 		read      func() ([]*ports.LiveEvent, bool, error)
@@ -82,10 +94,10 @@ func TestEventLogReadsWhatWasPublished(t *testing.T) {
 			return eventLog.Since(t.Context(), "ses_log", all[len(all)-1].LogID)
 		}, true, len(all)},
 		{"since an id never logged", func() ([]*ports.LiveEvent, bool, error) { return eventLog.Since(t.Context(), "ses_log", "1-1") }, false, 0},
-		{"after a token", func() ([]*ports.LiveEvent, bool, error) { return eventLog.After(t.Context(), "ses_log", "msg_r", 1) }, true, 2},
-		{"after the user message", func() ([]*ports.LiveEvent, bool, error) { return eventLog.After(t.Context(), "ses_log", "msg_u", 1) }, true, 1},
-		{"after a seq never sent", func() ([]*ports.LiveEvent, bool, error) { return eventLog.After(t.Context(), "ses_log", "msg_r", 9) }, false, 0},
-		{"after another session's event", func() ([]*ports.LiveEvent, bool, error) { return eventLog.After(t.Context(), "ses_other", "msg_r", 1) }, false, len(all)},
+		{"after a token", after("ses_log", "msg_r:1"), true, 2},
+		{"after the user message", after("ses_log", "msg_u:1"), true, 1},
+		{"after a seq never sent", after("ses_log", "msg_r:9"), false, 0},
+		{"after another session's event", after("ses_other", "msg_r:1"), false, len(all)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,9 +158,9 @@ func TestEventLogRetention(t *testing.T) {
 	}
 	// Far back: several pages.
 	seq := n - 900
-	got, found, err := eventLog.After(t.Context(), "ses_long", "msg_long", seq)
-	if err != nil || !found {
-		t.Fatalf("After(%d) found %v, %v", seq, found, err)
+	got, at, err := eventLog.After(t.Context(), "ses_long", fmt.Sprint("msg_long:", seq))
+	if err != nil || at == "" {
+		t.Fatalf("After(%d) found %q, %v", seq, at, err)
 	}
 	if len(got) != n-seq {
 		t.Fatalf("After(%d) returned %d events, want %d", seq, len(got), n-seq)
@@ -159,8 +171,8 @@ func TestEventLogRetention(t *testing.T) {
 		}
 	}
 	// Trimmed away: not found, and the whole log instead.
-	got, found, err = eventLog.After(t.Context(), "ses_long", "msg_long", 5)
-	if err != nil || found || int64(len(got)) != length {
-		t.Errorf("After a trimmed event: found %v, %d events, %v; want not found and all %d", found, len(got), err, length)
+	got, at, err = eventLog.After(t.Context(), "ses_long", "msg_long:5")
+	if err != nil || at != "" || int64(len(got)) != length {
+		t.Errorf("After a trimmed event: found %q, %d events, %v; want not found and all %d", at, len(got), err, length)
 	}
 }

@@ -6,12 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
-	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -462,38 +458,13 @@ func TestConfigErrorsAreOneLineNamingTheVariable(t *testing.T) {
 	}
 }
 
-// admHelperArgs carries the arguments of TestAdmHelperProcess, separated by \x1f.
-const admHelperArgs = "CONCIERGE_TEST_HELPER_ARGS"
-
-// TestAdmHelperProcess is not a test: admRunProcess starts the test binary on
-// it to get a real concierge process, wired exactly as main wires it.
-func TestAdmHelperProcess(t *testing.T) {
-	raw := os.Getenv(admHelperArgs)
-	if raw == "" {
-		t.Skip("helper process for admRunProcess")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, strings.Split(raw, "\x1f"), os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
 // admRunProcess runs concierge in a child process with env as its only
 // CONCIERGE_ configuration and returns its exit code and both outputs.
 func admRunProcess(t testing.TB, env map[string]string, args ...string) admResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestAdmHelperProcess$")
-	cmd.Env = []string{admHelperArgs + "=" + strings.Join(args, "\x1f")}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, config.Prefix) && !strings.HasPrefix(kv, admHelperArgs+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd := helperCommand(ctx, env, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -178,38 +179,59 @@ type sseEvent struct {
 // returns its events; stop, when set, ends reading early (after n events).
 func readSSE(t *testing.T, body io.Reader, stopAfter int) []sseEvent {
 	t.Helper()
+	var events []sseEvent
+	err := scanSSE(body, nil, func(ev sseEvent) bool {
+		events = append(events, ev)
+		return stopAfter <= 0 || len(events) < stopAfter
+	})
+	if errors.Is(err, errNotSSE) {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// errNotSSE marks what no SSE stream of ours writes.
+var errNotSSE = errors.New("not an SSE stream")
+
+// scanSSE reads a stream line by line, as a browser's EventSource would,
+// giving each line to line (when set) and each event to event until it
+// returns false. It returns nil at the end of the stream or when event
+// stopped it, the read error, or an error wrapping errNotSSE for a line no
+// stream of ours writes or data that is not JSON.
+func scanSSE(body io.Reader, line func(string), event func(sseEvent) bool) error {
 	var (
-		events []sseEvent
-		cur    sseEvent
-		data   strings.Builder
+		cur  sseEvent
+		data strings.Builder
 	)
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		line := sc.Text()
+		text := sc.Text()
+		if line != nil {
+			line(text)
+		}
 		switch {
-		case line == "":
+		case text == "":
 			if data.Len() > 0 {
 				if err := json.Unmarshal([]byte(data.String()), &cur.Data); err != nil {
-					t.Fatalf("event data is not JSON: %q", data.String())
+					return fmt.Errorf("%w: event data is not JSON: %q", errNotSSE, data.String())
 				}
-				events = append(events, cur)
-				if stopAfter > 0 && len(events) >= stopAfter {
-					return events
+				if !event(cur) {
+					return nil
 				}
 			}
 			cur, data = sseEvent{}, strings.Builder{}
-		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(text, ":"):
 			// comment (heartbeat)
-		case strings.HasPrefix(line, "id: "):
-			cur.ID = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "data: "):
-			data.WriteString(strings.TrimPrefix(line, "data: "))
+		case strings.HasPrefix(text, "id: "):
+			cur.ID = strings.TrimPrefix(text, "id: ")
+		case strings.HasPrefix(text, "data: "):
+			data.WriteString(strings.TrimPrefix(text, "data: "))
 		default:
-			t.Fatalf("unexpected SSE line %q", line)
+			return fmt.Errorf("%w: unexpected SSE line %q", errNotSSE, text)
 		}
 	}
-	return events
+	return sc.Err()
 }
 
 func (s *stack) postStream(tn tenant, body map[string]any) *http.Response {

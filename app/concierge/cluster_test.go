@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -18,9 +15,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/http/openapi/openapitest"
-	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
-	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -57,7 +52,7 @@ type clusterProc struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	output *procOutput
+	output *syncBuffer
 	exited chan struct{}
 	// stopped marks an exit the test asked for.
 	stopped bool
@@ -70,26 +65,14 @@ func newCluster(t testing.TB, opts clusterOptions) *cluster {
 	if redisURL == "" {
 		redisURL = redistest.URL(t)
 	}
-	env := map[string]string{
-		"CONCIERGE_DATABASE_URL":                  pgtest.NewDatabase(t),
-		"CONCIERGE_REDIS_URL":                     redisURL,
-		"CONCIERGE_LOG_LEVEL":                     "warn",
-		"CONCIERGE_SHUTDOWN_TIMEOUT":              "5s",
-		"CONCIERGE_INBOUND_SWEEP_PERIOD":          "1s",
-		"CONCIERGE_RATE_LIMIT_API_PER_MINUTE":     "100000",
-		"CONCIERGE_RATE_LIMIT_WEBHOOK_PER_MINUTE": "100000",
-		"CONCIERGE_RATE_LIMIT_PUBLIC_PER_MINUTE":  "100000",
-	}
-	for k, v := range opts.env {
-		env[k] = v
-	}
+	env := testEnv(t, redisURL, opts.env)
 	c := &cluster{t: t, env: env, spec: openapitest.New(t), client: &http.Client{Timeout: 30 * time.Second}}
 	for i := range opts.pods {
 		p := &clusterProc{name: fmt.Sprintf("pod %c", 'A'+i), args: []string{"serve"}, env: map[string]string{}}
 		for k, v := range env {
 			p.env[k] = v
 		}
-		addr := loopbackAddr(t)
+		addr := freeAddr(t)
 		p.env["CONCIERGE_HTTP_ADDR"] = addr
 		p.base = "http://" + addr
 		c.pods = append(c.pods, p)
@@ -108,49 +91,11 @@ func newCluster(t testing.TB, opts clusterOptions) *cluster {
 	return c
 }
 
-// loopbackAddr returns a loopback address nothing listens on right now.
-func loopbackAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// procOutput collects a process's output.
-type procOutput struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *procOutput) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *procOutput) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start runs the process.
 func (c *cluster) start(p *clusterProc) {
 	c.t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAdmHelperProcess$")
-	cmd.Env = []string{admHelperArgs + "=" + strings.Join(p.args, "\x1f")}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, config.Prefix) && !strings.HasPrefix(kv, admHelperArgs+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range p.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out := &procOutput{}
+	cmd := helperCommand(context.Background(), p.env, p.args...)
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("starting %s: %v", p.name, err)
@@ -237,39 +182,7 @@ func (c *cluster) stopAll() {
 // document; body as for stack.do.
 func (c *cluster) do(p *clusterProc, method, path string, body any, h header) response {
 	c.t.Helper()
-	var reader io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		reader = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		reader = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, p.base+path, reader)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s on %s: %v", method, path, p.name, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.spec.ValidateResponse(c.t, req, resp, raw)
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	return sendRequest(c.t, c.client, c.spec, method, p.base+path, body, h)
 }
 
 func (c *cluster) must(r response, want int) {
@@ -363,25 +276,8 @@ func (ls *liveStream) body() []byte {
 // the test unless it answers 200 with text/event-stream.
 func openLive(t testing.TB, method, url string, body any, h header) *liveStream {
 	t.Helper()
-	var reader io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		reader = bytes.NewReader(raw)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, method, url, reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
+	req := newRequest(t, ctx, method, url, body, h)
 	// No client timeout: a live stream has no end.
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -402,41 +298,18 @@ func openLive(t testing.TB, method, url string, body any, h header) *liveStream 
 
 func (ls *liveStream) read() {
 	defer close(ls.ended)
-	sc := bufio.NewScanner(ls.resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var (
-		cur  sseEvent
-		data strings.Builder
-	)
-	for sc.Scan() {
-		line := sc.Text()
+	err := scanSSE(ls.resp.Body, func(line string) {
 		ls.rawMu.Lock()
 		ls.raw.WriteString(line + "\n")
 		ls.rawMu.Unlock()
-		switch {
-		case line == "":
-			if data.Len() > 0 {
-				if err := json.Unmarshal([]byte(data.String()), &cur.Data); err != nil {
-					ls.err = fmt.Errorf("event data is not JSON: %q", data.String())
-					return
-				}
-				ls.events <- cur
-			}
-			cur, data = sseEvent{}, strings.Builder{}
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id: "):
-			cur.ID = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "data: "):
-			data.WriteString(strings.TrimPrefix(line, "data: "))
-		default:
-			ls.err = fmt.Errorf("unexpected SSE line %q", line)
-			return
-		}
+	}, func(ev sseEvent) bool {
+		ls.events <- ev
+		return true
+	})
+	if err == nil {
+		err = io.EOF
 	}
-	ls.err = sc.Err()
-	if ls.err == nil {
-		ls.err = io.EOF
-	}
+	ls.err = err
 }
 
 // next returns the next event, failing the test after 15 s or if the

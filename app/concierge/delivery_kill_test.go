@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -18,7 +18,6 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -157,38 +156,12 @@ func dropConnection(w http.ResponseWriter) {
 // re-executed on TestAdmHelperProcess), wired exactly as main wires it.
 type workerProcess struct {
 	cmd    *exec.Cmd
-	output *workerOutput
+	output *syncBuffer
 }
 
-type workerOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *workerOutput) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *workerOutput) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startWorkerProcess(t *testing.T, env map[string]string, output *workerOutput) *workerProcess {
+func startWorkerProcess(t *testing.T, env map[string]string, output *syncBuffer) *workerProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAdmHelperProcess$")
-	cmd.Env = []string{admHelperArgs + "=worker"}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, config.Prefix) && !strings.HasPrefix(kv, admHelperArgs+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd := helperCommand(context.Background(), env, "worker")
 	cmd.Stdout, cmd.Stderr = output, output
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting the worker process: %v", err)
@@ -268,7 +241,7 @@ func TestDeliveriesSurviveKilledWorkers(t *testing.T) {
 	// most another second), and restart it; then one last worker that is
 	// left to finish.
 	const kills = 5
-	output := &workerOutput{}
+	output := &syncBuffer{}
 	workerEnv := map[string]string{"CONCIERGE_LOG_LEVEL": "debug"}
 	for k, v := range s.env {
 		if k != "CONCIERGE_LOG_LEVEL" {

@@ -156,7 +156,7 @@ func startRedisServer(t testing.TB) *redisServer {
 	if err != nil {
 		t.Skip("redis-server is not installed")
 	}
-	_, portText, _ := net.SplitHostPort(loopbackAddr(t))
+	_, portText, _ := net.SplitHostPort(freeAddr(t))
 	port, _ := strconv.Atoi(portText)
 	r := &redisServer{t: t, port: port}
 	r.start(path)

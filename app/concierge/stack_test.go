@@ -48,12 +48,14 @@ type stackOptions struct {
 	logSink io.Writer
 }
 
-func newStack(t testing.TB, opts stackOptions) *stack {
+// testEnv is the configuration tests run Concierge with: a fresh
+// PostgreSQL database, the Redis at redisURL, and then each of overrides
+// in turn.
+func testEnv(t testing.TB, redisURL string, overrides ...map[string]string) map[string]string {
 	t.Helper()
 	env := map[string]string{
 		"CONCIERGE_DATABASE_URL": pgtest.NewDatabase(t),
-		"CONCIERGE_REDIS_URL":    redistest.URL(t),
-		"CONCIERGE_HTTP_ADDR":    "127.0.0.1:0",
+		"CONCIERGE_REDIS_URL":    redisURL,
 		"CONCIERGE_LOG_LEVEL":    "warn",
 		// Rate limits are tested on their own; keep them out of other tests' way.
 		"CONCIERGE_RATE_LIMIT_API_PER_MINUTE":     "100000",
@@ -62,9 +64,17 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 		"CONCIERGE_INBOUND_SWEEP_PERIOD":          "1s",
 		"CONCIERGE_SHUTDOWN_TIMEOUT":              "5s",
 	}
-	for k, v := range opts.env {
-		env[k] = v
+	for _, o := range overrides {
+		for k, v := range o {
+			env[k] = v
+		}
 	}
+	return env
+}
+
+func newStack(t testing.TB, opts stackOptions) *stack {
+	t.Helper()
+	env := testEnv(t, redistest.URL(t), map[string]string{"CONCIERGE_HTTP_ADDR": "127.0.0.1:0"}, opts.env)
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +228,38 @@ func (s *stack) raw(method, path string, body any, h header) response {
 
 func (s *stack) send(method, path string, body any, h header, checkSpec bool) response {
 	s.t.Helper()
+	spec := s.spec
+	if !checkSpec {
+		spec = nil
+	}
+	return sendRequest(s.t, s.client, spec, method, s.base+path, body, h)
+}
+
+// sendRequest sends a request with client, reads the whole answer and, with
+// a spec, validates it against the OpenAPI document. body as for stack.do.
+func sendRequest(t testing.TB, client *http.Client, spec *openapitest.Validator, method, url string, body any, h header) response {
+	t.Helper()
+	req := newRequest(t, context.Background(), method, url, body, h)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec != nil {
+		spec.ValidateResponse(t, req, resp, raw)
+	}
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+}
+
+// newRequest builds a request: body nil, a string or []byte (sent as is) or
+// any value (sent as JSON, with its Content-Type); a header set to "" is
+// left out.
+func newRequest(t testing.TB, ctx context.Context, method, url string, body any, h header) *http.Request {
+	t.Helper()
 	var reader io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -228,13 +270,13 @@ func (s *stack) send(method, path string, body any, h header, checkSpec bool) re
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			s.t.Fatal(err)
+			t.Fatal(err)
 		}
 		reader = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, s.base+path, reader)
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -246,19 +288,7 @@ func (s *stack) send(method, path string, body any, h header, checkSpec bool) re
 		}
 		req.Header.Set(k, v)
 	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if checkSpec {
-		s.spec.ValidateResponse(s.t, req, resp, raw)
-	}
-	return response{Status: resp.StatusCode, Header: resp.Header, Body: raw}
+	return req
 }
 
 // as returns headers authenticating with the tenant's API key.

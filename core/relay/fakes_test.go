@@ -164,16 +164,16 @@ func (w *world) Since(_ context.Context, _ string, logID string) ([]*ports.LiveE
 	return slices.Clone(w.log), false, nil
 }
 
-func (w *world) After(_ context.Context, _ string, messageID string, seq int) ([]*ports.LiveEvent, bool, error) {
+func (w *world) After(_ context.Context, _ string, eventID string) ([]*ports.LiveEvent, string, error) {
 	w.readHook()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i, ev := range w.log {
-		if ev.MessageID == messageID && ev.Seq == seq {
-			return slices.Clone(w.log[i+1:]), true, nil
+		if ev.EventID() == eventID {
+			return slices.Clone(w.log[i+1:]), ev.LogID, nil
 		}
 	}
-	return slices.Clone(w.log), false, nil
+	return slices.Clone(w.log), "", nil
 }
 
 func (w *world) MessagesFrom(_ context.Context, workspaceID, conversationID, messageID string, limit int) ([]domain.Message, error) {

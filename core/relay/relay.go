@@ -132,7 +132,7 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 		return nil, err
 	}
 	st := &Stream{s: s, conv: conv, sub: sub, seen: map[string]int{}, held: map[string]bool{}}
-	if err := st.position(ctx, from); err != nil {
+	if err := st.position(ctx, from, req.LastEventID); err != nil {
 		sub.Close()
 		return nil, err
 	}
@@ -165,13 +165,8 @@ func (s *Service) conversation(ctx context.Context, req Request) (domain.Convers
 	if err != nil {
 		return conv, err
 	}
-	identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.d.Clock.Now())
-	if err != nil {
+	if err := domain.VerifySessionCaller(&ws, conv, req.IdentityHeader, req.SignatureHeader, s.d.Clock.Now()); err != nil {
 		return conv, err
-	}
-	if identity != nil && conv.VerifiedUserID != "" && identity.UserID != conv.VerifiedUserID {
-		// Another signed-in user holding this session id gets nothing.
-		return conv, domain.NotFound("session")
 	}
 	agent, err := s.d.Agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
 	if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
@@ -211,15 +206,16 @@ type Stream struct {
 	lastLog    string
 	lastStored string
 
-	// The replay Open planned: stored messages from fromStored on, then
-	// the log's events.
-	replayStored bool
-	fromStored   []domain.Message
-	replayLog    []*ports.LiveEvent
+	// The replay Open planned: the stored messages from fromStored on
+	// (none when the log still had the client's position), then the log's
+	// events.
+	fromStored []domain.Message
+	replayLog  []*ports.LiveEvent
 }
 
-// position plans the replay from the client's last event.
-func (st *Stream) position(ctx context.Context, from *Position) error {
+// position plans the replay from the client's last event, from (parsed
+// from lastEventID).
+func (st *Stream) position(ctx context.Context, from *Position, lastEventID string) error {
 	log := st.s.d.Recent
 	if from == nil {
 		// Live from now: the log's tail is where a catch-up would start.
@@ -227,20 +223,17 @@ func (st *Stream) position(ctx context.Context, from *Position) error {
 		st.lastLog, st.continuous = tail, true
 		return err
 	}
-	events, found, err := log.After(ctx, st.conv.ID, from.MessageID, from.Seq)
+	events, at, err := log.After(ctx, st.conv.ID, lastEventID)
 	if err != nil {
 		return err
 	}
 	st.seen[from.MessageID] = from.Seq
 	st.replayLog = events
-	if found {
-		st.continuous = true
-		if len(events) == 0 {
-			// The client is at the log's end: that is where a catch-up
-			// starts (a later event is in the subscription already).
-			st.lastLog, err = log.Tail(ctx, st.conv.ID)
-		}
-		return err
+	if at != "" {
+		// The client's place in the log is where a catch-up starts; the
+		// replay moves it on.
+		st.lastLog, st.continuous = at, true
+		return nil
 	}
 	msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, from.MessageID, st.s.opts.PageSize)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -257,7 +250,7 @@ func (st *Stream) position(ctx context.Context, from *Position) error {
 	if err != nil {
 		return err
 	}
-	st.replayStored, st.fromStored = true, msgs
+	st.fromStored = msgs
 	return nil
 }
 
@@ -343,15 +336,17 @@ func (st *Stream) emit(ev *ports.LiveEvent) error {
 
 // replay sends what Open planned.
 func (st *Stream) replay(ctx context.Context) error {
-	if st.replayStored {
+	// MessagesFrom gives at least the client's own message, so a replay
+	// from the stored messages is never empty.
+	afterStored := len(st.fromStored) > 0
+	if afterStored {
 		if err := st.storedFrom(ctx, st.fromStored); err != nil {
 			return err
 		}
-		st.fromStored = nil
 	}
 	events := st.replayLog
-	st.replayLog = nil
-	return st.deliverLog(ctx, events, st.replayStored)
+	st.fromStored, st.replayLog = nil, nil
+	return st.deliverLog(ctx, events, afterStored)
 }
 
 // deliverLog sends a run of the log, oldest first, and remembers where it

@@ -57,12 +57,7 @@ func (s *LiveSink) Send(ev *ports.LiveEvent) error {
 }
 
 // KeepAlive writes the heartbeat comment.
-func (s *LiveSink) KeepAlive() error {
-	if _, err := s.w.WriteString(": ping\n\n"); err != nil {
-		return err
-	}
-	return s.w.Flush()
-}
+func (s *LiveSink) KeepAlive() error { return ping(s.w) }
 
 // renderLive is an event's frame: its id line (none for a stream's own
 // terminal error) and its data, exactly as the POST stream writes them.
@@ -72,14 +67,5 @@ func renderLive(ev *ports.LiveEvent) []byte {
 		// Only plain strings, numbers and slices of them: cannot happen.
 		data = []byte(`{"type":"error","code":"INTERNAL","message":"internal error"}`)
 	}
-	id := wire.EventID(ev.SessionEvent)
-	b := make([]byte, 0, len(id)+len(data)+16)
-	if id != "" {
-		b = append(b, "id: "...)
-		b = append(b, id...)
-		b = append(b, '\n')
-	}
-	b = append(b, "data: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
+	return frame(ev.EventID(), data)
 }

@@ -72,10 +72,7 @@ func Serve(c *fiber.Ctx, s *Stream) error {
 					return
 				}
 			case <-ticker.C:
-				if _, err := w.WriteString(": ping\n\n"); err != nil {
-					return
-				}
-				if err := w.Flush(); err != nil {
+				if err := ping(w); err != nil {
 					return
 				}
 			}
@@ -98,13 +95,31 @@ func write(w *bufio.Writer, ev Event) error {
 	if err != nil {
 		return err
 	}
-	if ev.ID != "" {
-		w.WriteString("id: ")
-		w.WriteString(ev.ID)
-		w.WriteByte('\n')
+	if _, err := w.Write(frame(ev.ID, data)); err != nil {
+		return err
 	}
-	w.WriteString("data: ")
-	w.Write(data)
-	w.WriteString("\n\n")
+	return w.Flush()
+}
+
+// frame is one event as the stream carries it: its id line (none without an
+// id) and its data line.
+func frame(id string, data []byte) []byte {
+	b := make([]byte, 0, len(id)+len(data)+16)
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
+}
+
+// ping writes the heartbeat comment and flushes it; the failed flush is how
+// a client that left is noticed.
+func ping(w *bufio.Writer) error {
+	if _, err := w.WriteString(": ping\n\n"); err != nil {
+		return err
+	}
 	return w.Flush()
 }

@@ -80,7 +80,7 @@ func StreamAnswer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending) erro
 				return // a POST stream carries its answer; messages and status go to live streams
 			}
 			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
-			stream.Send(sse.Event{ID: wire.EventID(ev), Data: wire.EventData(ev)})
+			stream.Send(sse.Event{ID: ev.EventID(), Data: wire.EventData(ev)})
 		})
 		if err != nil && !terminal {
 			_, body := wire.DescribeError(err)

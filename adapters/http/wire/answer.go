@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"strconv"
-
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -51,14 +49,6 @@ type messageEventDTO struct {
 type statusEventDTO struct {
 	Type   string `json:"type"`
 	Status string `json:"status"`
-}
-
-// EventID is the SSE id of a session event: "<messageId>:<seq>".
-func EventID(ev ports.SessionEvent) string {
-	if ev.MessageID == "" {
-		return ""
-	}
-	return ev.MessageID + ":" + strconv.Itoa(ev.Seq)
 }
 
 // EventData is the JSON of a session event on a stream, exactly as

@@ -36,7 +36,9 @@ const (
 
 // earlyTolerance lets an attempt claim a delivery that is due this much
 // later, for the clock difference between the worker that scheduled a retry
-// and the one that runs it.
+// and the one that runs it. A claim's lease is a due time too, so the
+// tolerance never exceeds a quarter of the lease (see Deliver): otherwise a
+// short lease would hold nothing and two attempts could run at once.
 const earlyTolerance = 2 * time.Second
 
 // recordTimeout bounds writing an attempt's outcome after the attempt's own
@@ -132,7 +134,8 @@ type Result struct {
 // take over). What the receiver answered is in the Result, never an error.
 func (s *Service) Deliver(ctx context.Context, id string) (Result, error) {
 	now := s.d.Clock.Now()
-	d, ok, err := s.d.Attempts.ClaimDelivery(ctx, id, now.Add(earlyTolerance), now.Add(s.opts.Lease))
+	early := min(earlyTolerance, s.opts.Lease/4)
+	d, ok, err := s.d.Attempts.ClaimDelivery(ctx, id, now.Add(early), now.Add(s.opts.Lease))
 	if errors.Is(err, domain.ErrNotFound) {
 		// Its workspace was deleted, and the outbox with it.
 		s.d.Log.DebugContext(ctx, "delivery gone; nothing to deliver", "deliveryId", id)

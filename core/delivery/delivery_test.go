@@ -227,6 +227,35 @@ func TestDeliverLeavesAloneWhatIsNotDue(t *testing.T) {
 	}
 }
 
+// A claim holds its delivery for the lease, however short: the clock
+// tolerance granted to early retries must not let a second attempt claim a
+// delivery while the first is still talking to the receiver.
+func TestDeliverShortLeaseStillHolds(t *testing.T) {
+	t.Parallel()
+	ws := workspace(domain.PlanStandard, "https://desk.example.com/in", "")
+	d := pending(ws, domain.TargetHelpdesk, 0)
+	h := newHarness(t, delivery.Options{Lease: 2 * time.Second}, []domain.Workspace{ws}, d)
+	var during delivery.Result
+	nested := false
+	h.webhook.reply = func(ctx context.Context) (ports.DeliveryReport, error) {
+		if !nested {
+			nested = true
+			var err error
+			if during, err = h.svc.Deliver(ctx, d.ID); err != nil {
+				t.Errorf("second Deliver: %v", err)
+			}
+		}
+		return ports.DeliveryReport{StatusCode: 200}, nil
+	}
+	res, err := h.svc.Deliver(context.Background(), d.ID)
+	if err != nil || res.Status != domain.DeliveryDelivered {
+		t.Fatalf("Deliver = %+v, %v; want delivered", res, err)
+	}
+	if during.Attempted || len(h.webhook.sent()) != 1 {
+		t.Fatalf("a second attempt ran during the first's lease: %+v, %d sends", during, len(h.webhook.sent()))
+	}
+}
+
 func TestDeliverRecordsEvenWhenCancelled(t *testing.T) {
 	t.Parallel()
 	ws := workspace(domain.PlanStandard, "https://desk.example.com/in", "")

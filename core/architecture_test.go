@@ -84,7 +84,8 @@ func adapterRoot(path string) string {
 // behaviour.
 var sharedAdapterLibraries = map[string]bool{
 	// Errors, retries and redaction for OpenAI-compatible HTTP APIs, used
-	// by the chat and the embeddings adapters.
+	// by the chat and the embeddings adapters (and Retry-After by the
+	// webhook sender).
 	module + "/adapters/openaicompat": true,
 	// The address guard against server-side request forgery, used by the
 	// website crawler and the webhook senders.

@@ -74,8 +74,8 @@ type DeliveryAttempts interface {
 	// by dueBy, one more attempt is counted and it is held until `until`
 	// (its next attempt time), so no other worker starts one meanwhile; the
 	// claimed delivery is returned with ok true. A delivery that is not
-	// PENDING or not due is returned as stored with ok false. Returns
-	// domain.ErrNotFound if no delivery has the id.
+	// PENDING or not due is returned as stored, its snapshot left out, with
+	// ok false. Returns domain.ErrNotFound if no delivery has the id.
 	ClaimDelivery(ctx context.Context, id string, dueBy, until time.Time) (d domain.Delivery, ok bool, err error)
 	// FinishAttempt writes attempt to the delivery log (when not nil) and
 	// applies the outcome, in one transaction. A DELIVERED outcome applies

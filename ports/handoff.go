@@ -49,21 +49,13 @@ func NewStatusChange(ws *domain.Workspace, conv domain.Conversation, to domain.C
 
 // DeliveryQueue schedules outbox rows for delivery by the workers.
 type DeliveryQueue interface {
-	// EnqueueDelivery schedules an attempt of a stored delivery now.
-	// Enqueueing the same delivery twice is harmless (the worker checks the
-	// row). Returns an error wrapping domain.ErrUnavailable if the queue
-	// cannot be reached; the row stays PENDING and the sweeper retries it.
+	// EnqueueDelivery schedules an attempt of a stored delivery now, even
+	// while the queue still holds an earlier task for it (one a killed
+	// worker left active, say). Enqueueing the same delivery twice is
+	// harmless: the worker claims the row first. Returns an error wrapping
+	// domain.ErrUnavailable if the queue cannot be reached; the row stays
+	// PENDING and the sweeper retries it.
 	EnqueueDelivery(ctx context.Context, d domain.Delivery) error
-}
-
-// DeliveryRedriver re-drives deliveries the sweeper found overdue.
-type DeliveryRedriver interface {
-	// RedriveDelivery schedules an attempt of a stored delivery now, even
-	// while the queue still holds an earlier task for it: a killed worker's
-	// task stays active until its lease is recovered, a minute or more, and
-	// an overdue delivery must not wait for that. Returns an error wrapping
-	// domain.ErrUnavailable if the queue cannot be reached.
-	RedriveDelivery(ctx context.Context, d domain.Delivery) error
 }
 
 // EnqueueDeliveries schedules deliveries that were just stored. It never

@@ -47,19 +47,13 @@ func deliveryTaskType(target domain.DeliveryTarget) (string, error) {
 	return "", fmt.Errorf("delivery task: unknown target %q", target)
 }
 
-// NewDeliverTask returns the task of a stored delivery. Its TaskID names
-// the delivery and the attempts it had when enqueued: the delivery id alone
-// for a new delivery, "<id>:<attempts>" after that. Enqueueing the same
-// state again while its task is queued, retrying or running is a no-op;
-// a delivery whose task died with a killed worker (asynq holds an orphaned
-// active task for a minute or more, until its lease is recovered) or was
-// archived gets a fresh task once its attempt count moved on. The outbox
-// row's claim makes any duplicate run harmless.
+// NewDeliverTask returns the task of a stored delivery. It has no TaskID:
+// the outbox row's claim, not the queue, makes sure one attempt runs at a
+// time, so a repeated enqueue (a sweep of a late task, a retry through the
+// API) only adds a wake-up that finds nothing to do, and neither an
+// archived task nor one a killed worker left active can ever block a
+// delivery's next task.
 func NewDeliverTask(d domain.Delivery) (*asynq.Task, error) {
-	return newDeliverTask(d, deliverTaskID(d))
-}
-
-func newDeliverTask(d domain.Delivery, taskID string) (*asynq.Task, error) {
 	if d.ID == "" {
 		return nil, errors.New("delivery task: empty delivery id")
 	}
@@ -75,15 +69,7 @@ func newDeliverTask(d domain.Delivery, taskID string) (*asynq.Task, error) {
 		asynq.Queue(QueueDelivery),
 		asynq.MaxRetry(deliveryMaxRetry),
 		asynq.Timeout(deliveryTimeout),
-		asynq.TaskID(taskID),
 	), nil
-}
-
-func deliverTaskID(d domain.Delivery) string {
-	if d.Attempts == 0 {
-		return d.ID
-	}
-	return fmt.Sprintf("%s:%d", d.ID, d.Attempts)
 }
 
 // deliveryMaxRetry is enough attempts, with the delivery backoff, to keep
@@ -91,39 +77,18 @@ func deliverTaskID(d domain.Delivery) string {
 // the first attempt; the outbox row, not the task, counts them).
 const deliveryMaxRetry = 40
 
-var (
-	_ ports.DeliveryQueue    = (*Enqueuer)(nil)
-	_ ports.DeliveryRedriver = (*Enqueuer)(nil)
-)
+var _ ports.DeliveryQueue = (*Enqueuer)(nil)
 
-// RedriveDelivery enqueues a fresh task for an overdue delivery. Its TaskID
-// adds the second of the re-drive to the usual one, so it never collides
-// with a task a killed worker left active (asynq recovers those only after
-// their lease, a minute or more) while sweeps within one second still add
-// one task at most; the outbox row's claim makes the extra run harmless.
-func (e *Enqueuer) RedriveDelivery(ctx context.Context, d domain.Delivery) error {
-	task, err := newDeliverTask(d, fmt.Sprintf("%s:redrive:%d", deliverTaskID(d), time.Now().Unix()))
-	if err != nil {
-		return err
-	}
-	_, err = e.client.EnqueueContext(ctx, task)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return domain.Unavailable(fmt.Sprintf("re-drive %s for %s", task.Type(), d.ID), err)
-	}
-	return nil
-}
-
-// EnqueueDelivery schedules an attempt of a stored delivery now. A task for
-// it in the same state (same attempt count) already queued or retrying is
-// left alone. Returns an error wrapping domain.ErrUnavailable if Redis cannot
-// be reached; the row stays PENDING and the sweeper enqueues it later.
+// EnqueueDelivery schedules an attempt of a stored delivery now. Enqueueing
+// the same delivery twice is allowed: the attempt claims the row first.
+// Returns an error wrapping domain.ErrUnavailable if Redis cannot be
+// reached; the row stays PENDING and the sweeper enqueues it later.
 func (e *Enqueuer) EnqueueDelivery(ctx context.Context, d domain.Delivery) error {
 	task, err := NewDeliverTask(d)
 	if err != nil {
 		return err
 	}
-	_, err = e.client.EnqueueContext(ctx, task)
-	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+	if _, err := e.client.EnqueueContext(ctx, task); err != nil {
 		return domain.Unavailable(fmt.Sprintf("enqueue %s for %s", task.Type(), d.ID), err)
 	}
 	return nil

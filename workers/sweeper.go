@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// StaleRequeuer re-enqueues inbound events whose task was lost (Redis down at
-// enqueue time, a task archived by mistake). core/inbound satisfies it.
+// StaleRequeuer re-enqueues work whose task was lost (Redis down at enqueue
+// time, a task archived by mistake, a killed worker): core/inbound for
+// inbound events, core/knowledge for index jobs, core/delivery for
+// deliveries.
 type StaleRequeuer interface {
-	// RequeueStale enqueues processing for stale PENDING events and returns how
+	// RequeueStale enqueues tasks for stale PENDING work and returns how
 	// many it enqueued.
 	RequeueStale(ctx context.Context) (int, error)
 }
@@ -20,24 +22,26 @@ const DefaultSweepInterval = time.Minute
 // Sweeper calls a StaleRequeuer periodically.
 //
 // Every worker pod may run one, and no lock is taken: requeueing is idempotent
-// (a task for an already processed event is a no-op, and the message append is
-// deduplicated by a database unique constraint), so concurrent sweeps only
-// cost a few extra tasks.
+// (a task for work already done is a no-op, and the database dedupes the rest:
+// a unique constraint on appended messages, a claim on each delivery), so
+// concurrent sweeps only cost a few extra tasks.
 type Sweeper struct {
+	what     string
 	requeuer StaleRequeuer
 	interval time.Duration
 	logger   *slog.Logger
 }
 
-// NewSweeper returns a sweeper calling requeuer every interval.
-func NewSweeper(requeuer StaleRequeuer, interval time.Duration, logger *slog.Logger) *Sweeper {
+// NewSweeper returns a sweeper calling requeuer every interval; what names
+// the work it requeues in its logs ("inbound events", "deliveries").
+func NewSweeper(what string, requeuer StaleRequeuer, interval time.Duration, logger *slog.Logger) *Sweeper {
 	if interval <= 0 {
 		interval = DefaultSweepInterval
 	}
-	return &Sweeper{requeuer: requeuer, interval: interval, logger: logger.With("component", "sweeper")}
+	return &Sweeper{what: what, requeuer: requeuer, interval: interval, logger: logger.With("component", "sweeper")}
 }
 
-// Run sweeps immediately, so events lost while every worker was down are
+// Run sweeps immediately, so work lost while every worker was down is
 // picked up at start, then every interval, until ctx is cancelled. A failed
 // sweep is logged and the next one tried on schedule.
 func (s *Sweeper) Run(ctx context.Context) {
@@ -62,10 +66,10 @@ func (s *Sweeper) sweep(ctx context.Context) {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down: an interrupted sweep is expected, not worth a warning.
 	case err != nil:
-		s.logger.WarnContext(ctx, "sweep failed", "error", err, "requeued", n)
+		s.logger.WarnContext(ctx, "sweep failed", "error", err, "requeued", n, "sweep", s.what)
 	case n > 0:
-		s.logger.InfoContext(ctx, "requeued stale inbound events", "count", n)
+		s.logger.InfoContext(ctx, "requeued stale "+s.what, "count", n)
 	default:
-		s.logger.DebugContext(ctx, "no stale inbound events")
+		s.logger.DebugContext(ctx, "no stale "+s.what)
 	}
 }

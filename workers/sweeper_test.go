@@ -80,7 +80,7 @@ func TestSweeperRunsEveryIntervalAndKeepsGoingAfterErrors(t *testing.T) {
 			return 0, nil
 		}
 	})
-	stop := runSweeper(t, NewSweeper(requeuer, 10*time.Millisecond, logger))
+	stop := runSweeper(t, NewSweeper("inbound events", requeuer, 10*time.Millisecond, logger))
 	for want := 1; want <= 4; want++ {
 		select {
 		case got := <-calls:
@@ -114,7 +114,7 @@ func TestSweeperSweepsAtStartAndStopsQuietly(t *testing.T) {
 		<-ctx.Done()
 		return 0, ctx.Err()
 	})
-	stop := runSweeper(t, NewSweeper(requeuer, time.Hour, logger))
+	stop := runSweeper(t, NewSweeper("inbound events", requeuer, time.Hour, logger))
 	select {
 	case <-started:
 	case <-time.After(2 * time.Second):
@@ -130,7 +130,7 @@ func TestSweeperRunReturnsAtOnceOnCancelledContext(t *testing.T) {
 	t.Parallel()
 	logger, _ := newTestLogger()
 	called := false
-	s := NewSweeper(requeuerFunc(func(context.Context) (int, error) { called = true; return 0, nil }), 0, logger)
+	s := NewSweeper("inbound events", requeuerFunc(func(context.Context) (int, error) { called = true; return 0, nil }), 0, logger)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	s.Run(ctx)

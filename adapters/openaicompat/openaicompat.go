@@ -1,8 +1,9 @@
 // Package openaicompat is the plumbing shared by the adapters that talk to
 // OpenAI-compatible HTTP APIs: chat completions (adapters/llm/openai) and
-// embeddings (adapters/embedding/openai). It implements no port and imports
-// no adapter, so both may depend on it (core/architecture_test.go allows
-// exactly this package across adapter roots).
+// embeddings (adapters/embedding/openai); the webhook sender
+// (adapters/helpdesk/webhook) reads its receivers' Retry-After with it too.
+// It implements no port and imports no adapter, so any adapter may depend
+// on it (core/architecture_test.go allows it across adapter roots).
 package openaicompat
 
 import (

@@ -59,8 +59,8 @@ func scanDelivery(row pgx.Row, withPayload bool) (domain.Delivery, error) {
 // ClaimDelivery counts an attempt of a PENDING delivery due by dueBy and
 // holds it until `until`, in one conditional UPDATE: of two workers racing
 // for the same delivery exactly one gets ok true. Otherwise the delivery is
-// returned as stored with ok false. Returns domain.ErrNotFound if no
-// delivery has the id.
+// returned as stored, without its snapshot (nothing will be sent), with ok
+// false. Returns domain.ErrNotFound if no delivery has the id.
 func (s *Store) ClaimDelivery(ctx context.Context, id string, dueBy, until time.Time) (domain.Delivery, bool, error) {
 	d, err := scanDelivery(s.pool.QueryRow(ctx, `UPDATE outbox SET attempts = attempts + 1, next_attempt_at = $3
 		WHERE id = $1 AND status = 'PENDING' AND next_attempt_at <= $2
@@ -71,7 +71,7 @@ func (s *Store) ClaimDelivery(ctx context.Context, id string, dueBy, until time.
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return domain.Delivery{}, false, dbError("claim delivery", err)
 	}
-	d, err = scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+`, payload FROM outbox WHERE id = $1`, id), true)
+	d, err = scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM outbox WHERE id = $1`, id), false)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return domain.Delivery{}, false, domain.NotFound("delivery")
 	}

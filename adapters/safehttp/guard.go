@@ -1,6 +1,6 @@
 // Package safehttp is the address guard every adapter that fetches or posts
-// to a URL on a workspace's behalf dials through: the website crawler and the
-// webhook senders. It refuses private, loopback, link-local and other
+// to a URL on a workspace's behalf dials through, and the HTTP client built
+// on it (Guard.Client): the website crawler and the webhook senders. It refuses private, loopback, link-local and other
 // internal addresses after DNS resolution, on the exact address connected
 // to, so neither a DNS answer nor a redirect can point a request inside the
 // operator's network.
@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -216,6 +217,19 @@ func (g *Guard) CheckHost(host, port string) error {
 		return g.CheckAddr(ap)
 	}
 	return nil
+}
+
+// CheckURL is CheckHost for u's host and the port a request to u connects
+// to: u's own, or 443 for https and 80 otherwise.
+func (g *Guard) CheckURL(u *url.URL) error {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return g.CheckHost(u.Hostname(), port)
 }
 
 // Control runs as net.Dialer.Control: after DNS resolution, on the exact

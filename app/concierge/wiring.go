@@ -148,7 +148,7 @@ func deliveries(cfg config.Config, s *system, log *slog.Logger) (*delivery.Servi
 		return nil, fmt.Errorf("%sDELIVERY_TIMEOUT: %v", config.Prefix, err)
 	}
 	svc, err := delivery.NewService(delivery.Deps{
-		Workspaces: s.store, Attempts: s.store, Deliveries: s.store, Integrations: s.store, Queue: s.enqueuer, Redriver: s.enqueuer,
+		Workspaces: s.store, Attempts: s.store, Deliveries: s.store, Integrations: s.store, Queue: s.enqueuer,
 		Webhook: sender, Inbox: inbox.New(), URLs: sender, Clock: s.clock, Log: log,
 	}, delivery.Options{
 		Backoff: delivery.Backoff{Base: cfg.DeliveryRetryBase, Cap: cfg.DeliveryRetryCap},
@@ -325,9 +325,9 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
 		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries}, s.log)
 	sweepers := []*workers.Sweeper{
-		workers.NewSweeper(s.inbound, s.cfg.InboundSweepPeriod, s.log),
-		workers.NewSweeper(knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
-		workers.NewSweeper(s.deliveries, s.cfg.DeliverySweepPeriod, s.log.With("sweep", "deliveries")),
+		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
 	}
 	return srv, sweepers
 }

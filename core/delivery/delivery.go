@@ -57,9 +57,9 @@ type Deps struct {
 	Attempts     ports.DeliveryAttempts
 	Deliveries   ports.DeliveryLog
 	Integrations ports.IntegrationStore
-	Queue        ports.DeliveryQueue
-	// Redriver re-enqueues what the sweeper finds overdue.
-	Redriver ports.DeliveryRedriver
+	// Queue wakes workers for retried deliveries and those the sweeper
+	// finds overdue.
+	Queue ports.DeliveryQueue
 	// Webhook sends signed deliveries to a helpdesk URL or an events URL.
 	Webhook ports.Helpdesk
 	// Inbox takes the helpdesk deliveries of workspaces without a helpdesk URL.
@@ -86,7 +86,7 @@ type Service struct {
 // NewService returns a Service; it panics on a missing dependency and
 // returns an error for options out of range.
 func NewService(d Deps, opts Options) (*Service, error) {
-	if d.Workspaces == nil || d.Attempts == nil || d.Deliveries == nil || d.Integrations == nil || d.Queue == nil || d.Redriver == nil ||
+	if d.Workspaces == nil || d.Attempts == nil || d.Deliveries == nil || d.Integrations == nil || d.Queue == nil ||
 		d.Webhook == nil || d.Inbox == nil || d.URLs == nil || d.Clock == nil || d.Log == nil {
 		panic("delivery.NewService: every dependency is required")
 	}
@@ -266,9 +266,7 @@ func (s *Service) RequeueStale(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, d := range due {
-		// A fresh task, not the delivery's usual one: the usual one may be
-		// the very task a killed worker left active in the queue.
-		if err := s.d.Redriver.RedriveDelivery(ctx, d); err != nil {
+		if err := s.d.Queue.EnqueueDelivery(ctx, d); err != nil {
 			return n, err
 		}
 		n++

@@ -213,11 +213,6 @@ type queue struct {
 	err error
 }
 
-// RedriveDelivery records like EnqueueDelivery: the fake has no task ids.
-func (q *queue) RedriveDelivery(ctx context.Context, d domain.Delivery) error {
-	return q.EnqueueDelivery(ctx, d)
-}
-
 func (q *queue) EnqueueDelivery(_ context.Context, d domain.Delivery) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -281,7 +276,7 @@ func newHarness(t *testing.T, opts delivery.Options, wss []domain.Workspace, ds 
 		webhook: &sender{}, inbox: &sender{}, clock: &fixedClock{now: t0},
 	}
 	svc, err := delivery.NewService(delivery.Deps{
-		Workspaces: h.ws, Attempts: h.outbox, Deliveries: h.outbox, Integrations: h.ws, Queue: h.queue, Redriver: h.queue,
+		Workspaces: h.ws, Attempts: h.outbox, Deliveries: h.outbox, Integrations: h.ws, Queue: h.queue,
 		Webhook: h.webhook, Inbox: h.inbox, URLs: urlPolicy{}, Clock: h.clock,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, opts)

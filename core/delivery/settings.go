@@ -30,34 +30,20 @@ type IntegrationsChange struct {
 // URL no delivery would be sent to, naming the field.
 func (s *Service) SetIntegrations(ctx context.Context, ws *domain.Workspace, change IntegrationsChange) (updated domain.Workspace, newSecret string, err error) {
 	var patch ports.IntegrationsPatch
-	setsURL := false
-	for _, f := range []struct {
-		field string
-		in    *string
-		out   **string
-	}{
-		{"helpdeskUrl", change.HelpdeskURL, &patch.HelpdeskURL},
-		{"eventsUrl", change.EventsURL, &patch.EventsURL},
-	} {
-		if f.in == nil {
-			continue
-		}
-		v := strings.TrimSpace(*f.in)
-		if v != "" {
-			if v, err = s.d.URLs.CheckReceiverURL(f.field, v); err != nil {
-				return domain.Workspace{}, "", err
-			}
-			setsURL = true
-		}
-		*f.out = &v
+	if patch.HelpdeskURL, err = s.receiverURL("helpdeskUrl", change.HelpdeskURL); err != nil {
+		return domain.Workspace{}, "", err
 	}
-	if patch.HelpdeskURL != nil && *patch.HelpdeskURL != "" {
+	if patch.EventsURL, err = s.receiverURL("eventsUrl", change.EventsURL); err != nil {
+		return domain.Workspace{}, "", err
+	}
+	setsHelpdesk := patch.HelpdeskURL != nil && *patch.HelpdeskURL != ""
+	if setsHelpdesk {
 		if err := ws.Require(domain.FeatureHandoff); err != nil {
 			return domain.Workspace{}, "", err
 		}
 	}
 	candidate := ""
-	if setsURL {
+	if setsHelpdesk || (patch.EventsURL != nil && *patch.EventsURL != "") {
 		candidate = domain.NewSigningSecret()
 		patch.SigningSecretIfNone = candidate
 	}
@@ -69,6 +55,22 @@ func (s *Service) SetIntegrations(ctx context.Context, ws *domain.Workspace, cha
 		newSecret = candidate
 	}
 	return updated, newSecret, nil
+}
+
+// receiverURL is a change's URL as stored: nil when absent, "" to clear,
+// else checked and normalised.
+func (s *Service) receiverURL(field string, in *string) (*string, error) {
+	if in == nil {
+		return nil, nil
+	}
+	v := strings.TrimSpace(*in)
+	if v != "" {
+		var err error
+		if v, err = s.d.URLs.CheckReceiverURL(field, v); err != nil {
+			return nil, err
+		}
+	}
+	return &v, nil
 }
 
 // RotateSigningSecret replaces the workspace's signing secret and returns

@@ -1,8 +1,8 @@
 package domain
 
 import (
-	"crypto/rand"
 	"encoding/base64"
+	"slices"
 	"strings"
 )
 
@@ -21,14 +21,7 @@ func (s DeliveryStatus) Valid() bool {
 var EventTypes = []string{EventConversationCreated, EventMessageCreated, EventHandoffRequested, EventHandoffResolved}
 
 // ValidEventType reports whether s is one of EventTypes.
-func ValidEventType(s string) bool {
-	for _, t := range EventTypes {
-		if s == t {
-			return true
-		}
-	}
-	return false
-}
+func ValidEventType(s string) bool { return slices.Contains(EventTypes, s) }
 
 // DeliveryFilter narrows a workspace's delivery list; zero fields match all.
 type DeliveryFilter struct {
@@ -62,12 +55,7 @@ const signingSecretBytes = 32
 // the standard base64 of 32 random bytes, the form the scheme's reference
 // libraries take as is.
 func NewSigningSecret() string {
-	b := make([]byte, signingSecretBytes)
-	if _, err := rand.Read(b); err != nil {
-		// crypto/rand never fails on supported platforms (Go 1.24+ panics itself).
-		panic("crypto/rand: " + err.Error())
-	}
-	return PrefixWebhookSecret + base64.StdEncoding.EncodeToString(b)
+	return PrefixWebhookSecret + base64.StdEncoding.EncodeToString(randomBytes(signingSecretBytes))
 }
 
 // ValidSigningSecret reports whether s is a signing secret NewSigningSecret

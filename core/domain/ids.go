@@ -34,13 +34,16 @@ func NewID(prefix string) string { return prefix + randomText(16) }
 // NewSecret returns prefix followed by 256 random bits.
 func NewSecret(prefix string) string { return prefix + randomText(32) }
 
-func randomText(n int) string {
+func randomText(n int) string { return idEncoding.EncodeToString(randomBytes(n)) }
+
+// randomBytes returns n bytes from crypto/rand.
+func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		// crypto/rand never fails on supported platforms (Go 1.24+ panics itself).
 		panic("crypto/rand: " + err.Error())
 	}
-	return idEncoding.EncodeToString(b)
+	return b
 }
 
 // ValidID reports whether s looks like an id with the given prefix: the right

@@ -28,6 +28,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/adapters/safehttp"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -86,26 +87,12 @@ func New(opts Options) (*Sender, error) {
 		opts.Now = time.Now
 	}
 	g := safehttp.NewGuard(opts.AllowPrivateAddresses)
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: g.Control}
-	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the guard
-		DialContext:            g.DialContext(dialer),
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  opts.Timeout,
-		MaxIdleConns:           32,
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        60 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-	client := &http.Client{
-		Transport: transport,
-		Timeout:   opts.Timeout,
-		// A redirect is answered, not followed: a receiver that moved must
-		// be configured with its new URL, and following would post the
-		// signed body to wherever the redirect points.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	client := g.Client(safehttp.ClientOptions{Timeout: opts.Timeout, MaxIdleConns: 32, MaxIdleConnsPerHost: 4})
+	// The whole attempt, body included, within the timeout. A redirect is
+	// answered, not followed: a receiver that moved must be configured with
+	// its new URL, and following would post the signed body to wherever the
+	// redirect points.
+	client.Timeout = opts.Timeout
 	return &Sender{opts: opts, guard: g, client: client}, nil
 }
 
@@ -116,53 +103,52 @@ func New(opts Options) (*Sender, error) {
 // cloud metadata service. Host names are resolved and checked at every
 // attempt instead.
 func (s *Sender) CheckReceiverURL(field, raw string) (string, error) {
+	u, err := s.receiverURL(field, raw)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// receiverURL parses and checks raw as CheckReceiverURL documents.
+func (s *Sender) receiverURL(field, raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", domain.InvalidField(field, "is required")
+		return nil, domain.InvalidField(field, "is required")
 	}
 	if len(raw) > domain.MaxReceiverURLLength {
-		return "", domain.InvalidField(field, fmt.Sprintf("must be at most %d characters", domain.MaxReceiverURLLength))
+		return nil, domain.InvalidField(field, fmt.Sprintf("must be at most %d characters", domain.MaxReceiverURLLength))
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Opaque != "" || u.Hostname() == "" {
-		return "", domain.InvalidField(field, "must be an absolute URL such as https://helpdesk.example.com/hooks/concierge")
+		return nil, domain.InvalidField(field, "must be an absolute URL such as https://helpdesk.example.com/hooks/concierge")
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && s.guard.AllowsPrivate():
 	default:
-		return "", domain.InvalidField(field, "must use https")
+		return nil, domain.InvalidField(field, "must use https")
 	}
 	if u.User != nil {
-		return "", domain.InvalidField(field, "must not contain a user name or password; authenticate deliveries by their signature")
+		return nil, domain.InvalidField(field, "must not contain a user name or password; authenticate deliveries by their signature")
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return "", domain.InvalidField(field, "must not contain a fragment (#...)")
+		return nil, domain.InvalidField(field, "must not contain a fragment (#...)")
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", domain.InvalidField(field, "the port is not valid")
+			return nil, domain.InvalidField(field, "the port is not valid")
 		}
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if !s.guard.AllowsPrivate() && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
-		return "", domain.InvalidField(field, "refused: "+host+" is a loopback address")
+		return nil, domain.InvalidField(field, "refused: "+host+" is a loopback address")
 	}
-	if err := s.guard.CheckHost(u.Hostname(), effectivePort(u)); err != nil {
-		return "", renameField(err, field)
+	if err := s.guard.CheckURL(u); err != nil {
+		return nil, renameField(err, field)
 	}
-	return u.String(), nil
-}
-
-func effectivePort(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if u.Scheme == "http" {
-		return "80"
-	}
-	return "443"
+	return u, nil
 }
 
 // renameField moves the guard's "url" reason to field.
@@ -180,12 +166,11 @@ func renameField(err error, field string) error {
 // ports.Helpdesk for the meaning of its errors; their texts name the host
 // and what happened, never the path, the query, the secret or the body.
 func (s *Sender) Deliver(ctx context.Context, to ports.Endpoint, d domain.Delivery) (ports.DeliveryReport, error) {
-	target, err := s.CheckReceiverURL("url", to.URL)
+	u, err := s.receiverURL("url", to.URL)
 	if err != nil {
 		return ports.DeliveryReport{}, err
 	}
-	u, _ := url.Parse(target)
-	host := u.Host
+	target, host := u.String(), u.Host
 	if !domain.ValidSigningSecret(to.SigningSecret) {
 		return ports.DeliveryReport{}, domain.Invalid("the workspace has no valid signing secret; rotate it with POST /api/v2/integrations/signing-secret")
 	}
@@ -221,7 +206,8 @@ func (s *Sender) Deliver(ctx context.Context, to ports.Endpoint, d domain.Delive
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
-	report := ports.DeliveryReport{StatusCode: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
+	// The delivery schedule caps how long a Retry-After may hold a delivery back.
+	report := ports.DeliveryReport{StatusCode: resp.StatusCode, RetryAfter: openaicompat.RetryAfter(resp)}
 	return report, statusError(host, resp.StatusCode)
 }
 
@@ -268,30 +254,4 @@ func statusError(host string, code int) error {
 		return domain.Invalid("receiver %s answered %d, a redirect; redirects are not followed, so configure the URL it points to", host, code)
 	}
 	return domain.Invalid("receiver %s answered %d", host, code)
-}
-
-// maxRetryAfter bounds what a receiver may ask for; the delivery's own
-// backoff cap applies too.
-const maxRetryAfter = 24 * time.Hour
-
-// retryAfter reads Retry-After in seconds or as an HTTP date; 0 if absent
-// or unreadable.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		if n > int64(maxRetryAfter/time.Second) {
-			return maxRetryAfter
-		}
-		d = time.Duration(n) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
 }

@@ -53,7 +53,7 @@ func (r *response) close() {
 // returns the first answer that is not a redirect, whatever its status.
 func (f *Fetcher) get(ctx context.Context, u *url.URL, accept string, policy hopPolicy) (*response, error) {
 	for hops := 0; ; hops++ {
-		if err := f.guard.CheckHost(u.Hostname(), effectivePort(u)); err != nil {
+		if err := f.guard.CheckURL(u); err != nil {
 			return nil, err
 		}
 		if policy != nil {

@@ -98,14 +98,6 @@ func defaultPort(scheme string) string {
 	return "80"
 }
 
-// effectivePort is the port a request to u connects to.
-func effectivePort(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	return defaultPort(u.Scheme)
-}
-
 // hostKey names u's site: host and non-default port. http://example.com and
 // https://example.com are one site; example.com and www.example.com, or two
 // ports of one host, are different sites. Only normalised URLs are passed.

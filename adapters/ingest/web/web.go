@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -116,24 +115,10 @@ func New(opts Options) (*Fetcher, error) {
 		return nil, err
 	}
 	g := safehttp.NewGuard(opts.AllowPrivateAddresses)
-	dialer := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: g.Control}
-	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the guard
-		DialContext:            g.DialContext(dialer),
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  opts.Timeout,
-		MaxIdleConns:           16,
-		MaxIdleConnsPerHost:    2,
-		IdleConnTimeout:        60 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-	}
-	client := &http.Client{
-		Transport: transport,
-		// Redirects are followed by hand (see get) so each hop is checked,
-		// paced and, while crawling, tested against robots.txt.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	// The client answers redirects rather than following them: get follows
+	// them by hand, so each hop is checked, paced and, while crawling,
+	// tested against robots.txt.
+	client := g.Client(safehttp.ClientOptions{Timeout: opts.Timeout, MaxIdleConns: 16, MaxIdleConnsPerHost: 2})
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -27,6 +27,20 @@ type StatusChange struct {
 	Contact *domain.HandoffContact
 	// Deliveries go to the outbox with the change, and only if it happened.
 	Deliveries []domain.Delivery
+	// MessageCount, when not nil, is how many messages the conversation had
+	// when the caller read what the deliveries report (a handoff request's
+	// transcript): the change applies only if none was appended since, so a
+	// message racing the handoff is never missing from what the helpdesk
+	// gets. A conversation that changed this way is returned with changed
+	// false, like one in another state; the caller reads again.
+	MessageCount *int
+}
+
+// HandoffTranscript is a conversation's latest messages, oldest first, and
+// its message count, read together.
+type HandoffTranscript struct {
+	Messages     []domain.Message
+	MessageCount int
 }
 
 // NewStatusChange returns the move of conv, as it was read, to `to`: from
@@ -36,15 +50,21 @@ type StatusChange struct {
 // handoff request). Every path that changes a conversation's state builds
 // its change here, so they all record and report a move alike.
 func NewStatusChange(ws *domain.Workspace, conv domain.Conversation, to domain.ConversationStatus, author string,
-	contact *domain.HandoffContact, transcript []domain.Message, now time.Time) StatusChange {
+	contact *domain.HandoffContact, transcript *HandoffTranscript, now time.Time) StatusChange {
 	next := conv
 	next.Status = to
 	contact.ApplyTo(&next)
-	return StatusChange{
+	change := StatusChange{
 		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: to, From: []domain.ConversationStatus{conv.Status},
 		Notice: domain.NewStatusNotice(next, to, author, now), Contact: contact,
-		Deliveries: domain.StatusDeliveries(ws, next, conv.Status, contact, transcript, now),
 	}
+	var messages []domain.Message
+	if transcript != nil {
+		messages = transcript.Messages
+		change.MessageCount = &transcript.MessageCount
+	}
+	change.Deliveries = domain.StatusDeliveries(ws, next, conv.Status, contact, messages, now)
+	return change
 }
 
 // DeliveryQueue schedules outbox rows for delivery by the workers.

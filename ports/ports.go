@@ -117,7 +117,15 @@ type ConversationStore interface {
 	// InboundEventID was already appended is not stored again: the stored one is
 	// returned with created false. Returns domain.ErrNotFound if the conversation
 	// does not belong to the message's workspace.
-	AppendMessage(ctx context.Context, msg domain.Message, deliveries ...domain.Delivery) (stored domain.Message, created bool, err error)
+	//
+	// while, when not empty, is the state the caller read and decided the
+	// deliveries (and whether the agent answers) under: if the conversation
+	// is in another state when the message is written, nothing is written and
+	// domain.ErrStatusChanged is returned. Appends and state changes
+	// serialize on the conversation, so a message racing a handoff is either
+	// written before it (and in its transcript, see ChangeStatus) or decided
+	// again under the new state (and delivered to the helpdesk).
+	AppendMessage(ctx context.Context, msg domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (stored domain.Message, created bool, err error)
 	// ChangeStatus applies a StatusChange atomically: the conversation moves
 	// to change.To if its status is one of the allowed ones, the contact (if
 	// any) is stored, the notice appended (counted and dated like any message,
@@ -129,6 +137,12 @@ type ConversationStore interface {
 	// RecentMessages returns up to limit of the conversation's latest messages,
 	// oldest first, for the model's context.
 	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
+	// HandoffTranscript returns up to limit of the conversation's latest
+	// messages, oldest first, and how many messages the conversation had
+	// when they were read (one snapshot), for a StatusChange's MessageCount.
+	// Returns domain.ErrNotFound unless the conversation belongs to the
+	// workspace.
+	HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (HandoffTranscript, error)
 	// ListMessages returns a page of a conversation's messages, oldest first.
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)

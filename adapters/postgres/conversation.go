@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -323,33 +325,39 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 // Deliveries make it a transaction (the statement, then the outbox rows,
 // only if the message was inserted), so a message and what reports it are
 // stored together or not at all; without any, it stays one round trip.
-func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
+func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	row, err := messageFromDomain(msg)
 	if err != nil {
 		return domain.Message{}, false, err
 	}
-	var created bool
+	var (
+		created bool
+		status  *string
+	)
 	trace, err := encodeTrace(msg.Trace)
 	if err != nil {
 		return domain.Message{}, false, err
 	}
 	args := []any{row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName}
+		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName, string(while)}
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		// Not created: a retry of an inbound event, whose deliveries went
-		// with the first append.
-		err := q.QueryRow(ctx, appendMessageSQL, args...).Scan(&created)
+		// with the first append, or a conversation in another state.
+		err := q.QueryRow(ctx, appendMessageSQL, args...).Scan(&created, &status)
 		return created, err
 	})
 	if err != nil {
-		if foreignKeyViolation(err) {
-			return domain.Message{}, false, domain.NotFound("conversation")
-		}
 		if _, ok := uniqueViolation(err); ok {
 			return domain.Message{}, false, domain.Conflict("a message with this id already exists")
 		}
 		return domain.Message{}, false, dbError("append message", err)
+	}
+	switch {
+	case status == nil:
+		return domain.Message{}, false, domain.NotFound("conversation")
+	case !created && while != "" && *status != string(while):
+		return domain.Message{}, false, domain.ErrStatusChanged
 	}
 	if !created {
 		var existing messageRow
@@ -366,11 +374,18 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, deliverie
 	return stored, true, err
 }
 
-// appendMessageSQL inserts the message and, only if it was inserted, updates
-// its conversation; a data-modifying CTE is one atomic statement.
-const appendMessageSQL = `WITH ins AS (
+// appendMessageSQL locks the conversation's row first, so appends and state
+// changes (changeStatusSQL) serialize and each sees the other's outcome,
+// then inserts the message if the conversation is the workspace's and in
+// state $16 ('' for any), and only if it was inserted updates the
+// conversation; a data-modifying CTE is one atomic statement. It returns
+// whether the message was inserted and the conversation's state (NULL: no
+// such conversation in the workspace).
+const appendMessageSQL = `WITH cur AS (
+	SELECT status FROM conversations WHERE workspace_id = $2 AND id = $3 FOR UPDATE
+), ins AS (
 	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15 FROM cur WHERE $16 = '' OR cur.status = $16
 	ON CONFLICT (inbound_event_id) DO NOTHING
 	RETURNING 1
 ), upd AS (
@@ -381,7 +396,7 @@ const appendMessageSQL = `WITH ins AS (
 	WHERE workspace_id = $2 AND id = $3 AND EXISTS (SELECT 1 FROM ins)
 	RETURNING 1
 )
-SELECT EXISTS (SELECT 1 FROM ins)`
+SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
 
 // ListMessages returns a page of a conversation's messages, oldest first.
 //
@@ -515,6 +530,37 @@ func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID 
 	return out, nil
 }
 
+// HandoffTranscript reads the conversation's message count and its latest
+// messages in one REPEATABLE READ snapshot, so they describe the same moment.
+func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
+	var out ports.HandoffTranscript
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var conv conversationRow
+		if err := tx.Select("message_count").Where("workspace_id = ? AND id = ?", workspaceID, conversationID).Take(&conv).Error; err != nil {
+			return err
+		}
+		var rows []messageRow
+		if err := tx.Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID).
+			Order("seq DESC").Limit(limit).Find(&rows).Error; err != nil {
+			return err
+		}
+		out.MessageCount = conv.MessageCount
+		out.Messages = make([]domain.Message, len(rows))
+		for i, r := range rows {
+			m, err := r.toDomain()
+			if err != nil {
+				return err
+			}
+			out.Messages[len(rows)-1-i] = m
+		}
+		return nil
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return ports.HandoffTranscript{}, notFoundOr(err, "conversation", "handoff transcript")
+	}
+	return out, nil
+}
+
 // ChangeStatus moves the conversation and appends its notice in one
 // conditional statement, then writes the deliveries, in one transaction
 // (the statement alone when there are none): concurrent changes serialize
@@ -548,7 +594,7 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 		var verified *string
 		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
-			notice.ID, notice.Content, notice.AuthorName,
+			notice.ID, notice.Content, notice.AuthorName, change.MessageCount,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
 			&conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -577,9 +623,12 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 	return conv, true, nil
 }
 
-// changeStatusSQL updates the conversation if its status is one of $7 and,
-// only then, inserts the SYSTEM notice; it returns the updated row
-// (conversationListColumns), or no row when nothing changed.
+// changeStatusSQL updates the conversation if its status is one of $7 and
+// its message count is $11 (NULL: any) and, only then, inserts the SYSTEM
+// notice; it returns the updated row (conversationListColumns), or no row
+// when nothing changed. The conditions are on the updated row itself, so a
+// concurrent append or change that commits first is seen (PostgreSQL
+// re-checks them on the newest version of a row it had to wait for).
 const changeStatusSQL = `WITH upd AS (
 	UPDATE conversations AS c SET
 		status = $3,
@@ -588,6 +637,7 @@ const changeStatusSQL = `WITH upd AS (
 		message_count = c.message_count + 1,
 		last_activity_at = GREATEST(c.last_activity_at, $6)
 	WHERE c.workspace_id = $1 AND c.id = $2 AND c.status = ANY($7::text[])
+		AND ($11::int IS NULL OR c.message_count = $11::int)
 	RETURNING ` + conversationListColumns + `
 ), ins AS (
 	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, status, author_name)

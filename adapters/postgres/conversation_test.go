@@ -37,7 +37,7 @@ func TestConversationAndMessages(t *testing.T) {
 	}
 
 	user := newMessage(ws.ID, conv.ID, domain.RoleUser, "  Where is my order?  ", t0.Add(time.Second))
-	stored, created, err := store.AppendMessage(ctx, user)
+	stored, created, err := store.AppendMessage(ctx, user, "")
 	if err != nil || !created {
 		t.Fatalf("AppendMessage = %v, %v", created, err)
 	}
@@ -53,7 +53,7 @@ func TestConversationAndMessages(t *testing.T) {
 		{DocumentName: "FAQ", SourceID: "src_2", SourceType: domain.SourceQA, URL: "https://example.com/faq", Snippet: "Q", Score: 0.5},
 	}
 	assistant.TokensIn, assistant.TokensOut = 120, 48
-	if _, created, err := store.AppendMessage(ctx, assistant); err != nil || !created {
+	if _, created, err := store.AppendMessage(ctx, assistant, ""); err != nil || !created {
 		t.Fatalf("AppendMessage(assistant) = %v, %v", created, err)
 	}
 
@@ -69,7 +69,7 @@ func TestConversationAndMessages(t *testing.T) {
 	// A late message (an older timestamp) counts but moves neither the
 	// preview nor the last activity back.
 	late := newMessage(ws.ID, conv.ID, domain.RoleSystem, "late notice", t0)
-	if _, _, err := store.AppendMessage(ctx, late); err != nil {
+	if _, _, err := store.AppendMessage(ctx, late, ""); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = store.GetConversation(ctx, ws.ID, conv.ID)
@@ -108,7 +108,7 @@ func TestListMessagesPaginates(t *testing.T) {
 	for i := range 7 {
 		// Every message has the same time: order must still be append order.
 		m := newMessage(ws.ID, conv.ID, domain.RoleUser, fmt.Sprintf("m%d", i), t0)
-		if _, _, err := store.AppendMessage(ctx, m); err != nil {
+		if _, _, err := store.AppendMessage(ctx, m, ""); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, m.ID)
@@ -157,7 +157,7 @@ func TestConversationErrorsAndScoping(t *testing.T) {
 	convA := newConversation(t, store, wsA.ID, agentA, t0)
 	newConversation(t, store, wsB.ID, agentB, t0)
 	msgA := newMessage(wsA.ID, convA.ID, domain.RoleUser, "hello", t0.Add(time.Second))
-	if _, _, err := store.AppendMessage(ctx, msgA); err != nil {
+	if _, _, err := store.AppendMessage(ctx, msgA, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -181,11 +181,11 @@ func TestConversationErrorsAndScoping(t *testing.T) {
 			return err
 		}},
 		{"append to A's conversation as B", func() error {
-			_, _, err := store.AppendMessage(ctx, newMessage(wsB.ID, convA.ID, domain.RoleUser, "sneaky", t0.Add(time.Hour)))
+			_, _, err := store.AppendMessage(ctx, newMessage(wsB.ID, convA.ID, domain.RoleUser, "sneaky", t0.Add(time.Hour)), "")
 			return err
 		}},
 		{"append to unknown conversation", func() error {
-			_, _, err := store.AppendMessage(ctx, newMessage(wsA.ID, domain.NewID(domain.PrefixSession), domain.RoleUser, "x", t0))
+			_, _, err := store.AppendMessage(ctx, newMessage(wsA.ID, domain.NewID(domain.PrefixSession), domain.RoleUser, "x", t0), "")
 			return err
 		}},
 		{"list A's messages from B", func() error { _, err := store.ListMessages(ctx, wsB.ID, convA.ID, domain.PageRequest{}); return err }},
@@ -224,14 +224,14 @@ func TestAppendMessageIsIdempotentPerInboundEvent(t *testing.T) {
 
 	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "from the webhook", t0.Add(time.Second))
 	first.InboundEventID = domain.NewID(domain.PrefixInboundEvent)
-	stored, created, err := store.AppendMessage(ctx, first)
+	stored, created, err := store.AppendMessage(ctx, first, "")
 	if err != nil || !created {
 		t.Fatalf("first append = %v, %v", created, err)
 	}
 	// The retry carries a new message id (the worker made a new one) and time.
 	retry := newMessage(ws.ID, conv.ID, domain.RoleUser, "from the webhook", t0.Add(time.Minute))
 	retry.InboundEventID = first.InboundEventID
-	again, created, err := store.AppendMessage(ctx, retry)
+	again, created, err := store.AppendMessage(ctx, retry, "")
 	if err != nil || created {
 		t.Fatalf("second append = %v, %v; want created false", created, err)
 	}
@@ -242,7 +242,7 @@ func TestAppendMessageIsIdempotentPerInboundEvent(t *testing.T) {
 	wsB, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	foreign := retry
 	foreign.WorkspaceID = wsB.ID
-	if _, _, err := store.AppendMessage(ctx, foreign); !errors.Is(err, domain.ErrNotFound) {
+	if _, _, err := store.AppendMessage(ctx, foreign, ""); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("append of A's event as B: err = %v, want ErrNotFound", err)
 	}
 
@@ -259,7 +259,7 @@ func TestAppendMessageIsIdempotentPerInboundEvent(t *testing.T) {
 		wg.Go(func() {
 			m := newMessage(ws.ID, conv.ID, domain.RoleUser, "racing", t0.Add(2*time.Minute))
 			m.InboundEventID = event
-			results[i].msg, results[i].created, results[i].err = store.AppendMessage(ctx, m)
+			results[i].msg, results[i].created, results[i].err = store.AppendMessage(ctx, m, "")
 		})
 	}
 	wg.Wait()
@@ -297,7 +297,7 @@ func TestConcurrentAppendsKeepAnExactCount(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			m := newMessage(ws.ID, conv.ID, domain.RoleUser, fmt.Sprintf("m%02d", i), t0.Add(time.Duration(i)*time.Second))
-			if _, _, err := store.AppendMessage(ctx, m); err != nil {
+			if _, _, err := store.AppendMessage(ctx, m, ""); err != nil {
 				errs <- err
 			}
 		})
@@ -419,7 +419,7 @@ func TestListConversationsKeyset(t *testing.T) {
 		seen[c.ID] = true
 	}
 	bumped := sortedIDs(all, convID, newestFirst)[20] // on a later page
-	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, bumped, domain.RoleUser, "hi", t0.Add(time.Hour))); err != nil {
+	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, bumped, domain.RoleUser, "hi", t0.Add(time.Hour)), ""); err != nil {
 		t.Fatal(err)
 	}
 	for req.After = page.Next; page.HasMore; req.After = page.Next {
@@ -452,7 +452,7 @@ func TestDeleteAgentCascades(t *testing.T) {
 			t.Fatal(err)
 		}
 		conv := newConversation(t, store, ws.ID, agent, t0)
-		if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "hi", t0)); err != nil {
+		if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "hi", t0), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -500,7 +500,7 @@ func TestChangeStatusFromAndRecentMessages(t *testing.T) {
 	}
 	for i := range 5 {
 		m := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleUser, Content: fmt.Sprint(i), CreatedAt: domain.SystemClock{}.Now()}
-		if _, _, err := store.AppendMessage(ctx, m); err != nil {
+		if _, _, err := store.AppendMessage(ctx, m, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,7 +57,7 @@ func TestChangeStatus(t *testing.T) {
 	f := newConversationFixture(t)
 	db, store, ws, conv := f.db, f.store, f.ws, f.conv
 	ctx := ctxT(t)
-	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "My lamp flickers", t0.Add(time.Second))); err != nil {
+	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "My lamp flickers", t0.Add(time.Second)), ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +212,7 @@ func TestAppendMessageWithDeliveries(t *testing.T) {
 	if len(first) != 2 {
 		t.Fatalf("deliveries %+v", first)
 	}
-	stored, created, err := store.AppendMessage(ctx, msg, first...)
+	stored, created, err := store.AppendMessage(ctx, msg, "", first...)
 	if err != nil || !created || stored.ID != msg.ID {
 		t.Fatalf("AppendMessage = %+v, %v, %v", stored, created, err)
 	}
@@ -234,7 +234,7 @@ func TestAppendMessageWithDeliveries(t *testing.T) {
 	retry := newMessage(ws.ID, conv.ID, domain.RoleUser, "Are you there?", t0.Add(2*time.Second))
 	retry.InboundEventID = msg.InboundEventID
 	again := domain.MessageDeliveries(&domain.Workspace{ID: ws.ID}, conv, retry, t0)
-	if _, created, err := store.AppendMessage(ctx, retry, again...); err != nil || created {
+	if _, created, err := store.AppendMessage(ctx, retry, "", again...); err != nil || created {
 		t.Fatalf("retry = %v, %v; want not created", created, err)
 	}
 	if rows := outboxOf(t, db, ws.ID); len(rows) != 2 {
@@ -245,7 +245,7 @@ func TestAppendMessageWithDeliveries(t *testing.T) {
 	other, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	foreign := newMessage(other.ID, conv.ID, domain.RoleUser, "sneaky", t0)
 	d := domain.NewDelivery(domain.TargetHelpdesk, domain.EventMessageCreated, domain.Conversation{ID: conv.ID, WorkspaceID: other.ID}, t0)
-	if _, _, err := store.AppendMessage(ctx, foreign, d); !errors.Is(err, domain.ErrNotFound) {
+	if _, _, err := store.AppendMessage(ctx, foreign, "", d); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("foreign append: err = %v, want not found", err)
 	}
 	if rows := outboxOf(t, db, other.ID); len(rows) != 0 {
@@ -308,5 +308,164 @@ func TestStartConversationWithDeliveries(t *testing.T) {
 	}
 	if len(rows) != 3 || created != 1 {
 		t.Errorf("outbox %+v, want one more row: the conversation.created of the opened conversation", rows)
+	}
+}
+
+// An append decided under one state writes nothing once the conversation is
+// in another, and a change decided on a transcript writes nothing once a
+// message was appended after it: the two halves of "a message racing a
+// handoff is never lost to the helpdesk".
+func TestAppendAndChangeStatusConditions(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	db, store, ws, conv := f.db, f.store, f.ws, f.conv
+	ctx := ctxT(t)
+
+	empty, err := store.HandoffTranscript(ctx, ws.ID, conv.ID, 10)
+	if err != nil || len(empty.Messages) != 0 || empty.MessageCount != 0 {
+		t.Fatalf("HandoffTranscript of an empty conversation = %+v, %v", empty, err)
+	}
+	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "first", t0.Add(time.Second))
+	if _, created, err := store.AppendMessage(ctx, first, domain.StatusAI); err != nil || !created {
+		t.Fatalf("append while AI = %v, %v", created, err)
+	}
+	transcript, err := store.HandoffTranscript(ctx, ws.ID, conv.ID, 10)
+	if err != nil || len(transcript.Messages) != 1 || transcript.Messages[0].ID != first.ID || transcript.MessageCount != 1 {
+		t.Fatalf("HandoffTranscript = %+v, %v", transcript, err)
+	}
+	if _, err := store.HandoffTranscript(ctx, domain.NewID(domain.PrefixWorkspace), conv.ID, 10); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("HandoffTranscript of another workspace = %v, want not found", err)
+	}
+
+	// A message lands after the transcript was read: the change does not apply.
+	second := newMessage(ws.ID, conv.ID, domain.RoleUser, "second", t0.Add(2*time.Second))
+	if _, _, err := store.AppendMessage(ctx, second, ""); err != nil {
+		t.Fatal(err)
+	}
+	stale := statusChange(conv, domain.StatusHandoffRequested, t0.Add(3*time.Second),
+		domain.NewDelivery(domain.TargetHelpdesk, domain.EventHandoffRequested, conv, t0))
+	stale.MessageCount = &transcript.MessageCount
+	if now, changed, err := store.ChangeStatus(ctx, stale); err != nil || changed || now.Status != domain.StatusAI || now.MessageCount != 2 {
+		t.Fatalf("change on a stale transcript = %+v, %v, %v; want no change", now, changed, err)
+	}
+	if rows := outboxOf(t, db, ws.ID); len(rows) != 0 {
+		t.Fatalf("a change that did not apply wrote deliveries %+v", rows)
+	}
+	fresh, _ := store.HandoffTranscript(ctx, ws.ID, conv.ID, 10)
+	current := statusChange(conv, domain.StatusHandoffRequested, t0.Add(3*time.Second))
+	current.MessageCount = &fresh.MessageCount
+	if _, changed, err := store.ChangeStatus(ctx, current); err != nil || !changed {
+		t.Fatalf("change on a current transcript = %v, %v", changed, err)
+	}
+
+	// The conversation left AI: an append decided under AI writes nothing.
+	late := newMessage(ws.ID, conv.ID, domain.RoleUser, "late", t0.Add(4*time.Second))
+	d := domain.NewDelivery(domain.TargetEvents, domain.EventMessageCreated, conv, t0)
+	if _, _, err := store.AppendMessage(ctx, late, domain.StatusAI, d); !errors.Is(err, domain.ErrStatusChanged) || !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("append under a stale state = %v, want ErrStatusChanged (a conflict)", err)
+	}
+	if msgs, _ := store.RecentMessages(ctx, ws.ID, conv.ID, 10); len(msgs) != 3 || len(outboxOf(t, db, ws.ID)) != 0 {
+		t.Fatalf("the refused append wrote: %d messages, %d deliveries", len(msgs), len(outboxOf(t, db, ws.ID)))
+	}
+	if _, created, err := store.AppendMessage(ctx, late, domain.StatusHandoffRequested, d); err != nil || !created {
+		t.Fatalf("append under the current state = %v, %v", created, err)
+	}
+	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, domain.NewID(domain.PrefixSession), domain.RoleUser, "x", t0), domain.StatusAI); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("append to an unknown conversation = %v, want not found", err)
+	}
+}
+
+// Users keep writing while a handoff is requested, as the engine and the
+// handoff use case do (read, decide, write under the state read, decide
+// again when refused): every user message ends up either in the handoff's
+// transcript or appended under HANDOFF_REQUESTED (where it is delivered on
+// its own), never in neither.
+func TestMessagesRacingAHandoffReachTheHelpdesk(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	store, ws, agent := f.store, f.ws, f.agent
+	ctx := ctxT(t)
+	for round := range 20 {
+		conv := newConversation(t, store, ws.ID, agent, t0)
+		if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, conv.ID, domain.RoleUser, "hello", t0), ""); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg          sync.WaitGroup
+			underAI     []string // appended while AI: must be in the transcript
+			inHandoff   []string // appended under HANDOFF_REQUESTED: delivered on their own
+			transcript  []string
+			handoffErr  error
+			appendErrs  []error
+			messageTime = t0.Add(time.Second)
+		)
+		wg.Go(func() {
+			for i := range 5 {
+				m := newMessage(ws.ID, conv.ID, domain.RoleUser, "racing", messageTime.Add(time.Duration(i)*time.Millisecond))
+				state := domain.StatusAI
+				for {
+					_, _, err := store.AppendMessage(ctx, m, state)
+					if errors.Is(err, domain.ErrStatusChanged) {
+						read, err := store.GetConversation(ctx, ws.ID, conv.ID)
+						if err != nil {
+							appendErrs = append(appendErrs, err)
+							return
+						}
+						state = read.Status
+						continue
+					}
+					if err != nil {
+						appendErrs = append(appendErrs, err)
+						return
+					}
+					if state == domain.StatusAI {
+						underAI = append(underAI, m.ID)
+					} else {
+						inHandoff = append(inHandoff, m.ID)
+					}
+					break
+				}
+			}
+		})
+		wg.Go(func() {
+			for {
+				read, err := store.HandoffTranscript(ctx, ws.ID, conv.ID, 100)
+				if err != nil {
+					handoffErr = err
+					return
+				}
+				change := statusChange(conv, domain.StatusHandoffRequested, messageTime)
+				change.From = []domain.ConversationStatus{domain.StatusAI}
+				change.MessageCount = &read.MessageCount
+				_, changed, err := store.ChangeStatus(ctx, change)
+				if err != nil {
+					handoffErr = err
+					return
+				}
+				if changed {
+					for _, m := range read.Messages {
+						transcript = append(transcript, m.ID)
+					}
+					return
+				}
+			}
+		})
+		wg.Wait()
+		if handoffErr != nil || len(appendErrs) > 0 {
+			t.Fatalf("round %d: handoff %v, appends %v", round, handoffErr, appendErrs)
+		}
+		if len(underAI)+len(inHandoff) != 5 {
+			t.Fatalf("round %d: %d under AI + %d in handoff, want 5 messages", round, len(underAI), len(inHandoff))
+		}
+		for _, id := range underAI {
+			if !slices.Contains(transcript, id) {
+				t.Fatalf("round %d: message %s was appended while AI but is not in the handoff's transcript %v", round, id, transcript)
+			}
+		}
+		for _, id := range inHandoff {
+			if slices.Contains(transcript, id) {
+				t.Fatalf("round %d: message %s is both in the transcript and delivered on its own", round, id)
+			}
+		}
 	}
 }

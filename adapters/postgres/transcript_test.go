@@ -38,13 +38,13 @@ func TestMessagesFrom(t *testing.T) {
 		}(),
 		newMessage(ws.ID, conv.ID, domain.RoleHuman, "Ana here.", t0),
 	} {
-		stored, _, err := store.AppendMessage(ctx, m)
+		stored, _, err := store.AppendMessage(ctx, m, "")
 		if err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
 		ids = append(ids, stored.ID)
 	}
-	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, elsewhere.ID, domain.RoleUser, "other", t0)); err != nil {
+	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, elsewhere.ID, domain.RoleUser, "other", t0), ""); err != nil {
 		t.Fatal(err)
 	}
 

@@ -641,7 +641,7 @@ func TestConversationMessagesPagination(t *testing.T) {
 		_, _, err := s.sys.store.AppendMessage(context.Background(), domain.Message{
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: tn.ID, ConversationID: id,
 			Role: domain.RoleUser, Content: "message " + strconv.Itoa(i), CreatedAt: domain.SystemClock{}.Now(),
-		})
+		}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

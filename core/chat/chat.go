@@ -205,8 +205,11 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
 		}
-		if userMsg, _, err = s.conversations.AppendMessage(ctx, userMsg, deliveries...); err != nil {
+		if userMsg, deliveries, err = s.appendUserMessage(ctx, &ws, &conv, userMsg); err != nil {
 			return domain.Answer{}, err
+		}
+		if retrieval == nil && verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
+			retrieval = s.retrieveAsync(ctx, &agent, p.message) // the conversation went back to the agent meanwhile
 		}
 	}
 
@@ -267,7 +270,9 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// Store the reply even if the caller has gone: the context of the answer
 	// is the engine's own, bounded by the hard time limit.
 	deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
-	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply, deliveries...); err != nil {
+	// Whatever happened to the conversation meanwhile, the caller has seen
+	// this answer; it is stored unconditionally.
+	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply, "", deliveries...); err != nil {
 		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 		return answer, err
 	}
@@ -275,6 +280,30 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
 	ports.EnqueueDeliveries(context.WithoutCancel(ctx), s.deliveries, s.log, deliveries)
 	return answer, nil
+}
+
+// statusAttempts bounds how often a turn re-reads a conversation whose
+// state keeps changing under it.
+const statusAttempts = 3
+
+// appendUserMessage stores the user's message under the conversation's
+// state as read, with what reports it in that state. When the state changed
+// first (a person took over, say), it reads the conversation again and
+// decides again, so the message goes to the helpdesk and the agent stays
+// silent. conv is updated to the state the message was stored under.
+func (s *Service) appendUserMessage(ctx context.Context, ws *domain.Workspace, conv *domain.Conversation, msg domain.Message) (domain.Message, []domain.Delivery, error) {
+	for attempt := 1; ; attempt++ {
+		deliveries := domain.MessageDeliveries(ws, *conv, msg, msg.CreatedAt)
+		stored, _, err := s.conversations.AppendMessage(ctx, msg, conv.Status, deliveries...)
+		if !errors.Is(err, domain.ErrStatusChanged) || attempt == statusAttempts {
+			return stored, deliveries, err
+		}
+		current, err := s.conversations.GetConversation(ctx, ws.ID, conv.ID)
+		if err != nil {
+			return domain.Message{}, nil, err
+		}
+		*conv = current
+	}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or

@@ -143,7 +143,7 @@ func (s *memConversations) StartConversation(ctx context.Context, conv *domain.C
 	if err := s.CreateConversation(ctx, conv); err != nil {
 		return domain.Message{}, err
 	}
-	stored, _, err := s.AppendMessage(ctx, first, deliveries...)
+	stored, _, err := s.AppendMessage(ctx, first, "", deliveries...)
 	if err != nil {
 		s.mu.Lock()
 		delete(s.convs, conv.ID)
@@ -179,7 +179,7 @@ func (s *memConversations) GetConversationBySession(ctx context.Context, session
 	return c, nil
 }
 
-func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
+func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Message{}, false, err
 	}
@@ -188,6 +188,9 @@ func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, 
 	c, ok := s.convs[m.ConversationID]
 	if !ok || c.WorkspaceID != m.WorkspaceID {
 		return domain.Message{}, false, domain.NotFound("conversation")
+	}
+	if while != "" && c.Status != while {
+		return domain.Message{}, false, domain.ErrStatusChanged
 	}
 	if s.failAppend != nil {
 		if err := s.failAppend(m); err != nil {
@@ -217,7 +220,7 @@ func (s *memConversations) ChangeStatus(ctx context.Context, ch ports.StatusChan
 	if len(from) == 0 {
 		from = domain.StatusesFrom(ch.To)
 	}
-	if !slices.Contains(from, c.Status) {
+	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
 		return c, false, nil
 	}
 	c.Status = ch.To
@@ -252,6 +255,15 @@ func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conv
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
+	msgs, err := s.RecentMessages(ctx, workspaceID, conversationID, limit)
+	if err != nil {
+		return ports.HandoffTranscript{}, err
+	}
+	c, err := s.GetConversation(ctx, workspaceID, conversationID)
+	return ports.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, err
 }
 
 // notice returns the stored SYSTEM notice with the id, or nil.

@@ -262,7 +262,42 @@ func TestAnswerResolvedConversationGoesBackToAI(t *testing.T) {
 func TestAnswerResolvedButTakenOverStaysSilent(t *testing.T) {
 	r := newRig(t, Limits{})
 	sess := r.session(domain.PlanStandard, domain.StatusResolved)
-	pending, err := r.svc.Start(t.Context(), Request{SessionID: sess, Message: "Refund window?"})
+	ans := r.askTakenOver(t, sess, "Refund window?")
+	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
+		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
+	}
+	if st := r.convs.conv(sess).Status; st != domain.StatusHuman {
+		t.Errorf("status %s, want HUMAN", st)
+	}
+}
+
+// A person may take an AI conversation over between the engine reading it
+// and storing the question: the store refuses the append decided under AI,
+// and the engine decides again: the question goes to the helpdesk and the
+// agent stays silent.
+func TestAnswerTakenOverBeforeTheQuestionIsStored(t *testing.T) {
+	r := newRig(t, Limits{})
+	r.local.script(llmRound{deltas: []string{"must not be called"}})
+	sess := r.session(domain.PlanStandard, domain.StatusAI)
+	ans := r.askTakenOver(t, sess, "Refund window?")
+	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
+		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
+	}
+	written := r.convs.written()
+	if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventMessageCreated ||
+		written[0].Message == nil || written[0].Message.ID != ans.UserMessage.ID {
+		t.Errorf("deliveries %+v, want the helpdesk's message.created of the question", written)
+	}
+	if stored := r.messagesOf(sess); len(stored) != 1 || stored[0].ID != ans.UserMessage.ID {
+		t.Errorf("stored %+v, want the question once", stored)
+	}
+}
+
+// askTakenOver asks in the session, with a person taking the conversation
+// over between the engine reading it (Start) and answering (Run).
+func (r *rig) askTakenOver(t *testing.T, sess, question string) domain.Answer {
+	t.Helper()
+	pending, err := r.svc.Start(t.Context(), Request{SessionID: sess, Message: question})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +310,7 @@ func TestAnswerResolvedButTakenOverStaysSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
-		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
-	}
-	if st := r.convs.conv(sess).Status; st != domain.StatusHuman {
-		t.Errorf("status %s, want HUMAN", st)
-	}
+	return ans
 }
 
 // With an events URL, the workspace hears of new conversations and of every

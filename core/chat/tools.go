@@ -158,22 +158,28 @@ func indexOf(chunks []domain.Chunk, id string) int {
 // conversation that already left AI (an earlier call of the tool in this
 // turn, or a person taking it over meanwhile) is left alone.
 func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
-	if t.conv.Status != domain.StatusAI {
-		return nil
+	for range statusAttempts {
+		if t.conv.Status != domain.StatusAI {
+			return nil
+		}
+		transcript, err := s.conversations.HandoffTranscript(ctx, t.ws.ID, t.conv.ID, domain.HandoffTranscriptMessages)
+		if err != nil {
+			return err
+		}
+		change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, &transcript, s.clock.Now())
+		current, changed, err := s.conversations.ChangeStatus(ctx, change)
+		if err != nil {
+			return err
+		}
+		if changed {
+			t.conv.Status = current.Status
+			t.out.pub.send(ports.MessageEvent(change.Notice))
+			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
+			return nil
+		}
+		// Moved, or a message was appended after the transcript was read:
+		// decide again on the conversation as it is now.
+		*t.conv = current
 	}
-	transcript, err := s.conversations.RecentMessages(ctx, t.ws.ID, t.conv.ID, domain.HandoffTranscriptMessages)
-	if err != nil {
-		return err
-	}
-	change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, transcript, s.clock.Now())
-	current, changed, err := s.conversations.ChangeStatus(ctx, change)
-	if err != nil {
-		return err
-	}
-	t.conv.Status = current.Status
-	if changed {
-		t.out.pub.send(ports.MessageEvent(change.Notice))
-		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-	}
-	return nil
+	return domain.ErrStatusChanged
 }

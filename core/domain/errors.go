@@ -79,6 +79,12 @@ func (e *ConflictError) Error() string { return e.Message }
 // Unwrap makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// ErrStatusChanged says a conversation was no longer in the state a write
+// was decided under, so nothing was written: the caller reads it again and
+// decides again. It is an ErrConflict, so should it ever reach an edge it is
+// a retryable 409, never a 500.
+var ErrStatusChanged = &ConflictError{Message: "the conversation changed while this request ran; retry"}
+
 // Conflict returns a ConflictError with the given message.
 func Conflict(format string, args ...any) error {
 	return &ConflictError{Message: fmt.Sprintf(format, args...)}

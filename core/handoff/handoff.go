@@ -161,7 +161,8 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 		Role: domain.RoleHuman, Content: m.Content, AuthorName: author, CreatedAt: now,
 	}
 	deliveries := domain.MessageDeliveries(ws, conv, msg, now)
-	stored, _, err := s.conversations.AppendMessage(ctx, msg, deliveries...)
+	// A person's reply is stored whatever happens to the state meanwhile.
+	stored, _, err := s.conversations.AppendMessage(ctx, msg, "", deliveries...)
 	if err != nil {
 		return domain.Message{}, err
 	}
@@ -223,12 +224,13 @@ func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Co
 				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
 			}
 		}
-		var transcript []domain.Message
+		var transcript *ports.HandoffTranscript
 		if to == domain.StatusHandoffRequested {
-			var err error
-			if transcript, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages); err != nil {
+			read, err := s.conversations.HandoffTranscript(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages)
+			if err != nil {
 				return domain.Conversation{}, nil, err
 			}
+			transcript = &read
 		}
 		change := ports.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
 		current, changed, err := s.conversations.ChangeStatus(ctx, change)

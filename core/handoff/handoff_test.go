@@ -92,7 +92,7 @@ func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange
 	if len(from) == 0 {
 		from = domain.StatusesFrom(ch.To)
 	}
-	if !slices.Contains(from, c.Status) {
+	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
 		return c, false, nil
 	}
 	c.Status = ch.To
@@ -104,12 +104,15 @@ func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange
 	return c, true, nil
 }
 
-func (s *memConversations) AppendMessage(_ context.Context, m domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
+func (s *memConversations) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[m.ConversationID]
 	if !ok || c.WorkspaceID != m.WorkspaceID {
 		return domain.Message{}, false, domain.NotFound("conversation")
+	}
+	if while != "" && c.Status != while {
+		return domain.Message{}, false, domain.ErrStatusChanged
 	}
 	c.MessageCount++
 	s.convs[c.ID] = c
@@ -136,6 +139,17 @@ func (s *memConversations) RecentMessages(_ context.Context, workspaceID, id str
 		out = out[len(out)-limit:]
 	}
 	return out, nil
+}
+
+func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (ports.HandoffTranscript, error) {
+	msgs, _ := s.RecentMessages(ctx, workspaceID, id, limit)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[id]
+	if !ok || c.WorkspaceID != workspaceID {
+		return ports.HandoffTranscript{}, domain.NotFound("conversation")
+	}
+	return ports.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
 }
 
 // ListMessages pages by message id, like the real store: an After that is
@@ -633,7 +647,7 @@ func TestPoll(t *testing.T) {
 	for _, text := range []string{"one", "two", "three"} {
 		if _, _, err := r.convs.AppendMessage(t.Context(), domain.Message{
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: first.WorkspaceID, ConversationID: sess, Role: domain.RoleAssistant, Content: text,
-		}); err != nil {
+		}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,15 +37,19 @@ func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (d
 	return c, nil
 }
 
-func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message, deliveries ...domain.Delivery) (domain.Message, bool, error) {
+func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.failNext; err != nil {
 		f.failNext = nil
 		return domain.Message{}, false, err
 	}
-	if c, ok := f.convs[m.ConversationID]; !ok || c.WorkspaceID != m.WorkspaceID {
+	c, ok := f.convs[m.ConversationID]
+	if !ok || c.WorkspaceID != m.WorkspaceID {
 		return domain.Message{}, false, domain.NotFound("session")
+	}
+	if while != "" && c.Status != while {
+		return domain.Message{}, false, domain.ErrStatusChanged
 	}
 	if prev, ok := f.messages[m.InboundEventID]; ok {
 		return prev, false, nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -17,9 +18,15 @@ import (
 // sink fails (the client left, noticed by a failed flush) and must not
 // touch c.
 func Live(c *fiber.Ctx, run func(sink *LiveSink)) error {
+	return live(c, WriteStall, run)
+}
+
+func live(c *fiber.Ctx, stall time.Duration, run func(sink *LiveSink)) error {
 	setHeaders(c)
+	guard := newStallGuard(c, stall)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		sink := &LiveSink{w: w}
+		defer guard.done()
+		sink := &LiveSink{w: w, guard: guard}
 		// fasthttp sends the headers with the first flushed bytes: without
 		// this a client would not know the stream is open (EventSource's
 		// open event) until the first event or heartbeat. A failure shows
@@ -44,7 +51,8 @@ func LastEventID(c *fiber.Ctx) string {
 
 // LiveSink writes live events as SSE frames.
 type LiveSink struct {
-	w *bufio.Writer
+	w     *bufio.Writer
+	guard stallGuard
 }
 
 // Send writes one event and flushes it. The frame is rendered once per
@@ -53,11 +61,11 @@ func (s *LiveSink) Send(ev *ports.LiveEvent) error {
 	if _, err := s.w.Write(ev.Frame(renderLive)); err != nil {
 		return err
 	}
-	return s.w.Flush()
+	return s.guard.flush(s.w)
 }
 
 // KeepAlive writes the heartbeat comment.
-func (s *LiveSink) KeepAlive() error { return ping(s.w) }
+func (s *LiveSink) KeepAlive() error { return ping(s.w, s.guard) }
 
 // renderLive is an event's frame: its id line (none for a stream's own
 // terminal error) and its data, exactly as the POST stream writes them.

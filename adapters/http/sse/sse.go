@@ -6,6 +6,7 @@ package sse
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"sync"
 	"time"
 
@@ -16,6 +17,39 @@ import (
 // open and a vanished client is noticed (fasthttp reports a disconnect only
 // when a flush fails).
 const Heartbeat = 15 * time.Second
+
+// WriteStall is how long one flush may wait for a client to take the bytes.
+// A client that stops reading (a frozen tab, a dead network path with no
+// reset) would otherwise block the stream's writer goroutine, and with it
+// its buffers and subscription, until TCP gives up hours later: no write
+// timeout is set on the server, as it would cap the life of every stream.
+const WriteStall = 30 * time.Second
+
+// stallGuard bounds each flush of a stream with a write deadline on its
+// connection, and clears it when the stream ends so a kept-alive connection
+// serves its next request without one.
+type stallGuard struct {
+	conn  net.Conn
+	stall time.Duration
+}
+
+func newStallGuard(c *fiber.Ctx, stall time.Duration) stallGuard {
+	return stallGuard{conn: c.Context().Conn(), stall: stall}
+}
+
+// flush flushes w within the stall limit.
+func (g stallGuard) flush(w *bufio.Writer) error {
+	if g.conn != nil {
+		_ = g.conn.SetWriteDeadline(time.Now().Add(g.stall))
+	}
+	return w.Flush()
+}
+
+func (g stallGuard) done() {
+	if g.conn != nil {
+		_ = g.conn.SetWriteDeadline(time.Time{})
+	}
+}
 
 // Event is one SSE event: its id line and its JSON data.
 type Event struct {
@@ -30,12 +64,13 @@ type Stream struct {
 	gone      chan struct{}
 	once      sync.Once
 	heartbeat time.Duration
+	stall     time.Duration
 }
 
 // NewStream returns a stream buffering up to size events, with the standard
 // heartbeat.
 func NewStream(size int) *Stream {
-	return &Stream{events: make(chan Event, size), gone: make(chan struct{}), heartbeat: Heartbeat}
+	return &Stream{events: make(chan Event, size), gone: make(chan struct{}), heartbeat: Heartbeat, stall: WriteStall}
 }
 
 // Send queues an event. Once the client is gone it returns at once and drops
@@ -58,8 +93,10 @@ func (s *Stream) markGone() { s.once.Do(func() { close(s.gone) }) }
 // it must not touch c: everything it needs is in s.
 func Serve(c *fiber.Ctx, s *Stream) error {
 	setHeaders(c)
+	guard := newStallGuard(c, s.stall)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.markGone()
+		defer guard.done()
 		ticker := time.NewTicker(s.heartbeat)
 		defer ticker.Stop()
 		for {
@@ -68,11 +105,11 @@ func Serve(c *fiber.Ctx, s *Stream) error {
 				if !ok {
 					return
 				}
-				if err := write(w, ev); err != nil {
+				if err := write(w, guard, ev); err != nil {
 					return
 				}
 			case <-ticker.C:
-				if err := ping(w); err != nil {
+				if err := ping(w, guard); err != nil {
 					return
 				}
 			}
@@ -90,7 +127,7 @@ func setHeaders(c *fiber.Ctx) {
 	c.Set("X-Accel-Buffering", "no")
 }
 
-func write(w *bufio.Writer, ev Event) error {
+func write(w *bufio.Writer, guard stallGuard, ev Event) error {
 	data, err := json.Marshal(ev.Data)
 	if err != nil {
 		return err
@@ -98,7 +135,7 @@ func write(w *bufio.Writer, ev Event) error {
 	if _, err := w.Write(frame(ev.ID, data)); err != nil {
 		return err
 	}
-	return w.Flush()
+	return guard.flush(w)
 }
 
 // frame is one event as the stream carries it: its id line (none without an
@@ -117,9 +154,9 @@ func frame(id string, data []byte) []byte {
 
 // ping writes the heartbeat comment and flushes it; the failed flush is how
 // a client that left is noticed.
-func ping(w *bufio.Writer) error {
+func ping(w *bufio.Writer, guard stallGuard) error {
 	if _, err := w.WriteString(": ping\n\n"); err != nil {
 		return err
 	}
-	return w.Flush()
+	return guard.flush(w)
 }

@@ -3,6 +3,7 @@ package sse
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -75,5 +76,71 @@ func TestSendAfterTheClientLeftDoesNotBlock(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Fatal("Send blocked after the client left")
+	}
+}
+
+// A client that stops reading is cut off once a flush has waited WriteStall
+// (shortened here), on both kinds of stream: the writer goroutine ends, and
+// with it the producer's wait and the live stream's subscription.
+func TestStalledClientIsCutOff(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	for _, kind := range []string{"answer", "live"} {
+		t.Run(kind, func(t *testing.T) {
+			ended := make(chan struct{})
+			app := fiber.New()
+			app.Get("/stream", func(c *fiber.Ctx) error {
+				if kind == "live" {
+					return live(c, 200*time.Millisecond, func(sink *LiveSink) {
+						defer close(ended)
+						for {
+							// KeepAlive is enough to fill the socket; a
+							// failing flush is the cut-off.
+							if _, err := sink.w.WriteString(big); err != nil {
+								return
+							}
+							if err := sink.KeepAlive(); err != nil {
+								return
+							}
+						}
+					})
+				}
+				s := NewStream(4)
+				s.stall = 200 * time.Millisecond
+				go func() {
+					defer close(ended)
+					for {
+						select {
+						case <-s.gone:
+							return
+						default:
+							s.Send(Event{Data: big})
+						}
+					}
+				}()
+				return Serve(c, s)
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _ = app.Listener(ln) }()
+			t.Cleanup(func() { _ = app.Shutdown() })
+
+			conn, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+			if _, err := conn.Write([]byte("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			// The client never reads.
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the stream's writer still blocks on a client that stopped reading")
+			}
+		})
 	}
 }

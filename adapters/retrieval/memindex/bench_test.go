@@ -3,6 +3,7 @@ package memindex
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -42,6 +43,21 @@ func BenchmarkKeywordCommon(b *testing.B) {
 
 func BenchmarkVector(b *testing.B) {
 	benchLatency(b, func(f *fixture, i int) { f.ix.Vector(f.vectors[i], 50) })
+}
+
+// BenchmarkVectorSparse is Vector with queries as sparse as the embedded
+// hashing embedder's (about one dimension in eight nonzero).
+func BenchmarkVectorSparse(b *testing.B) {
+	var once sync.Once
+	var sparse [][]float32
+	benchLatency(b, func(f *fixture, i int) {
+		once.Do(func() {
+			for _, q := range f.vectors {
+				sparse = append(sparse, sparsify(slices.Clone(q), 8))
+			}
+		})
+		f.ix.Vector(sparse[i], 50)
+	})
 }
 
 // BenchmarkHybrid is one retrieval as the retriever does it: both legs for

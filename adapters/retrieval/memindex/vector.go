@@ -31,10 +31,15 @@ func (ix *Index) Vector(q []float32, k int) []Hit {
 	k = min(k, rows)
 	// Rank by the raw dot product (the stored vectors are unit length) and
 	// divide by |q| once at the end.
-	workers := min(runtime.GOMAXPROCS(0), rows*ix.dims/parallelWork+1)
+	sq := sparseOf(q)
+	work := ix.dims
+	if sq != nil {
+		work = len(sq.idx)
+	}
+	workers := min(runtime.GOMAXPROCS(0), rows*work/parallelWork+1)
 	if workers < 2 {
 		top := newTopK(k, make([]cand, 0, k))
-		ix.scan(q, 0, rows, &top)
+		ix.scan(q, sq, 0, rows, &top)
 		return top.hits(1 / norm)
 	}
 	parts := make([]topK, workers)
@@ -46,9 +51,9 @@ func (ix *Index) Vector(q []float32, k int) []Hit {
 		switch {
 		case lo >= hi:
 		case w == workers-1: // this goroutine takes the last part itself
-			ix.scan(q, lo, hi, &parts[w])
+			ix.scan(q, sq, lo, hi, &parts[w])
 		default:
-			wg.Go(func() { ix.scan(q, lo, hi, &parts[w]) })
+			wg.Go(func() { ix.scan(q, sq, lo, hi, &parts[w]) })
 		}
 	}
 	wg.Wait()
@@ -61,11 +66,68 @@ func (ix *Index) Vector(q []float32, k int) []Hit {
 	return top.hits(1 / norm)
 }
 
-// scan pushes rows [lo, hi) into top.
-func (ix *Index) scan(q []float32, lo, hi int, top *topK) {
+// sparseQuery is a query's nonzero dimensions and their values.
+type sparseQuery struct {
+	idx []int32
+	val []float32
+}
+
+// sparseOf returns q's nonzero entries when they are few enough that
+// visiting only them beats the dense loop (measured on the 2-core machine:
+// a quarter of the dimensions is about break-even), else nil. Queries of
+// the embedded hashing embedder touch a few dozen of its 384 dimensions;
+// those of neural embedders are dense. The sum skips only zero products,
+// so the scores are the dense ones up to rounding.
+func sparseOf(q []float32) *sparseQuery {
+	nz := 0
+	for _, v := range q {
+		if v != 0 {
+			nz++
+		}
+	}
+	if nz*sparseBreakEven > len(q) {
+		return nil
+	}
+	sq := &sparseQuery{idx: make([]int32, 0, nz), val: make([]float32, 0, nz)}
+	for i, v := range q {
+		if v != 0 {
+			sq.idx = append(sq.idx, int32(i))
+			sq.val = append(sq.val, v)
+		}
+	}
+	return sq
+}
+
+// sparseBreakEven: a query with at most 1/sparseBreakEven of its entries
+// nonzero is scanned sparsely.
+const sparseBreakEven = 4
+
+// sparseDot is the dot product of the sparse query with row.
+func sparseDot(sq *sparseQuery, row []float32) float32 {
+	var s0, s1 float32
+	idx, val := sq.idx, sq.val[:len(sq.idx)]
+	i := 0
+	for ; i+2 <= len(idx); i += 2 {
+		s0 += val[i] * row[idx[i]]
+		s1 += val[i+1] * row[idx[i+1]]
+	}
+	if i < len(idx) {
+		s0 += val[i] * row[idx[i]]
+	}
+	return s0 + s1
+}
+
+// scan pushes rows [lo, hi) into top, by the sparse query when there is one.
+func (ix *Index) scan(q []float32, sq *sparseQuery, lo, hi int, top *topK) {
 	dims := ix.dims
 	for r := lo; r < hi; r++ {
-		s := dot(q, ix.vecs[r*dims:(r+1)*dims])
+		row := ix.vecs[r*dims : (r+1)*dims]
+		var s float32
+		if sq != nil {
+			s = sparseDot(sq, row)
+		} else {
+			s = dot(q, row)
+		}
 		doc := uint32(r)
 		if ix.rowDoc != nil {
 			doc = ix.rowDoc[r]

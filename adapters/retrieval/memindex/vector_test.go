@@ -79,6 +79,12 @@ func TestVectorMatchesBruteForce(t *testing.T) {
 			for j := range queries[2] {
 				queries[2][j] *= 3.5
 			}
+			// A sparse query (as the hashing embedder's are) takes the
+			// sparse path and must rank exactly like the dense one.
+			queries = append(queries, sparsify(c.vector(tt.dims), 8))
+			if sparseOf(queries[len(queries)-1]) == nil || sparseOf(queries[0]) != nil {
+				t.Fatal("the sparse query must take the sparse path and the dense ones the dense path")
+			}
 			for qi, q := range queries {
 				all := bruteForce(docs, q)
 				for _, k := range tt.ks {
@@ -95,6 +101,16 @@ func TestVectorMatchesBruteForce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sparsify keeps every keep-th entry of v (and at least one), zeroing the rest.
+func sparsify(v []float32, keep int) []float32 {
+	for i := range v {
+		if i%keep != 1 && len(v) > 1 {
+			v[i] = 0
+		}
+	}
+	return v
 }
 
 func TestVectorEdgeCases(t *testing.T) {

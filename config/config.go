@@ -35,6 +35,9 @@ type Config struct {
 	RateLimitAPIPerMinute     int `env:"RATE_LIMIT_API_PER_MINUTE" envDefault:"600"`
 	RateLimitWebhookPerMinute int `env:"RATE_LIMIT_WEBHOOK_PER_MINUTE" envDefault:"1200"`
 	RateLimitPublicPerMinute  int `env:"RATE_LIMIT_PUBLIC_PER_MINUTE" envDefault:"120"`
+	// RateLimitWidgetSessionsPerMinute bounds the sessions one client IP
+	// opens through the public widget endpoint, which needs no key.
+	RateLimitWidgetSessionsPerMinute int `env:"RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE" envDefault:"30"`
 
 	TrustedProxies []string `env:"TRUSTED_PROXIES" envSeparator:","`
 
@@ -228,6 +231,7 @@ func (c Config) validate() error {
 		{"RATE_LIMIT_API_PER_MINUTE", c.RateLimitAPIPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
+		{"RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE", c.RateLimitWidgetSessionsPerMinute, 0, " (0 disables the limit)"},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1, ""},
 		{"OPENAI_MAX_RETRIES", c.OpenAIMaxRetries, 0, ""},
 		{"MAX_ANSWER_CHARS", c.MaxAnswerChars, 100, ""},

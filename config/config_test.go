@@ -70,6 +70,17 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "relay log kept for seconds", env: map[string]string{"CONCIERGE_RELAY_LOG_TTL": "30s"}, wantErr: "CONCIERGE_RELAY_LOG_TTL=30s must be between 1m and 24h"},
 		{name: "relay log too short", env: map[string]string{"CONCIERGE_RELAY_LOG_MAX_LEN": "10"}, wantErr: "CONCIERGE_RELAY_LOG_MAX_LEN=10"},
+		{name: "widget sessions limit default", check: func(t *testing.T, c Config) {
+			if c.RateLimitWidgetSessionsPerMinute != 30 {
+				t.Fatalf("RateLimitWidgetSessionsPerMinute = %d, want 30", c.RateLimitWidgetSessionsPerMinute)
+			}
+		}},
+		{name: "widget sessions limit disabled", env: map[string]string{"CONCIERGE_RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE": "0"}, check: func(t *testing.T, c Config) {
+			if c.RateLimitWidgetSessionsPerMinute != 0 {
+				t.Fatalf("RateLimitWidgetSessionsPerMinute = %d, want 0", c.RateLimitWidgetSessionsPerMinute)
+			}
+		}},
+		{name: "negative widget sessions limit", env: map[string]string{"CONCIERGE_RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE": "-1"}, wantErr: "CONCIERGE_RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE=-1"},
 		{name: "relay buffer too small", env: map[string]string{"CONCIERGE_RELAY_BUFFER": "1"}, wantErr: "CONCIERGE_RELAY_BUFFER=1"},
 	}
 	for _, tt := range tests {

@@ -60,8 +60,10 @@ type AgentLookups interface {
 
 // AgentStore keeps agents, always scoped by workspace.
 type AgentStore interface {
-	// CreateAgent stores a new agent and sets its Seq. Returns domain.ErrConflict if
-	// the slug is taken in the workspace.
+	// CreateAgent stores a new agent and sets its Seq and WidgetSlug: the agent
+	// claims the service-wide widget address of its slug when no agent of any
+	// workspace holds it (first come; a lost race leaves WidgetSlug ""). Returns
+	// domain.ErrConflict if the slug is taken in the workspace.
 	CreateAgent(ctx context.Context, agent *domain.Agent) error
 	AgentLookups
 	// ListAgents returns a page of agents in creation order (oldest first).

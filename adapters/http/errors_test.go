@@ -93,7 +93,10 @@ func TestReadyz(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := New(context.Background(), Services{}, Deps{Health: tt.checks, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Options{BodyLimitBytes: 1 << 20})
+			app, err := New(context.Background(), Services{}, Deps{Health: tt.checks, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Options{BodyLimitBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
 			resp, err := app.Test(httptest.NewRequest("GET", "/readyz", nil), -1)
 			if err != nil {
 				t.Fatal(err)

@@ -96,9 +96,10 @@ func accessLog(log *slog.Logger) fiber.Handler {
 
 // limits is how many calls a minute each kind of caller gets.
 type limits struct {
-	APIPerMinute     int
-	WebhookPerMinute int
-	PublicPerMinute  int
+	APIPerMinute            int
+	WebhookPerMinute        int
+	PublicPerMinute         int
+	WidgetSessionsPerMinute int
 }
 
 // rateLimiter applies a per-key limit and always sets the documented headers.
@@ -188,6 +189,18 @@ func limitBody(limit, uploadLimit int) fiber.Handler {
 		}
 		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
 			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Encoding is not supported")
+		}
+		return c.Next()
+	}
+}
+
+// limitWidgetSessions counts the widget's new sessions against the client
+// IP, on a budget of their own: each is a stored conversation, so it is
+// tighter than that of the other keyless calls.
+func limitWidgetSessions(rl rateLimiter, lim limits) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := rl.take(c, "widget:"+c.IP(), lim.WidgetSessionsPerMinute); err != nil {
+			return err
 		}
 		return c.Next()
 	}

@@ -13,14 +13,17 @@ import (
 	"github.com/conciergehq/concierge/adapters/http/v1"
 	"github.com/conciergehq/concierge/adapters/http/v2"
 	"github.com/conciergehq/concierge/adapters/http/webhook"
+	"github.com/conciergehq/concierge/adapters/http/widget"
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
+	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
+	corewidget "github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -36,6 +39,9 @@ type Services struct {
 	Deliveries    *delivery.Service
 	// Relay serves the live streams of conversations.
 	Relay *relay.Service
+	// Widgets resolves widget addresses and opens widget sessions.
+	Widgets  *corewidget.Service
+	Feedback *feedback.Service
 }
 
 // Deps are the outside-world pieces the HTTP edge needs directly.
@@ -55,6 +61,11 @@ type Options struct {
 	RateLimitAPIPerMinute    int
 	RateLimitHookPerMinute   int
 	RateLimitPublicPerMinute int
+	// RateLimitWidgetSessionsPerMinute bounds the widget sessions one
+	// client IP opens.
+	RateLimitWidgetSessionsPerMinute int
+	// PublicURL is the service's public base URL, without a trailing slash.
+	PublicURL string
 	// TrustedProxies are the addresses whose X-Forwarded-For is believed when
 	// finding the client IP; empty means the peer address is the client.
 	TrustedProxies []string
@@ -63,8 +74,9 @@ type Options struct {
 }
 
 // New builds the fiber app with every route. base is the context use cases run
-// under (cancelled at shutdown).
-func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
+// under (cancelled at shutdown). Its error means the embedded widget front
+// end does not load.
+func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error) {
 	cfg := fiber.Config{
 		AppName: "concierge",
 		// fasthttp refuses bodies over BodyLimit by closing the connection with
@@ -96,14 +108,22 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	}
 	app := fiber.New(cfg)
 
-	lim := limits{APIPerMinute: o.RateLimitAPIPerMinute, WebhookPerMinute: o.RateLimitHookPerMinute, PublicPerMinute: o.RateLimitPublicPerMinute}
+	lim := limits{APIPerMinute: o.RateLimitAPIPerMinute, WebhookPerMinute: o.RateLimitHookPerMinute, PublicPerMinute: o.RateLimitPublicPerMinute,
+		WidgetSessionsPerMinute: o.RateLimitWidgetSessionsPerMinute}
 	rl := rateLimiter{limiter: d.RateLimiter}
 	decoder := wire.NewDecoder()
+	widgets, err := widget.NewHandlers(s.Widgets, decoder)
+	if err != nil {
+		return nil, err
+	}
 
 	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log))
 
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
+	// The widget's page and assets: HTML and files, outside /api (no JSON
+	// body handling there); /chat/... is the page, /api/chat/... the API.
+	widgets.RegisterPages(app)
 
 	api := app.Group("/api", limitBody(o.BodyLimitBytes, uploadLimitBytes))
 	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
@@ -114,12 +134,13 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 
 	keyed := requireAPIKey(s.Workspaces, rl, lim)
 	v2api := api.Group("/v2", keyed)
-	v2.NewHandlers(s.Agents, s.Conversations, decoder).Register(v2api)
+	v2.NewHandlers(s.Agents, s.Conversations, decoder, o.PublicURL).Register(v2api)
 	v2.NewChatHandlers(s.Chat, decoder).Register(v2api)
 	v2.NewHandoffHandlers(s.Handoff, decoder).Register(v2api)
 	v2.NewIntegrationHandlers(s.Deliveries, decoder).Register(v2api)
 	v2.NewDeliveryHandlers(s.Deliveries).Register(v2api)
 	v2.NewEventHandlers(s.Relay).Register(v2api)
+	v2.NewFeedbackHandlers(s.Feedback).Register(v2api)
 	v1h := v1.NewHandlers(s.Conversations, s.Chat, s.Handoff, decoder, d.Clock)
 	v1h.RegisterKeyed(api.Group("/v1", keyed))
 	// The session id is the capability here; no key, so count per client IP.
@@ -127,6 +148,10 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 	session := api.Group("/chat", limitPerIP(rl, lim))
 	v1h.RegisterSession(session)
 	v1.NewEventHandlers(s.Relay).RegisterSession(session)
+	v1.NewFeedbackHandlers(s.Feedback, decoder).RegisterSession(session)
+	// The widget opens its sessions here: no key, no plan, its own per-IP
+	// limit (a session is a conversation row; messages are limited above).
+	widgets.RegisterAPI(api.Group("/widget"), limitWidgetSessions(rl, lim))
 
 	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
 		Workspace: func(c *fiber.Ctx, workspaceID string) error {
@@ -134,5 +159,5 @@ func New(base context.Context, s Services, d Deps, o Options) *fiber.App {
 		},
 		FailedAuth: func(c *fiber.Ctx) error { return rl.failedAuth(c, lim) },
 	}).Register(api.Group("/webhooks"))
-	return app
+	return app, nil
 }

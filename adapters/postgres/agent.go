@@ -6,22 +6,26 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm/clause"
-
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
-var _ ports.AgentStore = (*Store)(nil)
+var (
+	_ ports.AgentStore   = (*Store)(nil)
+	_ ports.WidgetAgents = (*Store)(nil)
+)
 
 type agentRow struct {
 	ID          string `gorm:"column:id;primaryKey"`
 	WorkspaceID string `gorm:"column:workspace_id"`
 	// Seq is assigned by the database (an identity column), hence read-only.
-	Seq    int64  `gorm:"column:seq;->"`
-	Slug   string `gorm:"column:slug"`
-	Name   string `gorm:"column:name"`
-	Config []byte `gorm:"column:config;type:jsonb"`
+	Seq  int64  `gorm:"column:seq;->"`
+	Slug string `gorm:"column:slug"`
+	// WidgetSlug is claimed once, by CreateAgent (migration 00006), hence
+	// read-only here.
+	WidgetSlug *string `gorm:"column:widget_slug;->"`
+	Name       string  `gorm:"column:name"`
+	Config     []byte  `gorm:"column:config;type:jsonb"`
 	// KnowledgeVersion is bumped by indexing only, never by agent updates.
 	KnowledgeVersion int64     `gorm:"column:knowledge_version;->"`
 	CreatedAt        time.Time `gorm:"column:created_at;autoCreateTime:false"`
@@ -42,6 +46,9 @@ type agentConfigJSON struct {
 	BlockedTopics      []string `json:"blockedTopics,omitempty"`
 	RetrievalTopK      *int     `json:"retrievalTopK,omitempty"`
 	RetrievalThreshold *float64 `json:"retrievalThreshold,omitempty"`
+	PrimaryColor       string   `json:"primaryColor,omitempty"`
+	AvatarURL          string   `json:"avatarUrl,omitempty"`
+	AllowedOrigins     []string `json:"allowedOrigins,omitempty"`
 }
 
 func agentFromDomain(a *domain.Agent) (agentRow, error) {
@@ -59,6 +66,9 @@ func agentFromDomain(a *domain.Agent) (agentRow, error) {
 		BlockedTopics:      a.Config.BlockedTopics,
 		RetrievalTopK:      &a.Config.RetrievalTopK,
 		RetrievalThreshold: &a.Config.RetrievalThreshold,
+		PrimaryColor:       a.Config.PrimaryColor,
+		AvatarURL:          a.Config.AvatarURL,
+		AllowedOrigins:     a.Config.AllowedOrigins,
 	})
 	if err != nil {
 		return agentRow{}, fmt.Errorf("postgres: encode agent config: %w", err)
@@ -68,6 +78,7 @@ func agentFromDomain(a *domain.Agent) (agentRow, error) {
 		WorkspaceID: a.WorkspaceID,
 		Seq:         a.Seq,
 		Slug:        a.Slug,
+		WidgetSlug:  nullString(a.WidgetSlug),
 		Name:        a.Name,
 		Config:      config,
 		CreatedAt:   dbTime(a.CreatedAt),
@@ -96,6 +107,7 @@ func (r agentRow) toDomain() (domain.Agent, error) {
 		ID:          r.ID,
 		WorkspaceID: r.WorkspaceID,
 		Slug:        r.Slug,
+		WidgetSlug:  deref(r.WidgetSlug),
 		Name:        r.Name,
 		Config: domain.AgentConfig{
 			SystemPrompt:       c.SystemPrompt,
@@ -107,6 +119,9 @@ func (r agentRow) toDomain() (domain.Agent, error) {
 			BlockedTopics:      c.BlockedTopics,
 			RetrievalTopK:      topK,
 			RetrievalThreshold: threshold,
+			PrimaryColor:       c.PrimaryColor,
+			AvatarURL:          c.AvatarURL,
+			AllowedOrigins:     c.AllowedOrigins,
 		},
 		KnowledgeVersion: r.KnowledgeVersion,
 		Seq:              r.Seq,
@@ -119,17 +134,28 @@ func agentPosition(a domain.Agent) domain.Position {
 	return domain.Position{Time: a.CreatedAt, ID: a.ID}
 }
 
-// CreateAgent stores a new agent and sets its Seq, and truncates its times to
-// what is stored. Returns domain.ErrConflict if the slug is taken in the
+// CreateAgent stores a new agent, sets its Seq and WidgetSlug, and
+// truncates its times to what is stored. The agent claims the widget
+// address /chat/{slug} (WidgetSlug = Slug) when no agent of any workspace
+// holds it; otherwise WidgetSlug stays "" and its widget lives at
+// /chat/{id}. Returns domain.ErrConflict if the slug is taken in the
 // workspace, domain.ErrNotFound if the workspace does not exist.
 func (s *Store) CreateAgent(ctx context.Context, agent *domain.Agent) error {
 	row, err := agentFromDomain(agent)
 	if err != nil {
 		return err
 	}
-	err = s.db.WithContext(ctx).
-		Clauses(clause.Returning{Columns: []clause.Column{{Name: "seq"}}}).
-		Create(&row).Error
+	var widgetSlug *string
+	insert := func(claim bool) error {
+		return s.pool.QueryRow(ctx, createAgentSQL, row.ID, row.WorkspaceID, row.Slug, row.Name, row.Config,
+			row.CreatedAt, row.UpdatedAt, claim).Scan(&row.Seq, &widgetSlug)
+	}
+	err = insert(true)
+	if constraint, ok := uniqueViolation(err); ok && constraint == "agents_widget_slug_key" {
+		// Another pod's agent claimed the address between the check and the
+		// insert: first come, first served; this one lives at its id.
+		err = insert(false)
+	}
 	if err != nil {
 		if constraint, ok := uniqueViolation(err); ok {
 			if constraint == "agents_workspace_slug_key" {
@@ -142,8 +168,38 @@ func (s *Store) CreateAgent(ctx context.Context, agent *domain.Agent) error {
 		}
 		return dbError("create agent", err)
 	}
-	agent.Seq, agent.CreatedAt, agent.UpdatedAt = row.Seq, row.CreatedAt, row.UpdatedAt
+	agent.Seq, agent.WidgetSlug, agent.CreatedAt, agent.UpdatedAt = row.Seq, deref(widgetSlug), row.CreatedAt, row.UpdatedAt
 	return nil
+}
+
+// createAgentSQL inserts an agent, claiming the widget slug when $8 is set
+// and no agent holds it. The check alone cannot decide a race; the unique
+// constraint agents_widget_slug_key does.
+const createAgentSQL = `INSERT INTO agents (id, workspace_id, slug, name, config, created_at, updated_at, widget_slug)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+	CASE WHEN $8::boolean AND NOT EXISTS (SELECT 1 FROM agents WHERE widget_slug = $3) THEN $3 END)
+RETURNING seq, widget_slug`
+
+// GetAgentByWidgetSlug returns the agent holding the service-wide widget
+// slug, or domain.ErrNotFound.
+func (s *Store) GetAgentByWidgetSlug(ctx context.Context, slug string) (domain.Agent, error) {
+	var row agentRow
+	err := s.db.WithContext(ctx).Where("widget_slug = ?", slug).Take(&row).Error
+	if err != nil {
+		return domain.Agent{}, notFoundOr(err, "agent", "get agent by widget slug")
+	}
+	return row.toDomain()
+}
+
+// GetAgentByGlobalID returns the agent with the id in any workspace, for
+// the public widget address /chat/{id}, or domain.ErrNotFound.
+func (s *Store) GetAgentByGlobalID(ctx context.Context, id string) (domain.Agent, error) {
+	var row agentRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if err != nil {
+		return domain.Agent{}, notFoundOr(err, "agent", "get agent by id")
+	}
+	return row.toDomain()
 }
 
 // GetAgentBySlug returns domain.ErrNotFound if the workspace has no such agent.

@@ -105,6 +105,10 @@ type messageRow struct {
 	Status         *string   `gorm:"column:status"`
 	AuthorName     string    `gorm:"column:author_name"`
 	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	// Feedback is set by SetFeedback only (migration 00006), hence read-only.
+	FeedbackRating  *string    `gorm:"column:feedback_rating;->"`
+	FeedbackComment string     `gorm:"column:feedback_comment;->"`
+	FeedbackAt      *time.Time `gorm:"column:feedback_at;->"`
 }
 
 func (messageRow) TableName() string { return "messages" }
@@ -171,6 +175,9 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		Status:         domain.ConversationStatus(deref(r.Status)),
 		AuthorName:     r.AuthorName,
 		CreatedAt:      r.CreatedAt.UTC(),
+	}
+	if r.FeedbackRating != nil && r.FeedbackAt != nil {
+		m.Feedback = &domain.Feedback{Rating: domain.Rating(*r.FeedbackRating), Comment: r.FeedbackComment, UpdatedAt: r.FeedbackAt.UTC()}
 	}
 	for _, c := range citations {
 		m.Citations = append(m.Citations, domain.Citation{
@@ -377,7 +384,7 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while dom
 // appendMessageSQL locks the conversation's row first, so appends and state
 // changes (changeStatusSQL) serialize and each sees the other's outcome,
 // then inserts the message if the conversation is the workspace's and in
-// state $16 ('' for any), and only if it was inserted updates the
+// state $16 (any state when empty), and only if it was inserted updates the
 // conversation; a data-modifying CTE is one atomic statement. It returns
 // whether the message was inserted and the conversation's state (NULL: no
 // such conversation in the workspace).

@@ -30,10 +30,12 @@ import (
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
 	"github.com/conciergehq/concierge/workers"
@@ -56,6 +58,8 @@ type system struct {
 	inbound       *inbound.Service
 	handoff       *handoff.Service
 	deliveries    *delivery.Service
+	widgets       *widget.Service
+	feedback      *feedback.Service
 	chat          *chat.Service
 	// relay serves live streams; set by startRelay in serving processes.
 	relay      *relay.Service
@@ -105,6 +109,13 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, err
 	}
 	s.conversations = conversation.NewService(s.store, s.store, s.enqueuer, s.clock, log)
+	s.widgets = widget.NewService(widget.Deps{
+		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Conversations: s.store, Deliveries: s.enqueuer,
+		Clock: s.clock, Log: log,
+	})
+	s.feedback = feedback.NewService(feedback.Deps{
+		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Feedback: s.store, Clock: s.clock,
+	})
 	s.inbound = inbound.NewService(inbound.Deps{
 		Workspaces: s.store, Conversations: s.store, Events: s.store, Queue: s.enqueuer, Deliveries: s.enqueuer,
 		Bus: bus, Clock: s.clock, Log: log,
@@ -297,8 +308,9 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
-	app := httpapi.New(ctx,
-		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Deliveries: s.deliveries, Relay: s.relay},
+	app, err := httpapi.New(ctx,
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff,
+			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
@@ -307,14 +319,19 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 			Log:         s.log,
 		},
 		httpapi.Options{
-			BodyLimitBytes:           s.cfg.BodyLimitBytes,
-			RateLimitAPIPerMinute:    s.cfg.RateLimitAPIPerMinute,
-			RateLimitHookPerMinute:   s.cfg.RateLimitWebhookPerMinute,
-			RateLimitPublicPerMinute: s.cfg.RateLimitPublicPerMinute,
-			TrustedProxies:           s.cfg.TrustedProxies,
-			ReadTimeout:              s.cfg.ReadTimeout,
-			IdleTimeout:              s.cfg.IdleTimeout,
+			BodyLimitBytes:                   s.cfg.BodyLimitBytes,
+			RateLimitAPIPerMinute:            s.cfg.RateLimitAPIPerMinute,
+			RateLimitHookPerMinute:           s.cfg.RateLimitWebhookPerMinute,
+			RateLimitPublicPerMinute:         s.cfg.RateLimitPublicPerMinute,
+			RateLimitWidgetSessionsPerMinute: s.cfg.RateLimitWidgetSessionsPerMinute,
+			PublicURL:                        s.cfg.PublicURL,
+			TrustedProxies:                   s.cfg.TrustedProxies,
+			ReadTimeout:                      s.cfg.ReadTimeout,
+			IdleTimeout:                      s.cfg.IdleTimeout,
 		})
+	if err != nil {
+		return nil, fmt.Errorf("loading the embedded widget: %w", err)
+	}
 	return app, nil
 }
 

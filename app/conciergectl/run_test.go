@@ -119,9 +119,9 @@ func page(items string, next string) string {
 
 const (
 	agentSupport = `{"id":"agt_1","slug":"support","name":"Support desk","systemPrompt":"","welcomeMessage":"Hi!","suggestedQuestions":[],
-		"fallbackMessage":"","published":true,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.2,"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`
+		"fallbackMessage":"","published":true,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.2,"primaryColor":"#2563eb","avatarUrl":"","allowedOrigins":[],"widgetUrl":"http://localhost:8080/chat/support","createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`
 	agentSales = `{"id":"agt_2","slug":"sales","name":"Sales","systemPrompt":"","welcomeMessage":"","suggestedQuestions":[],
-		"fallbackMessage":"","published":false,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.2,"createdAt":"2026-11-22T08:30:00.000Z","updatedAt":"2026-11-22T08:30:00.000Z"}`
+		"fallbackMessage":"","published":false,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.2,"primaryColor":"#2563eb","avatarUrl":"","allowedOrigins":[],"widgetUrl":"http://localhost:8080/chat/agt_2","createdAt":"2026-11-22T08:30:00.000Z","updatedAt":"2026-11-22T08:30:00.000Z"}`
 )
 
 func conversation(id, lastMessage string) string {

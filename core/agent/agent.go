@@ -66,6 +66,9 @@ type Patch struct {
 	BlockedTopics      *[]string
 	RetrievalTopK      *int
 	RetrievalThreshold *float64
+	PrimaryColor       *string
+	AvatarURL          *string
+	AllowedOrigins     *[]string
 }
 
 // Update applies a patch. Returns domain.ErrNotFound or domain.ErrInvalidInput.
@@ -84,6 +87,9 @@ func (s *Service) Update(ctx context.Context, workspaceID, slug string, p Patch)
 	setIf(&a.Config.BlockedTopics, p.BlockedTopics)
 	setIf(&a.Config.RetrievalTopK, p.RetrievalTopK)
 	setIf(&a.Config.RetrievalThreshold, p.RetrievalThreshold)
+	setIf(&a.Config.PrimaryColor, p.PrimaryColor)
+	setIf(&a.Config.AvatarURL, p.AvatarURL)
+	setIf(&a.Config.AllowedOrigins, p.AllowedOrigins)
 	if err := a.Validate(); err != nil {
 		return domain.Agent{}, err
 	}

@@ -31,6 +31,8 @@ type Cache struct {
 
 // cacheKey is a workspace and a slug; slug "" is the workspace's first
 // agent, and "#" followed by an id is a lookup by id (slugs never hold '#').
+// Widget addresses are service-wide: their keys have no workspace and a
+// slug of "@" followed by the widget slug, or "#" and the id.
 type cacheKey struct{ workspaceID, slug string }
 
 type cachedAgent struct {
@@ -102,7 +104,11 @@ func (c *Cache) Invalidate(workspaceID, agentID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, e := range c.entries {
-		if k.workspaceID == workspaceID && (agentID == "" || e.agent.ID == agentID || k.slug == "") {
+		ws := k.workspaceID
+		if ws == "" {
+			ws = e.agent.WorkspaceID // a widget address: the agent knows its workspace
+		}
+		if ws == workspaceID && (agentID == "" || e.agent.ID == agentID || k.slug == "") {
 			delete(c.entries, k)
 		}
 	}
@@ -113,4 +119,37 @@ func (c *Cache) Clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.entries)
+}
+
+var _ ports.WidgetAgents = (*WidgetLookups)(nil)
+
+// WidgetLookups finds agents by their public widget address through the
+// cache: the widget page and its session endpoint are public hot paths.
+// Entries share the cache's TTL, bound and invalidation, so an agent that
+// is changed, unpublished or deleted is dropped at once on every pod (and a
+// freed address is claimed afresh, since misses are not cached).
+type WidgetLookups struct {
+	cache *Cache
+	store ports.WidgetAgents
+}
+
+// Widgets returns the cache's widget lookups over store.
+func (c *Cache) Widgets(store ports.WidgetAgents) *WidgetLookups {
+	return &WidgetLookups{cache: c, store: store}
+}
+
+// GetAgentByWidgetSlug returns the agent holding the widget slug, from the
+// cache when fresh. Returns domain.ErrNotFound like the store.
+func (w *WidgetLookups) GetAgentByWidgetSlug(ctx context.Context, slug string) (domain.Agent, error) {
+	return w.cache.lookup(ctx, cacheKey{"", "@" + slug}, func() (domain.Agent, error) {
+		return w.store.GetAgentByWidgetSlug(ctx, slug)
+	})
+}
+
+// GetAgentByGlobalID returns the agent with the id, from the cache when
+// fresh. Returns domain.ErrNotFound like the store.
+func (w *WidgetLookups) GetAgentByGlobalID(ctx context.Context, id string) (domain.Agent, error) {
+	return w.cache.lookup(ctx, cacheKey{"", "#" + id}, func() (domain.Agent, error) {
+		return w.store.GetAgentByGlobalID(ctx, id)
+	})
 }

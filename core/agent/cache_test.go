@@ -104,3 +104,73 @@ func TestCache(t *testing.T) {
 		})
 	}
 }
+
+// widgetLookups is the store side of widget addresses, counting reads.
+type widgetLookups struct {
+	bySlug map[string]domain.Agent
+	calls  int
+}
+
+func (w *widgetLookups) GetAgentByWidgetSlug(_ context.Context, slug string) (domain.Agent, error) {
+	w.calls++
+	if a, ok := w.bySlug[slug]; ok {
+		return a, nil
+	}
+	return domain.Agent{}, domain.NotFound("agent")
+}
+
+func (w *widgetLookups) GetAgentByGlobalID(_ context.Context, id string) (domain.Agent, error) {
+	w.calls++
+	for _, a := range w.bySlug {
+		if a.ID == id {
+			return a, nil
+		}
+	}
+	return domain.Agent{}, domain.NotFound("agent")
+}
+
+func TestWidgetLookups(t *testing.T) {
+	support := domain.Agent{ID: "agt_support", WorkspaceID: "ws_1", Slug: "support", WidgetSlug: "support", Name: "v1"}
+	tests := []struct {
+		name      string
+		steps     func(ctx context.Context, c *Cache, w *WidgetLookups, store *widgetLookups)
+		wantCalls int
+		wantName  string
+		wantErr   error
+	}{
+		{"fresh entries are reused", func(ctx context.Context, _ *Cache, w *WidgetLookups, _ *widgetLookups) {
+			_, _ = w.GetAgentByWidgetSlug(ctx, "support")
+			_, _ = w.GetAgentByWidgetSlug(ctx, "support")
+		}, 1, "v1", nil},
+		{"an invalidation of the agent's workspace drops its address", func(ctx context.Context, c *Cache, w *WidgetLookups, store *widgetLookups) {
+			_, _ = w.GetAgentByWidgetSlug(ctx, "support")
+			_, _ = w.GetAgentByGlobalID(ctx, "agt_support")
+			store.bySlug["support"] = domain.Agent{ID: "agt_support", WorkspaceID: "ws_1", Slug: "support", WidgetSlug: "support", Name: "v2"}
+			c.Invalidate("ws_1", "agt_support")
+		}, 3, "v2", nil},
+		{"another workspace's invalidation keeps it", func(ctx context.Context, c *Cache, w *WidgetLookups, _ *widgetLookups) {
+			_, _ = w.GetAgentByWidgetSlug(ctx, "support")
+			c.Invalidate("ws_2", "")
+		}, 1, "v1", nil},
+		{"a deleted agent's address is freed at once", func(ctx context.Context, c *Cache, w *WidgetLookups, store *widgetLookups) {
+			_, _ = w.GetAgentByWidgetSlug(ctx, "support")
+			delete(store.bySlug, "support")
+			c.Invalidate("ws_1", "agt_support")
+		}, 2, "", domain.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &widgetLookups{bySlug: map[string]domain.Agent{"support": support}}
+			c := NewCache(&countingLookups{}, time.Minute, &manualClock{now: time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)})
+			w := c.Widgets(store)
+			tt.steps(t.Context(), c, w, store)
+			got, err := w.GetAgentByWidgetSlug(t.Context(), "support")
+			if !errors.Is(err, tt.wantErr) || got.Name != tt.wantName {
+				t.Fatalf("support = %q, %v; want %q, %v", got.Name, err, tt.wantName, tt.wantErr)
+			}
+			if store.calls != tt.wantCalls {
+				t.Fatalf("store calls = %d, want %d", store.calls, tt.wantCalls)
+			}
+		})
+	}
+}

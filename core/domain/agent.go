@@ -1,7 +1,10 @@
 package domain
 
 import (
+	"net"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -12,8 +15,12 @@ type Agent struct {
 	ID          string
 	WorkspaceID string
 	Slug        string
-	Name        string
-	Config      AgentConfig
+	// WidgetSlug is the agent's claim on the service-wide address
+	// /chat/{slug}: its slug when it was the first agent anywhere to take
+	// that address, "" when another agent held it (see WidgetAddress).
+	WidgetSlug string
+	Name       string
+	Config     AgentConfig
 	// KnowledgeVersion changes whenever the agent's indexed knowledge does;
 	// retrieval caches compare it with what they hold.
 	KnowledgeVersion int64
@@ -39,6 +46,14 @@ type AgentConfig struct {
 	RetrievalTopK int
 	// RetrievalThreshold drops chunks whose relevance, in [0, 1], is lower.
 	RetrievalThreshold float64
+	// PrimaryColor is the widget's accent colour, "#rrggbb" in lowercase.
+	PrimaryColor string
+	// AvatarURL is the image the widget shows in its header: "" or an
+	// absolute https URL (the page is https; http would be mixed content).
+	AvatarURL string
+	// AllowedOrigins are the sites that may embed the widget in a frame,
+	// each "scheme://host[:port]" in lowercase; empty allows every site.
+	AllowedOrigins []string
 }
 
 // Limits on agent fields.
@@ -54,7 +69,12 @@ const (
 	MaxBlockedTopicChars      = 100
 	MaxModelChars             = 100
 	MaxRetrievalTopK          = 20
+	MaxAvatarURLLength        = 2048
+	MaxAllowedOrigins         = 20
 )
+
+// DefaultPrimaryColor is the widget's accent colour when an agent sets none.
+const DefaultPrimaryColor = "#2563eb"
 
 // Retrieval defaults for agents that do not set them. The threshold was
 // chosen on the evaluation set in testdata/eval (see docs/benchmarks.md).
@@ -144,7 +164,134 @@ func (c *AgentConfig) Validate() error {
 	if !(c.RetrievalThreshold >= 0 && c.RetrievalThreshold <= 1) {
 		return InvalidField("retrievalThreshold", "must be between 0 and 1")
 	}
+	return c.validateWidget()
+}
+
+var colorPattern = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+
+// validateWidget checks and normalises what the widget shows and who may
+// frame it. The origins end up in a Content-Security-Policy header, so
+// anything but a plain scheme, host and port is refused, never escaped.
+func (c *AgentConfig) validateWidget() error {
+	c.PrimaryColor = strings.TrimSpace(c.PrimaryColor)
+	if c.PrimaryColor == "" {
+		c.PrimaryColor = DefaultPrimaryColor
+	}
+	if !colorPattern.MatchString(c.PrimaryColor) {
+		return InvalidField("primaryColor", "must be a colour in the form #rrggbb")
+	}
+	c.PrimaryColor = strings.ToLower(c.PrimaryColor)
+
+	c.AvatarURL = strings.TrimSpace(c.AvatarURL)
+	if c.AvatarURL != "" {
+		if len(c.AvatarURL) > MaxAvatarURLLength {
+			return InvalidField("avatarUrl", "must be at most 2048 characters")
+		}
+		u, err := url.Parse(c.AvatarURL)
+		if err != nil || !strings.EqualFold(u.Scheme, "https") || u.Host == "" || u.User != nil || !validHost(u.Hostname()) {
+			return InvalidField("avatarUrl", "must be an absolute https:// URL")
+		}
+	}
+
+	if len(c.AllowedOrigins) > MaxAllowedOrigins {
+		return InvalidField("allowedOrigins", "must have at most 20 entries")
+	}
+	origins := make([]string, 0, len(c.AllowedOrigins))
+	seen := make(map[string]bool, len(c.AllowedOrigins))
+	for _, raw := range c.AllowedOrigins {
+		origin, err := NormalizeOrigin(raw)
+		if err != nil {
+			return err
+		}
+		if !seen[origin] {
+			seen[origin] = true
+			origins = append(origins, origin)
+		}
+	}
+	if len(origins) == 0 {
+		origins = nil
+	}
+	c.AllowedOrigins = origins
 	return nil
+}
+
+// NormalizeOrigin checks an origin that may embed the widget and returns it
+// as scheme://host[:port] in lowercase. Paths, queries, fragments, user
+// info and wildcards are refused: the origin goes into a CSP
+// frame-ancestors list verbatim.
+func NormalizeOrigin(raw string) (string, error) {
+	bad := InvalidField("allowedOrigins", "entries must be origins such as https://www.example.com or http://localhost:3000 (scheme, host and optional port, nothing else)")
+	raw = strings.TrimSpace(raw)
+	if raw == "" || len(raw) > 300 {
+		return "", bad
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		(u.Path != "" && u.Path != "/") {
+		return "", bad
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "https" && scheme != "http" {
+		return "", bad
+	}
+	host := strings.ToLower(u.Hostname())
+	if !validHost(host) {
+		return "", bad
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // an IPv6 literal keeps its brackets
+	}
+	if port := u.Port(); port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return "", bad
+		}
+		host += ":" + port
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "", bad
+	}
+	return scheme + "://" + host, nil
+}
+
+// validHost accepts a DNS name (letters, digits, inner hyphens, dots) or
+// an IP address.
+func validHost(host string) bool {
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(host, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// EffectivePrimaryColor returns the agent's colour, or the default for
+// agents stored before they had one.
+func (c *AgentConfig) EffectivePrimaryColor() string {
+	if c.PrimaryColor == "" {
+		return DefaultPrimaryColor
+	}
+	return c.PrimaryColor
+}
+
+// WidgetAddress is the {slug} of the agent's widget page /chat/{slug}: its
+// claimed widget slug, or its id when another agent holds that address.
+// Ids contain '_', which slugs never do, so the two cannot collide.
+func (a *Agent) WidgetAddress() string {
+	if a.WidgetSlug != "" {
+		return a.WidgetSlug
+	}
+	return a.ID
 }
 
 // ModelChoice splits Model into provider and model name.

@@ -45,7 +45,9 @@ type Message struct {
 	AuthorName string
 	// Trace is how the answer's knowledge was retrieved (ASSISTANT messages
 	// that retrieved); stored with the message, read only by the trace API.
-	Trace     *RetrievalTrace
+	Trace *RetrievalTrace
+	// Feedback is the visitor's rating of an ASSISTANT message; nil when none.
+	Feedback  *Feedback
 	CreatedAt time.Time
 }
 

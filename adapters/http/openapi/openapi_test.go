@@ -171,6 +171,9 @@ func TestDocumentOperations(t *testing.T) {
 		"GET /api/v2/deliveries":                                    {security: "bearer"},
 		"GET /api/v2/deliveries/{id}":                               {security: "bearer"},
 		"POST /api/v2/deliveries/{id}/retry":                        {security: "bearer"},
+		"POST /api/widget/{slug}/sessions":                          {},
+		"POST /api/chat/{sessionId}/messages/{messageId}/feedback":  {},
+		"GET /api/v2/feedback":                                      {security: "bearer"},
 		"GET /healthz":                                              {},
 		"GET /readyz":                                               {},
 	}
@@ -321,6 +324,19 @@ func TestRequestSchemasRejectUnknownFields(t *testing.T) {
 		{"IntegrationsUpdate", `{"helpdeskUrl":"https://desk.example.com/in","eventsUrl":""}`, true},
 		{"IntegrationsUpdate", `{}`, true},
 		{"IntegrationsUpdate", `{"signingSecret":"whsec_x"}`, false},
+		{"AgentCreate", `{"slug":"s","name":"S","primaryColor":"#2563EB","avatarUrl":"https://x.test/a.png","allowedOrigins":["https://x.test"]}`, true},
+		{"AgentCreate", `{"slug":"s","name":"S","primaryColor":"blue"}`, false},
+		{"AgentUpdate", `{"allowedOrigins":[]}`, true},
+		{"AgentUpdate", `{"widgetUrl":"https://x.test/chat/s"}`, false},
+		{"SessionMessageRequest", `{"message":"hi","stream":true}`, true},
+		{"SessionMessageRequest", `{"message":"hi","stream":"yes"}`, false},
+		{"WidgetSessionCreate", `{}`, true},
+		{"WidgetSessionCreate", `{"slug":"support"}`, false},
+		{"FeedbackRequest", `{"rating":"up","comment":"thanks"}`, true},
+		{"FeedbackRequest", `{"rating":null}`, true},
+		{"FeedbackRequest", `{"comment":"no rating"}`, false},
+		{"FeedbackRequest", `{"rating":"meh"}`, false},
+		{"FeedbackRequest", `{"rating":"up","stars":5}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.schema+" "+tt.body, func(t *testing.T) {

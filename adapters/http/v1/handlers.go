@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/http/sse"
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
@@ -65,8 +66,12 @@ func (h *Handlers) RegisterSession(r fiber.Router) {
 	h.registerHandoff(r)
 }
 
+// messageRequest is the body of POST /api/chat/{sessionId}/message. With
+// stream set the answer comes as SSE: the stored USER message as a message
+// event, then token and done (or error) as on POST /api/v2/chat.
 type messageRequest struct {
 	Message string `json:"message"`
+	Stream  bool   `json:"stream"`
 }
 
 // messageResponse is the answer of POST /api/chat/{sessionId}/message:
@@ -91,6 +96,9 @@ func (h *Handlers) message(c *fiber.Ctx) error {
 	})
 	if err != nil {
 		return err
+	}
+	if body.Stream {
+		return sse.Answer(c, ctx, pending, true)
 	}
 	answer, err := pending.Run(ctx, nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package v2
 
 import (
-	"context"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -9,7 +8,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/http/sse"
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/chat"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // chatRequest is the body of POST /api/v2/chat. A missing message is left to
@@ -63,29 +61,5 @@ func (h *ChatHandlers) chat(c *fiber.Ctx) error {
 		}
 		return c.JSON(wire.Answer(answer))
 	}
-	return StreamAnswer(c, ctx, pending)
-}
-
-// StreamAnswer runs a pending answer and streams its token, done and error
-// events as SSE. The answer runs on its own goroutine under ctx (the
-// server's, not the client's), so a client that leaves does not stop it: it
-// is completed and stored.
-func StreamAnswer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending) error {
-	stream := sse.NewStream(1024)
-	go func() {
-		defer stream.Close()
-		terminal := false
-		_, err := pending.Run(ctx, func(ev ports.SessionEvent) {
-			if ev.Type != ports.EventToken && ev.Type != ports.EventDone && ev.Type != ports.EventError {
-				return // a POST stream carries its answer; messages and status go to live streams
-			}
-			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
-			stream.Send(sse.Event{ID: ev.EventID(), Data: wire.EventData(ev)})
-		})
-		if err != nil && !terminal {
-			_, body := wire.DescribeError(err)
-			stream.Send(sse.Event{Data: wire.EventData(ports.SessionEvent{Type: ports.EventError, ErrorCode: body.Error.Code, ErrorMessage: body.Error.Message})})
-		}
-	}()
-	return sse.Serve(c, stream)
+	return sse.Answer(c, ctx, pending, false)
 }

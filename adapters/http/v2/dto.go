@@ -18,6 +18,9 @@ type agentCreate struct {
 	BlockedTopics      []string `json:"blockedTopics" validate:"max=50,dive,max=100"`
 	RetrievalTopK      int      `json:"retrievalTopK" validate:"omitempty,min=1,max=20"`
 	RetrievalThreshold *float64 `json:"retrievalThreshold" validate:"omitnil,min=0,max=1"`
+	PrimaryColor       string   `json:"primaryColor" validate:"max=32"`
+	AvatarURL          string   `json:"avatarUrl" validate:"max=2048"`
+	AllowedOrigins     []string `json:"allowedOrigins" validate:"max=20,dive,max=300"`
 }
 
 // agentUpdate is the body of PATCH /api/v2/agents/{slug}; absent fields stay.
@@ -32,6 +35,9 @@ type agentUpdate struct {
 	BlockedTopics      *[]string `json:"blockedTopics" validate:"omitnil,max=50,dive,max=100"`
 	RetrievalTopK      *int      `json:"retrievalTopK" validate:"omitnil,min=1,max=20"`
 	RetrievalThreshold *float64  `json:"retrievalThreshold" validate:"omitnil,min=0,max=1"`
+	PrimaryColor       *string   `json:"primaryColor" validate:"omitnil,max=32"`
+	AvatarURL          *string   `json:"avatarUrl" validate:"omitnil,max=2048"`
+	AllowedOrigins     *[]string `json:"allowedOrigins" validate:"omitnil,max=20,dive,max=300"`
 }
 
 type agentDTO struct {
@@ -47,11 +53,22 @@ type agentDTO struct {
 	BlockedTopics      []string `json:"blockedTopics"`
 	RetrievalTopK      int      `json:"retrievalTopK"`
 	RetrievalThreshold float64  `json:"retrievalThreshold"`
-	CreatedAt          string   `json:"createdAt"`
-	UpdatedAt          string   `json:"updatedAt"`
+	PrimaryColor       string   `json:"primaryColor"`
+	AvatarURL          string   `json:"avatarUrl"`
+	AllowedOrigins     []string `json:"allowedOrigins"`
+	// WidgetURL is where the agent's chat page lives (read-only).
+	WidgetURL string `json:"widgetUrl"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
 }
 
-func toAgentDTO(a domain.Agent) agentDTO {
+// toAgentDTO maps an agent; publicURL is the service's public base URL,
+// which the widget address hangs off.
+func toAgentDTO(publicURL string) func(domain.Agent) agentDTO {
+	return func(a domain.Agent) agentDTO { return agentDTOOf(a, publicURL) }
+}
+
+func agentDTOOf(a domain.Agent, publicURL string) agentDTO {
 	questions := a.Config.SuggestedQuestions
 	if questions == nil {
 		questions = []string{}
@@ -59,6 +76,10 @@ func toAgentDTO(a domain.Agent) agentDTO {
 	topics := a.Config.BlockedTopics
 	if topics == nil {
 		topics = []string{}
+	}
+	origins := a.Config.AllowedOrigins
+	if origins == nil {
+		origins = []string{}
 	}
 	return agentDTO{
 		ID:                 a.ID,
@@ -73,6 +94,10 @@ func toAgentDTO(a domain.Agent) agentDTO {
 		BlockedTopics:      topics,
 		RetrievalTopK:      a.Config.RetrievalTopK,
 		RetrievalThreshold: a.Config.RetrievalThreshold,
+		PrimaryColor:       a.Config.EffectivePrimaryColor(),
+		AvatarURL:          a.Config.AvatarURL,
+		AllowedOrigins:     origins,
+		WidgetURL:          publicURL + "/chat/" + a.WidgetAddress(),
 		CreatedAt:          wire.Time(a.CreatedAt),
 		UpdatedAt:          wire.Time(a.UpdatedAt),
 	}
@@ -182,4 +207,23 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 type conversationWithMessagesDTO struct {
 	conversationDTO
 	Messages wire.List[wire.MessageDTO] `json:"messages"`
+}
+
+// ratedAnswerDTO is one item of GET /api/v2/feedback.
+type ratedAnswerDTO struct {
+	MessageID      string `json:"messageId"`
+	ConversationID string `json:"conversationId"`
+	Agent          string `json:"agent"`
+	Rating         string `json:"rating"`
+	Comment        string `json:"comment"`
+	Content        string `json:"content"`
+	UpdatedAt      string `json:"updatedAt"`
+}
+
+func toRatedAnswerDTO(a domain.RatedAnswer) ratedAnswerDTO {
+	return ratedAnswerDTO{
+		MessageID: a.MessageID, ConversationID: a.ConversationID, Agent: a.AgentSlug,
+		Rating: string(a.Feedback.Rating), Comment: a.Feedback.Comment, Content: a.Content,
+		UpdatedAt: wire.Time(a.Feedback.UpdatedAt),
+	}
 }

@@ -19,11 +19,13 @@ type Handlers struct {
 	agents        *agent.Service
 	conversations *conversation.Service
 	decoder       *wire.Decoder
+	publicURL     string
 }
 
-// NewHandlers returns the v2 handlers.
-func NewHandlers(agents *agent.Service, conversations *conversation.Service, decoder *wire.Decoder) *Handlers {
-	return &Handlers{agents: agents, conversations: conversations, decoder: decoder}
+// NewHandlers returns the v2 handlers. publicURL is the service's public
+// base URL (no trailing slash), for the agents' widgetUrl.
+func NewHandlers(agents *agent.Service, conversations *conversation.Service, decoder *wire.Decoder, publicURL string) *Handlers {
+	return &Handlers{agents: agents, conversations: conversations, decoder: decoder, publicURL: publicURL}
 }
 
 // Register adds the v2 routes to r (already authenticated).
@@ -58,7 +60,7 @@ func (h *Handlers) listAgents(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(wire.NewList(agents, scope, toAgentDTO))
+	return c.JSON(wire.NewList(agents, scope, toAgentDTO(h.publicURL)))
 }
 
 func (h *Handlers) createAgent(c *fiber.Ctx) error {
@@ -87,13 +89,16 @@ func (h *Handlers) createAgent(c *fiber.Ctx) error {
 			BlockedTopics:      body.BlockedTopics,
 			RetrievalTopK:      body.RetrievalTopK,
 			RetrievalThreshold: threshold,
+			PrimaryColor:       body.PrimaryColor,
+			AvatarURL:          body.AvatarURL,
+			AllowedOrigins:     body.AllowedOrigins,
 		},
 	})
 	if err != nil {
 		return err
 	}
 	c.Location("/api/v2/agents/" + created.Slug)
-	return c.Status(fiber.StatusCreated).JSON(toAgentDTO(created))
+	return c.Status(fiber.StatusCreated).JSON(agentDTOOf(created, h.publicURL))
 }
 
 func (h *Handlers) getAgent(c *fiber.Ctx) error {
@@ -101,7 +106,7 @@ func (h *Handlers) getAgent(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toAgentDTO(a))
+	return c.JSON(agentDTOOf(a, h.publicURL))
 }
 
 func (h *Handlers) updateAgent(c *fiber.Ctx) error {
@@ -120,11 +125,14 @@ func (h *Handlers) updateAgent(c *fiber.Ctx) error {
 		BlockedTopics:      body.BlockedTopics,
 		RetrievalTopK:      body.RetrievalTopK,
 		RetrievalThreshold: body.RetrievalThreshold,
+		PrimaryColor:       body.PrimaryColor,
+		AvatarURL:          body.AvatarURL,
+		AllowedOrigins:     body.AllowedOrigins,
 	})
 	if err != nil {
 		return err
 	}
-	return c.JSON(toAgentDTO(a))
+	return c.JSON(agentDTOOf(a, h.publicURL))
 }
 
 func (h *Handlers) deleteAgent(c *fiber.Ctx) error {

@@ -11,8 +11,23 @@ type MessageDTO struct {
 	// AuthorName is a HUMAN reply's author, when the helpdesk named one.
 	AuthorName string `json:"authorName,omitempty"`
 	// Status is, on a SYSTEM notice, the state the conversation entered.
-	Status    string `json:"status,omitempty"`
-	CreatedAt string `json:"createdAt"`
+	Status string `json:"status,omitempty"`
+	// Feedback is the visitor's rating of an answer; absent when none.
+	Feedback  *FeedbackDTO `json:"feedback,omitempty"`
+	CreatedAt string       `json:"createdAt"`
+}
+
+// FeedbackDTO is a visitor's rating of an answer. Rating is null only in
+// the answer to a request that cleared it.
+type FeedbackDTO struct {
+	Rating    *string `json:"rating"`
+	Comment   string  `json:"comment"`
+	UpdatedAt string  `json:"updatedAt"`
+}
+
+// Feedback maps a domain feedback.
+func Feedback(f domain.Feedback) FeedbackDTO {
+	return FeedbackDTO{Rating: OptionalString(string(f.Rating)), Comment: f.Comment, UpdatedAt: Time(f.UpdatedAt)}
 }
 
 // CitationDTO is the one shape of a citation.
@@ -27,10 +42,15 @@ type CitationDTO struct {
 
 // Message maps a domain message.
 func Message(m domain.Message) MessageDTO {
-	return MessageDTO{
+	dto := MessageDTO{
 		ID: m.ID, Role: string(m.Role), Content: m.Content, Citations: Citations(m.Citations),
 		AuthorName: m.AuthorName, Status: string(m.Status), CreatedAt: Time(m.CreatedAt),
 	}
+	if m.Feedback != nil {
+		fb := Feedback(*m.Feedback)
+		dto.Feedback = &fb
+	}
+	return dto
 }
 
 // Citations maps domain citations, never returning nil so JSON shows [].

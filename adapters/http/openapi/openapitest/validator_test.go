@@ -39,6 +39,7 @@ type scripted struct {
 const (
 	agentJSON = `{"id":"agt_1","slug":"support","name":"Support","systemPrompt":"Be nice.","welcomeMessage":"Hi!",
 		"suggestedQuestions":["How do I reset my password?"],"fallbackMessage":"","published":true,"model":null,"blockedTopics":[],"retrievalTopK":5,"retrievalThreshold":0.15,
+		"primaryColor":"#2563eb","avatarUrl":"","allowedOrigins":[],"widgetUrl":"https://chat.example.com/chat/support",
 		"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`
 	conversationFields = `"id":"ses_1","agent":"support","channel":"CHAT","status":"AI","lastMessage":"hello",
 		"messageCount":2,"verifiedUserId":null,"lastActivityAt":"2026-11-21T10:00:00.123Z","createdAt":"2026-11-21T09:00:00.000Z"`

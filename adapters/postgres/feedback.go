@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+var _ ports.FeedbackStore = (*Store)(nil)
+
+// SetFeedback stores fb on an ASSISTANT message of the conversation, or
+// clears the message's feedback when fb is nil. The role is part of the
+// update's condition; only when nothing was updated does a second read say
+// why. Returns domain.ErrNotFound unless the message belongs to the
+// conversation and workspace, and domain.ErrFeedbackNotAnswer for a
+// message that is not an answer.
+func (s *Store) SetFeedback(ctx context.Context, workspaceID, conversationID, messageID string, fb *domain.Feedback) error {
+	var (
+		rating  *string
+		comment string
+		at      *time.Time
+	)
+	if fb != nil {
+		r, t := string(fb.Rating), dbTime(fb.UpdatedAt)
+		rating, comment, at = &r, fb.Comment, &t
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE messages SET feedback_rating = $4, feedback_comment = $5, feedback_at = $6
+		WHERE workspace_id = $1 AND conversation_id = $2 AND id = $3 AND role = 'ASSISTANT'`,
+		workspaceID, conversationID, messageID, rating, comment, at)
+	if err != nil {
+		return dbError("set feedback", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var roles []string
+	err = s.db.WithContext(ctx).Raw(`SELECT role FROM messages WHERE workspace_id = ? AND conversation_id = ? AND id = ?`,
+		workspaceID, conversationID, messageID).Scan(&roles).Error
+	switch {
+	case err != nil:
+		return dbError("set feedback: read message", err)
+	case len(roles) == 0:
+		return domain.NotFound("message")
+	default:
+		return domain.ErrFeedbackNotAnswer
+	}
+}
+
+// listFeedbackQuery builds the keyset query of ListFeedback. It walks the
+// partial index messages_feedback_idx (workspace, feedback_at DESC, id
+// DESC), which holds rated answers only; the rating and agent filters are
+// checked on the way.
+func listFeedbackQuery(workspaceID string, filter domain.FeedbackFilter, after *domain.Position, limit int) (string, []any) {
+	var sql strings.Builder
+	args := []any{workspaceID}
+	sql.WriteString(`SELECT m.id, m.conversation_id, c.agent_slug, m.content, m.feedback_rating, m.feedback_comment, m.feedback_at
+	FROM messages AS m JOIN conversations AS c ON c.workspace_id = m.workspace_id AND c.id = m.conversation_id
+	WHERE m.workspace_id = $1 AND m.feedback_rating IS NOT NULL`)
+	if filter.Rating != "" {
+		args = append(args, string(filter.Rating))
+		fmt.Fprintf(&sql, " AND m.feedback_rating = $%d", len(args))
+	}
+	if filter.AgentID != "" {
+		args = append(args, filter.AgentID)
+		fmt.Fprintf(&sql, " AND c.agent_id = $%d", len(args))
+	}
+	if after != nil {
+		args = append(args, dbTime(after.Time), after.ID)
+		fmt.Fprintf(&sql, " AND (m.feedback_at, m.id) < ($%d, $%d)", len(args)-1, len(args))
+	}
+	args = append(args, limit)
+	fmt.Fprintf(&sql, " ORDER BY m.feedback_at DESC, m.id DESC LIMIT $%d", len(args))
+	return sql.String(), args
+}
+
+// ListFeedback returns a page of the workspace's rated answers, most
+// recently rated first, ordered by (feedback_at, id).
+func (s *Store) ListFeedback(ctx context.Context, workspaceID string, filter domain.FeedbackFilter, page domain.PageRequest) (domain.Page[domain.RatedAnswer], error) {
+	limit := pageLimit(page)
+	query, args := listFeedbackQuery(workspaceID, filter, page.After, limit+1)
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return domain.Page[domain.RatedAnswer]{}, dbError("list feedback", err)
+	}
+	defer rows.Close()
+	items := make([]domain.RatedAnswer, 0, limit+1)
+	for rows.Next() {
+		var (
+			a      domain.RatedAnswer
+			rating string
+		)
+		if err := rows.Scan(&a.MessageID, &a.ConversationID, &a.AgentSlug, &a.Content, &rating, &a.Feedback.Comment, &a.Feedback.UpdatedAt); err != nil {
+			return domain.Page[domain.RatedAnswer]{}, dbError("list feedback", err)
+		}
+		a.Feedback.Rating, a.Feedback.UpdatedAt = domain.Rating(rating), a.Feedback.UpdatedAt.UTC()
+		items = append(items, a)
+	}
+	if err := rows.Err(); err != nil {
+		return domain.Page[domain.RatedAnswer]{}, dbError("list feedback", err)
+	}
+	return makePage(items, limit, func(a domain.RatedAnswer) (domain.RatedAnswer, error) { return a, nil },
+		func(a domain.RatedAnswer) domain.Position {
+			return domain.Position{Time: a.Feedback.UpdatedAt, ID: a.MessageID}
+		})
+}

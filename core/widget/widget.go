@@ -1,0 +1,130 @@
+// Package widget holds the use cases of the public chat widget: finding the
+// agent behind a widget address (/chat/{slug}) and opening a session there.
+// The widget needs no API key and is not plan-gated; only published agents
+// are reachable.
+package widget
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Deps are the ports the widget use cases need.
+type Deps struct {
+	Workspaces ports.WorkspaceStore
+	// Agents should be cached (agent.Cache.Widgets): every page view and
+	// every new session resolves an address.
+	Agents        ports.WidgetAgents
+	Conversations ports.ConversationStore
+	Deliveries    ports.DeliveryQueue
+	Clock         ports.Clock
+	Log           *slog.Logger
+}
+
+// Service runs the widget use cases.
+type Service struct {
+	workspaces    ports.WorkspaceStore
+	agents        ports.WidgetAgents
+	conversations ports.ConversationStore
+	deliveries    ports.DeliveryQueue
+	clock         ports.Clock
+	log           *slog.Logger
+}
+
+// NewService returns a Service.
+func NewService(d Deps) *Service {
+	return &Service{workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations,
+		deliveries: d.Deliveries, clock: d.Clock, log: d.Log}
+}
+
+// Widget is a published agent as its widget shows it.
+type Widget struct {
+	// Address is the {slug} the widget was reached by: the agent's widget
+	// slug or its id.
+	Address   string
+	Agent     domain.Agent
+	Workspace domain.Workspace
+	// HandoffAvailable says the plan lets visitors ask for a person.
+	HandoffAvailable bool
+	// PoweredBy shows the "powered by" line, which white-label removes.
+	PoweredBy bool
+}
+
+var errNoWidget = domain.NotFound("agent")
+
+// Resolve finds the published agent behind a widget address: a widget slug
+// or an agent id (agent ids hold '_', which slugs never do). Returns
+// domain.ErrNotFound for anything else, unknown, unpublished or deleted
+// agents alike.
+func (s *Service) Resolve(ctx context.Context, address string) (Widget, error) {
+	var (
+		agent domain.Agent
+		err   error
+	)
+	switch {
+	case domain.ValidID(domain.PrefixAgent, address):
+		agent, err = s.agents.GetAgentByGlobalID(ctx, address)
+	case domain.ValidateSlug(address) == nil:
+		agent, err = s.agents.GetAgentByWidgetSlug(ctx, address)
+	default:
+		return Widget{}, errNoWidget
+	}
+	if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
+		return Widget{}, errNoWidget
+	}
+	if err != nil {
+		return Widget{}, err
+	}
+	ws, err := s.workspaces.GetWorkspace(ctx, agent.WorkspaceID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return Widget{}, errNoWidget // deleted with its workspace since the agent was read
+	}
+	if err != nil {
+		return Widget{}, err
+	}
+	return Widget{
+		Address: address, Agent: agent, Workspace: ws,
+		HandoffAvailable: ws.Allows(domain.FeatureHandoff),
+		PoweredBy:        !ws.Allows(domain.FeatureWhiteLabel),
+	}, nil
+}
+
+// SessionRequest opens a widget session.
+type SessionRequest struct {
+	Address string
+	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
+	// X-Service-Signature values; a verified user's session carries its id.
+	IdentityHeader  string
+	SignatureHeader string
+}
+
+// StartSession opens a conversation with the agent behind the address, as
+// POST /api/v1/sessions does for an API caller, with the identity headers
+// verified the same way. Returns domain.ErrNotFound as Resolve does, and
+// the errors of domain.VerifyIdentity (ErrInvalidInput, ErrUnauthorized, a
+// PlanError without identity verification).
+func (s *Service) StartSession(ctx context.Context, req SessionRequest) (domain.Conversation, error) {
+	w, err := s.Resolve(ctx, req.Address)
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	identity, err := domain.VerifyIdentity(&w.Workspace, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+	if err != nil {
+		return domain.Conversation{}, err
+	}
+	userID := ""
+	if identity != nil {
+		userID = identity.UserID
+	}
+	conv := domain.NewConversation(w.Workspace.ID, &w.Agent, userID, s.clock.Now())
+	deliveries := domain.ConversationDeliveries(&w.Workspace, conv, conv.CreatedAt)
+	if err := s.conversations.CreateConversation(ctx, &conv, deliveries...); err != nil {
+		return domain.Conversation{}, err
+	}
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+	return conv, nil
+}

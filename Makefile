@@ -6,14 +6,14 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench eval build lint services mock-llm fmt clean
+.PHONY: run test bench eval build lint services mock-llm browser screenshots fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
 	$(GO) run ./app/concierge dev
 
 ## test: the whole test suite with the race detector
-test: services mock-llm
+test: services mock-llm browser
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 
@@ -42,6 +42,14 @@ lint:
 ## mock-llm: install the pinned OpenAI-compatible mock server (tools/mock-llm) for the LLM adapter's contract tests
 mock-llm:
 	@bash scripts/mock-llm.sh
+
+## browser: install Debian's chromium (apt) and the pinned playwright-core (tools/browser) for the widget's browser tests
+browser:
+	@bash scripts/browser.sh
+
+## screenshots: run the widget's browser tests and keep their screenshots in docs/widget
+screenshots: services browser
+	WIDGET_SCREENSHOT_DIR=$(CURDIR)/docs/widget $(GO) test -count=1 -run '^TestWidgetInBrowser$$' -v ./app/concierge/
 
 ## services: make sure PostgreSQL and Redis are running
 services:

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// The chat widget in a real browser: `concierge serve` and `concierge
+// worker` as real processes on a fresh database, seeded through the v2 API,
+// and tools/browser/widget.test.mjs driving Debian's chromium through
+// playwright-core (installed by `make browser`, a step of `make test`). The
+// script asks a question and watches the answer stream in with its citation,
+// clicks a suggested question, rates an answer, reloads and finds the
+// history, asks for a person and sees a reply posted through the API appear
+// (live, then with the live stream blocked, by polling), checks that hostile
+// Markdown renders inert, sends with the keyboard only, fits a 375 px phone,
+// checks the 404 page, and (Enterprise) white-label and a verified user.
+// It prints the page weight (asserted under 200,000 bytes) and the first-token
+// figures (recorded only). Screenshots go to a temporary directory, or to
+// WIDGET_SCREENSHOT_DIR (`make screenshots` sets it to docs/widget).
+
+const (
+	widgetQuestion   = "How long does standard shipping take?"
+	widgetAnswerText = "3 to 5 business days"
+	widgetCitation   = "Shipping policy"
+	// A Q&A source whose answer is hostile: the widget must render it inert.
+	widgetXSSQuestion = "Show me the rendering sample"
+	widgetXSSAnswer   = "Here is the sample: <img src=x onerror=\"window.__pwned=1\"> and a link [click me](javascript:window.__pwned=2). **Bold** stays bold."
+)
+
+func TestWidgetInBrowser(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := filepath.Join(root, "tools", "browser")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: run `make browser` (or `make test`), which installs what the browser tests need")
+	}
+	for _, need := range []string{chromium, filepath.Join(tools, "node_modules", "playwright-core", "package.json")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%s is missing: run `make browser` (or `make test`), which installs what the browser tests need", need)
+		}
+	}
+	shots := os.Getenv("WIDGET_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+
+	c := newCluster(t, clusterOptions{pods: 1, workers: 1, env: map[string]string{
+		// Answers of many small tokens, flushed one by one, so streaming shows.
+		"CONCIERGE_LOCAL_TOKEN_DELAY": "25ms",
+	}})
+	pod := c.pods[0]
+
+	// A Standard workspace (handoff, "Powered by Concierge").
+	std := c.newTenant(domain.PlanStandard)
+	c.must(c.do(pod, "POST", "/api/v2/agents", map[string]any{
+		"slug": "support", "name": "Acme Help", "primaryColor": "#0F766E",
+		"welcomeMessage":     "Hi! I'm the Acme assistant. Ask me about **shipping**, returns or your order.",
+		"suggestedQuestions": []string{"How much does express shipping cost?", "Can I return an item?"},
+	}, std.auth()), 201)
+	for _, src := range []map[string]any{
+		{"type": "text", "name": widgetCitation, "content": "Acme ships orders within 1 business day of payment. Standard shipping takes 3 to 5 business days and costs 4 euros. Express shipping takes 1 to 2 business days and costs 9 euros. Shipping is free for orders over 50 euros. You receive a tracking link by email as soon as the parcel leaves our warehouse."},
+		{"type": "text", "name": "Returns and refunds", "content": "You can return any unused item within 30 days of delivery. Start a return from the Orders page of your account and print the prepaid label. Refunds are issued to the original payment method within 5 business days of the return reaching our warehouse."},
+		{"type": "qa", "question": widgetXSSQuestion, "answer": widgetXSSAnswer},
+	} {
+		c.must(c.do(pod, "POST", "/api/v2/agents/support/sources", src, std.auth()), 201)
+	}
+
+	// An Enterprise workspace: white-label (no "Powered by") and identity.
+	ent := c.newTenant(domain.PlanEnterprise)
+	c.must(c.do(pod, "POST", "/api/v2/agents", map[string]any{
+		"slug": "brand", "name": "Brand Concierge", "primaryColor": "#fde047",
+		"welcomeMessage": "Welcome back! How can we help?",
+	}, ent.auth()), 201)
+	c.must(c.do(pod, "POST", "/api/v2/agents/brand/sources", map[string]any{
+		"type": "text", "name": widgetCitation, "content": "Standard shipping takes 3 to 5 business days and costs 4 euros.",
+	}, ent.auth()), 201)
+	waitSourcesReady(c, pod, std, "support")
+	waitSourcesReady(c, pod, ent, "brand")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "widget.test.mjs")
+	cmd.Dir = tools
+	cmd.Env = append(os.Environ(),
+		"WIDGET_BASE="+pod.base,
+		"WIDGET_SLUG=support",
+		"WIDGET_API_KEY="+std.Key,
+		"WIDGET_QUESTION="+widgetQuestion,
+		"WIDGET_ANSWER_TEXT="+widgetAnswerText,
+		"WIDGET_CITATION="+widgetCitation,
+		"WIDGET_XSS_QUESTION="+widgetXSSQuestion,
+		"WIDGET_WL_SLUG=brand",
+		"WIDGET_WL_API_KEY="+ent.Key,
+		"WIDGET_WL_SECRET="+ent.WebhookSecret,
+		"SCREENSHOT_DIR="+shots,
+		"CHROMIUM="+chromium,
+	)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("browser tests failed (%v after %s):\n%s", err, time.Since(start).Round(time.Millisecond), out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		t.Log(line)
+	}
+}
+
+// waitSourcesReady waits until a worker indexed every source of an agent.
+func waitSourcesReady(c *cluster, p *clusterProc, tn tenant, agent string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var list listBody[map[string]any]
+		r := c.do(p, "GET", "/api/v2/agents/"+agent+"/sources", nil, tn.auth())
+		c.must(r, 200)
+		r.decode(c.t, &list)
+		ready := 0
+		for _, src := range list.Data {
+			switch src["status"] {
+			case "READY":
+				ready++
+			case "FAILED":
+				c.t.Fatalf("source failed to index: %v", src)
+			}
+		}
+		if ready == len(list.Data) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("sources of %s not indexed after 30 s: %v", agent, list.Data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

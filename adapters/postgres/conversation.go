@@ -104,6 +104,8 @@ type messageRow struct {
 	TokenEnds      intArray  `gorm:"column:token_ends;type:integer[]"`
 	Status         *string   `gorm:"column:status"`
 	AuthorName     string    `gorm:"column:author_name"`
+	FallbackReason string    `gorm:"column:fallback_reason"`
+	OfferHandoff   bool      `gorm:"column:offer_handoff"`
 	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	// Feedback is set by SetFeedback only (migration 00006), hence read-only.
 	FeedbackRating  *string    `gorm:"column:feedback_rating;->"`
@@ -153,6 +155,8 @@ func messageFromDomain(m domain.Message) (messageRow, error) {
 		TokenEnds:      intArray(m.TokenEnds),
 		Status:         nullString(string(m.Status)),
 		AuthorName:     m.AuthorName,
+		FallbackReason: string(m.FallbackReason),
+		OfferHandoff:   m.OfferHandoff,
 		CreatedAt:      dbTime(m.CreatedAt),
 	}, nil
 }
@@ -174,6 +178,8 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		TokenEnds:      []int(r.TokenEnds),
 		Status:         domain.ConversationStatus(deref(r.Status)),
 		AuthorName:     r.AuthorName,
+		FallbackReason: domain.FallbackReason(r.FallbackReason),
+		OfferHandoff:   r.OfferHandoff,
 		CreatedAt:      r.CreatedAt.UTC(),
 	}
 	if r.FeedbackRating != nil && r.FeedbackAt != nil {
@@ -347,7 +353,8 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while dom
 	}
 	args := []any{row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
 		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName, string(while)}
+		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName, string(while),
+		row.FallbackReason, row.OfferHandoff}
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		// Not created: a retry of an inbound event, whose deliveries went
 		// with the first append, or a conversation in another state.
@@ -391,8 +398,8 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while dom
 const appendMessageSQL = `WITH cur AS (
 	SELECT status FROM conversations WHERE workspace_id = $2 AND id = $3 FOR UPDATE
 ), ins AS (
-	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15 FROM cur WHERE $16 = '' OR cur.status = $16
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff)
+	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15, $17, $18 FROM cur WHERE $16 = '' OR cur.status = $16
 	ON CONFLICT (inbound_event_id) DO NOTHING
 	RETURNING 1
 ), upd AS (

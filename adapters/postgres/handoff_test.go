@@ -469,3 +469,25 @@ func TestMessagesRacingAHandoffReachTheHelpdesk(t *testing.T) {
 		}
 	}
 }
+
+// A reply's outcome is stored with it, for resumed streams and history.
+func TestReplyOutcomeRoundTrips(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ctx := ctxT(t)
+	reply := newMessage(f.ws.ID, f.conv.ID, domain.RoleAssistant, "Sorry.", t0.Add(time.Second))
+	reply.FallbackReason, reply.OfferHandoff = domain.FallbackNoKnowledge, true
+	plain := newMessage(f.ws.ID, f.conv.ID, domain.RoleAssistant, "Thirty days.", t0.Add(2*time.Second))
+	for _, m := range []domain.Message{reply, plain} {
+		if _, _, err := f.store.AppendMessage(ctx, m, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := f.store.RecentMessages(ctx, f.ws.ID, f.conv.ID, 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("RecentMessages = %d, %v", len(msgs), err)
+	}
+	if msgs[0].FallbackReason != domain.FallbackNoKnowledge || !msgs[0].OfferHandoff || msgs[1].FallbackReason != "" || msgs[1].OfferHandoff {
+		t.Errorf("stored outcomes %q/%v and %q/%v", msgs[0].FallbackReason, msgs[0].OfferHandoff, msgs[1].FallbackReason, msgs[1].OfferHandoff)
+	}
+}

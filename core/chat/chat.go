@@ -265,7 +265,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		ID: replyID, WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleAssistant,
 		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
 		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
-		Trace: t.trace, TokenEnds: out.ends,
+		Trace: t.trace, TokenEnds: out.ends, FallbackReason: reason, OfferHandoff: answer.OfferHandoff,
 	}
 	// Store the reply even if the caller has gone: the context of the answer
 	// is the engine's own, bounded by the hard time limit.

@@ -56,8 +56,9 @@ func TestAnswerStreamsInOrder(t *testing.T) {
 				}
 			}
 			stored := r.messagesOf(ans.SessionID)
-			if len(stored) != 2 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID || stored[1].Content != tt.reply {
-				t.Errorf("stored %+v, want the USER message and the reply as answered", stored)
+			if len(stored) != 2 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID || stored[1].Content != tt.reply ||
+				stored[1].FallbackReason != tt.fallback || stored[1].OfferHandoff != ans.OfferHandoff {
+				t.Errorf("stored %+v, want the USER message and the reply as answered, with its outcome", stored)
 			}
 			if stored[1].CreatedAt != r.clock.Now() || stored[0].CreatedAt != r.clock.Now() {
 				t.Errorf("message times %v %v, want the clock's %v", stored[0].CreatedAt, stored[1].CreatedAt, r.clock.Now())

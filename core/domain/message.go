@@ -46,6 +46,10 @@ type Message struct {
 	// Trace is how the answer's knowledge was retrieved (ASSISTANT messages
 	// that retrieved); stored with the message, read only by the trace API.
 	Trace *RetrievalTrace
+	// FallbackReason and OfferHandoff are, for an ASSISTANT reply, how it
+	// came about (domain.Answer's): a stored reply replays as it was sent.
+	FallbackReason FallbackReason
+	OfferHandoff   bool
 	// Feedback is the visitor's rating of an ASSISTANT message; nil when none.
 	Feedback  *Feedback
 	CreatedAt time.Time

@@ -547,7 +547,8 @@ func StoredEvents(m domain.Message) []*ports.LiveEvent {
 		}})
 		start = end
 	}
-	answer := &domain.Answer{SessionID: m.ConversationID, Reply: m}
+	answer := &domain.Answer{SessionID: m.ConversationID, Reply: m, IsFallback: m.FallbackReason != domain.FallbackNone,
+		FallbackReason: m.FallbackReason, OfferHandoff: m.OfferHandoff}
 	events = append(events, &ports.LiveEvent{SessionEvent: ports.SessionEvent{
 		Type: ports.EventDone, SessionID: m.ConversationID, MessageID: m.ID, Seq: len(ends) + 1, Answer: answer,
 	}})

@@ -485,3 +485,17 @@ func TestStoredEvents(t *testing.T) {
 		})
 	}
 }
+
+// A stored reply's done says how the answer came about, as the live one did.
+func TestStoredDoneCarriesTheOutcome(t *testing.T) {
+	for _, m := range []domain.Message{
+		{ID: "msg_a", Role: domain.RoleAssistant, Content: "Thirty days."},
+		{ID: "msg_f", Role: domain.RoleAssistant, Content: "Sorry.", FallbackReason: domain.FallbackNoKnowledge, OfferHandoff: true},
+	} {
+		events := StoredEvents(m)
+		done := events[len(events)-1].Answer
+		if done == nil || done.IsFallback != (m.FallbackReason != "") || done.FallbackReason != m.FallbackReason || done.OfferHandoff != m.OfferHandoff {
+			t.Errorf("%s: done answer %+v, want the stored outcome", m.ID, done)
+		}
+	}
+}

@@ -61,12 +61,27 @@ type demo struct {
 	APIKey        string
 	WebhookSecret string
 	AgentSlug     string
+	// WidgetPath is the agent's widget page, /chat/<its address>.
+	WidgetPath string
 }
 
 // seedDemo creates the demo workspace, agent and sources once; on later starts
 // it only issues a fresh API key, because stored keys are hashes and cannot
 // be shown again.
 func (s *system) seedDemo(ctx context.Context) (demo, error) {
+	d, err := s.seedDemoWorkspace(ctx)
+	if err != nil {
+		return demo{}, err
+	}
+	agent, err := s.agents.Get(ctx, d.WorkspaceID, d.AgentSlug)
+	if err != nil {
+		return demo{}, err
+	}
+	d.WidgetPath = "/chat/" + agent.WidgetAddress()
+	return d, nil
+}
+
+func (s *system) seedDemoWorkspace(ctx context.Context) (demo, error) {
 	const slug = "support"
 	ws, err := s.store.GetWorkspace(ctx, demoWorkspaceID)
 	switch {
@@ -132,7 +147,9 @@ Concierge is running on %[1]s with a demo workspace on the Standard plan.
   webhook secret  %[4]s
   agent           %[5]s
 
-Try it (in another terminal):
+Chat with the agent in a browser: %[1]s%[6]s
+
+Try the API (in another terminal):
 
   export CONCIERGE_API_KEY=%[3]s CONCIERGE_API_URL=%[1]s/api/v2
 
@@ -151,5 +168,5 @@ Try it (in another terminal):
   OpenAPI: %[1]s/api/v2/openapi.json    Health: %[1]s/readyz
 
 Press Ctrl+C to stop.
-`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug)
+`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug, d.WidgetPath)
 }

@@ -75,6 +75,16 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 			t.Fatalf("banner lacks %q:\n%s", want, banner)
 		}
 	}
+	// The banner names the demo widget's page, which serves it.
+	widget := regexp.MustCompile(`http://\S+/chat/support\b`).FindString(banner)
+	if widget == "" {
+		t.Fatalf("banner lacks the widget's address:\n%s", banner)
+	}
+	if resp, err := http.Get(widget); err != nil || resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET %s = %v, %v", widget, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	first := get(banner, "/api/v2/agents")
 	if strings.Count(first, `"slug"`) != 1 || !strings.Contains(first, `"slug":"support"`) {
 		t.Fatalf("demo agents = %s", first)

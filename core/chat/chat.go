@@ -331,39 +331,12 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		err  error
 	)
 	if req.SessionID != "" {
-		if !domain.ValidID(domain.PrefixSession, req.SessionID) {
-			return ws, domain.Agent{}, conv, domain.NotFound("session")
+		ws, conv, agent, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
+			ports.SessionRef{Workspace: req.Workspace, SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.clock.Now())
+		if err == nil && req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
+			err = domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
 		}
-		if req.Workspace != nil {
-			ws = *req.Workspace
-			conv, err = s.conversations.GetConversation(ctx, ws.ID, req.SessionID)
-		} else {
-			conv, err = s.conversations.GetConversationBySession(ctx, req.SessionID)
-			if err == nil {
-				ws, err = s.workspaces.GetWorkspace(ctx, conv.WorkspaceID)
-			}
-		}
-		if errors.Is(err, domain.ErrNotFound) {
-			err = domain.NotFound("session")
-		}
-		if err != nil {
-			return ws, domain.Agent{}, conv, err
-		}
-		if req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
-			return ws, domain.Agent{}, conv, domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
-		}
-		if err := domain.VerifySessionCaller(&ws, conv, req.IdentityHeader, req.SignatureHeader, s.clock.Now()); err != nil {
-			return ws, domain.Agent{}, conv, err
-		}
-		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
-		if err != nil {
-			return ws, agent, conv, err
-		}
-		if req.Workspace == nil && !agent.Config.Published {
-			// Keyless callers only reach published agents.
-			return ws, agent, conv, domain.NotFound("session")
-		}
-		return ws, agent, conv, nil
+		return ws, agent, conv, err
 	}
 	if req.Workspace == nil {
 		return ws, domain.Agent{}, conv, domain.InvalidField("sessionId", "is required")

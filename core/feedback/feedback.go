@@ -5,7 +5,6 @@ package feedback
 
 import (
 	"context"
-	"errors"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -80,32 +79,9 @@ func (s *Service) Rate(ctx context.Context, req Request) (domain.Feedback, error
 
 // session finds the conversation a keyless caller names.
 func (s *Service) session(ctx context.Context, req Request) (domain.Conversation, error) {
-	notFound := domain.NotFound("session")
-	if !domain.ValidID(domain.PrefixSession, req.SessionID) {
-		return domain.Conversation{}, notFound
-	}
-	conv, err := s.conversations.GetConversationBySession(ctx, req.SessionID)
-	var ws domain.Workspace
-	if err == nil {
-		ws, err = s.workspaces.GetWorkspace(ctx, conv.WorkspaceID)
-	}
-	if errors.Is(err, domain.ErrNotFound) {
-		return domain.Conversation{}, notFound
-	}
-	if err != nil {
-		return domain.Conversation{}, err
-	}
-	if err := domain.VerifySessionCaller(&ws, conv, req.IdentityHeader, req.SignatureHeader, s.clock.Now()); err != nil {
-		return domain.Conversation{}, err
-	}
-	agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
-	if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
-		return domain.Conversation{}, notFound
-	}
-	if err != nil {
-		return domain.Conversation{}, err
-	}
-	return conv, nil
+	_, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
+		ports.SessionRef{SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.clock.Now())
+	return conv, err
 }
 
 // ListFilter narrows List by agent slug and rating; empty values match all.

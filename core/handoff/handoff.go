@@ -304,42 +304,9 @@ var errBadAfter = domain.InvalidField("after", "is not a message of this session
 // session, and (for keyless callers) a session of an unpublished agent are
 // all domain.ErrNotFound.
 func (s *Service) session(ctx context.Context, ref Session) (domain.Workspace, domain.Conversation, error) {
-	var (
-		ws   domain.Workspace
-		conv domain.Conversation
-		err  error
-	)
-	if !domain.ValidID(domain.PrefixSession, ref.SessionID) {
-		return ws, conv, domain.NotFound("session")
-	}
-	if ref.Workspace != nil {
-		ws = *ref.Workspace
-		conv, err = s.conversations.GetConversation(ctx, ws.ID, ref.SessionID)
-	} else {
-		conv, err = s.conversations.GetConversationBySession(ctx, ref.SessionID)
-		if err == nil {
-			ws, err = s.workspaces.GetWorkspace(ctx, conv.WorkspaceID)
-		}
-	}
-	if errors.Is(err, domain.ErrNotFound) {
-		err = domain.NotFound("session")
-	}
-	if err != nil {
-		return ws, conv, err
-	}
-	if err := domain.VerifySessionCaller(&ws, conv, ref.IdentityHeader, ref.SignatureHeader, s.clock.Now()); err != nil {
-		return ws, conv, err
-	}
-	if ref.Workspace == nil {
-		agent, err := s.agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
-		if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
-			return ws, conv, domain.NotFound("session")
-		}
-		if err != nil {
-			return ws, conv, err
-		}
-	}
-	return ws, conv, nil
+	ws, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
+		ports.SessionRef(ref), s.clock.Now())
+	return ws, conv, err
 }
 
 // conversation reads a conversation of the workspace; a malformed id is

@@ -141,38 +141,19 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 
 // conversation resolves the followed conversation as the chat routes do.
 func (s *Service) conversation(ctx context.Context, req Request) (domain.Conversation, error) {
-	if !domain.ValidID(domain.PrefixSession, req.SessionID) {
-		if req.Workspace != nil {
+	if req.Workspace != nil {
+		// The v2 route names it a conversation.
+		if !domain.ValidID(domain.PrefixSession, req.SessionID) {
 			return domain.Conversation{}, domain.NotFound("conversation")
 		}
-		return domain.Conversation{}, domain.NotFound("session")
-	}
-	if req.Workspace != nil {
 		conv, err := s.d.Conversations.GetConversation(ctx, req.Workspace.ID, req.SessionID)
 		if errors.Is(err, domain.ErrNotFound) {
 			err = domain.NotFound("conversation")
 		}
 		return conv, err
 	}
-	conv, err := s.d.Conversations.GetConversationBySession(ctx, req.SessionID)
-	var ws domain.Workspace
-	if err == nil {
-		ws, err = s.d.Workspaces.GetWorkspace(ctx, conv.WorkspaceID)
-	}
-	if errors.Is(err, domain.ErrNotFound) {
-		err = domain.NotFound("session")
-	}
-	if err != nil {
-		return conv, err
-	}
-	if err := domain.VerifySessionCaller(&ws, conv, req.IdentityHeader, req.SignatureHeader, s.d.Clock.Now()); err != nil {
-		return conv, err
-	}
-	agent, err := s.d.Agents.GetAgentByID(ctx, ws.ID, conv.AgentID)
-	if errors.Is(err, domain.ErrNotFound) || (err == nil && !agent.Config.Published) {
-		// Keyless callers only reach published agents.
-		return conv, domain.NotFound("session")
-	}
+	_, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.d.Conversations, Workspaces: s.d.Workspaces, Agents: s.d.Agents},
+		ports.SessionRef{SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.d.Clock.Now())
 	return conv, err
 }
 

@@ -29,5 +29,5 @@ if ! command -v npm >/dev/null; then
   echo "browser: npm is not installed (apt-get install nodejs npm); the widget's browser tests need it" >&2
   exit 1
 fi
-echo "browser: installing playwright-core into $dir" >&2
+echo "browser: installing the browser test tools (playwright-core, axe-core) into $dir" >&2
 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error

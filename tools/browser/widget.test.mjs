@@ -13,9 +13,12 @@
 //   CHROMIUM           the browser (default /usr/bin/chromium)
 // Prints the page weight and the first-token figures; exits non-zero on the
 // first failed check. Timings are recorded and printed, never asserted.
+// The "axe:" steps audit the main states against WCAG 2.1 A and AA with
+// axe-core (test tooling only: injected here, never served by the widget).
 import { chromium } from 'playwright-core';
 import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 
@@ -29,6 +32,10 @@ const citationName = env('WIDGET_CITATION');
 const xssQuestion = env('WIDGET_XSS_QUESTION');
 const shots = env('SCREENSHOT_DIR');
 const PAGE_BUDGET = 200_000; // bytes: "under 200 KB", in decimal kilobytes
+const require = createRequire(import.meta.url);
+const AXE_PATH = require.resolve('axe-core/axe.min.js');
+const AXE_VERSION = require('axe-core/package.json').version;
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
 for (const [k, v] of Object.entries({ WIDGET_BASE: base, WIDGET_API_KEY: apiKey, WIDGET_QUESTION: question, SCREENSHOT_DIR: shots })) {
   if (!v) { console.error(`${k} is not set`); process.exit(2); }
 }
@@ -49,8 +56,10 @@ const browser = await chromium.launch({
 
 // newPage opens a fresh context (own storage) with the checks every page gets:
 // page errors, CSP violations, dialogs, requests that leave the service.
+// opts.bypassCSP is for the axe audits only (the page's script-src 'self'
+// would block the injected axe-core); every other step runs under the real CSP.
 async function newPage(opts = {}) {
-  const context = await browser.newContext({ viewport: opts.viewport || { width: 420, height: 720 }, deviceScaleFactor: opts.scale || 1 });
+  const context = await browser.newContext({ viewport: opts.viewport || { width: 420, height: 720 }, deviceScaleFactor: opts.scale || 1, bypassCSP: !!opts.bypassCSP });
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const watch = { errors: [], dialogs: [], foreign: [], console: [], requests: [] };
@@ -73,6 +82,7 @@ async function newPage(opts = {}) {
     // DOMPurify parses hostile markup in an inert document that inherits the
     // page's CSP, which reports (and blocks) the inline handler it contains
     // before DOMPurify removes it: a second layer, not a violation of ours.
+    if (opts.bypassCSP) return; // no CSP to violate in an audit context
     const csp = (await page.evaluate(() => window.__csp)).filter((v) => !(v.directive === 'script-src-attr' && /\/vendor\/dompurify\//.test(v.source)));
     assert.deepEqual(csp, [], 'CSP violations');
   };
@@ -96,6 +106,29 @@ let failed = false;
 async function shot(page, name) {
   await page.screenshot({ path: join(shots, name + '.png') });
 }
+
+// audit runs axe-core on the page as it is. Any violation of a WCAG 2.1 A or
+// AA rule (AXE_TAGS) fails the step, listing each rule, its impact, the
+// elements (CSS selectors) and the rule's help page. axe's best-practice rules
+// (landmarks, headings...) run too and are printed, not failed, as are the
+// results axe leaves for review (it could not decide, e.g. text over an image).
+async function audit(p, state) {
+  if (!(await p.evaluate(() => !!window.axe))) await p.addScriptTag({ path: AXE_PATH });
+  const r = await p.evaluate(async (tags) => {
+    const res = await window.axe.run(document, { runOnly: { type: 'tag', values: [...tags, 'best-practice'] }, resultTypes: ['violations', 'incomplete'] });
+    const wcag = (v) => v.tags.some((t) => tags.includes(t));
+    const brief = (v) => ({ id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, wcag: wcag(v), nodes: v.nodes.map((n) => ({ target: n.target.join(' '), why: n.failureSummary || '' })) });
+    return { version: res.testEngine.version, passes: res.passes.filter(wcag).length, violations: res.violations.map(brief), incomplete: res.incomplete.map(brief) };
+  }, AXE_TAGS);
+  const failing = r.violations.filter((v) => v.wcag);
+  figures.axe = figures.axe || {};
+  figures.axe[state] = { passes: r.passes, violations: failing.length };
+  for (const v of r.violations.filter((x) => !x.wcag)) console.log(`     axe "${state}": best practice (not failed): ${describe(v)}`);
+  for (const v of r.incomplete) console.log(`     axe "${state}": needs review (not failed): ${describe(v)}`);
+  if (failing.length) assert.fail(`axe-core ${r.version} (${AXE_TAGS.join(', ')}): ${failing.length} violation(s) in "${state}":\n${failing.map(describe).join('\n')}`);
+}
+const describe = (v) => `${v.id} [${v.impact}] ${v.help}\n    ${v.helpUrl}\n` +
+  v.nodes.map((n) => `    - ${n.target}\n      ${n.why.replace(/\n/g, '\n      ')}`).join('\n');
 
 async function open(page, path = '/chat/' + slug) {
   const res = await page.goto(base + path);
@@ -395,6 +428,72 @@ try {
     await p.context().close();
   });
 
+  // Accessibility audits (axe-core, WCAG 2.1 A/AA) of the main states, in
+  // contexts that bypass the CSP so that axe-core can be injected.
+  {
+    const p = await newPage({ bypassCSP: true });
+    await step(`axe ${AXE_VERSION}: welcome`, async () => {
+      await open(p);
+      await audit(p, 'welcome');
+    });
+    await step(`axe ${AXE_VERSION}: an answer with its citation and feedback buttons`, async () => {
+      const answer = await ask(p, question);
+      await answer.locator('.cw-cite', { hasText: citationName }).waitFor();
+      await answer.locator('.cw-thumb--up').click();
+      await p.waitForFunction(() => [...document.querySelectorAll('.cw-thumb--up')].pop().getAttribute('aria-pressed') === 'true');
+      await audit(p, 'answer');
+    });
+    await step(`axe ${AXE_VERSION}: the handoff form open`, async () => {
+      await p.locator('.cw-footer .cw-link-button', { hasText: 'Talk to a person' }).click();
+      await p.locator('#cw-handoff-name').waitFor();
+      await audit(p, 'handoff form');
+    });
+    await step(`axe ${AXE_VERSION}: waiting for a person, then a person's reply`, async () => {
+      await p.locator('.cw-handoff button[type=submit]').click();
+      await p.locator('.cw-status', { hasText: 'Waiting for a person' }).waitFor();
+      await audit(p, 'waiting for a person');
+      const sid = await p.evaluate(() => window.conciergeWidget.sessionId);
+      const r = await api('POST', `/api/v2/conversations/${sid}/messages`, { role: 'HUMAN', content: 'Hi, **Marta** here. [Our returns page](https://example.com/returns) has it all.', authorName: 'Marta' });
+      assert.equal(r.status, 201, r.text);
+      await p.locator('.cw-msg--human', { hasText: 'Marta here' }).waitFor();
+      await p.locator('.cw-status', { hasText: 'chatting with a person' }).waitFor();
+      await audit(p, 'a person\'s reply');
+      await p.clean();
+    });
+    await p.context().close();
+  }
+
+  await step(`axe ${AXE_VERSION}: a 375 px wide phone`, async () => {
+    const p = await newPage({ viewport: { width: 375, height: 667 }, scale: 2, bypassCSP: true });
+    await open(p);
+    await audit(p, 'phone, welcome');
+    await ask(p, question);
+    await audit(p, 'phone, answer');
+    await p.clean();
+    await p.context().close();
+  });
+
+  await step(`axe ${AXE_VERSION}: the 404 page`, async () => {
+    const p = await newPage({ bypassCSP: true });
+    const res = await p.goto(base + '/chat/no-such-agent');
+    assert.equal(res.status(), 404);
+    await audit(p, '404 page');
+    // The audit itself is live: a nameless button and faint text are caught.
+    await p.evaluate(() => {
+      const canary = document.createElement('div');
+      canary.id = 'axe-canary';
+      const faint = document.createElement('p');
+      faint.textContent = 'faint text';
+      faint.style.color = '#c0c0c0';
+      canary.append(document.createElement('button'), faint);
+      document.querySelector('main').append(canary);
+    });
+    const caught = await p.evaluate((tags) => window.axe.run('#axe-canary', { runOnly: { type: 'tag', values: tags } }).then((res) => res.violations.map((v) => v.id)), AXE_TAGS);
+    assert.deepEqual(caught.sort(), ['button-name', 'color-contrast'], 'axe-core catches a nameless button and faint text');
+    await p.clean();
+    await p.context().close();
+  });
+
   await step('page weight under 200 KB = 200,000 bytes (HTML + JS + CSS, uncompressed)', async () => {
     assert.ok(figures.pageWeight.total < PAGE_BUDGET, `page weight ${figures.pageWeight.total} over ${PAGE_BUDGET}`);
   });
@@ -424,6 +523,16 @@ try {
       await p.clean();
       await p.context().close();
     });
+
+    // A light primary colour (yellow): dark text on it, dark ink for links and chips.
+    await step(`axe ${AXE_VERSION}: white-label with a light primary colour`, async () => {
+      const p = await newPage({ bypassCSP: true });
+      await open(p, `/chat/${env('WIDGET_WL_SLUG')}`);
+      await ask(p, question);
+      await audit(p, 'white-label, answer');
+      await p.clean();
+      await p.context().close();
+    });
   }
 } catch (e) {
   if (page && !page.isClosed()) {
@@ -441,6 +550,7 @@ if (ft.length) {
   console.log(`first answer token, bytes arrived -> in the DOM on the next frame: ${ft.map((x) => x.toFixed(1)).join(', ')} ms (median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)}, max ${sorted[sorted.length - 1].toFixed(1)}; budget 100 ms, recorded, not asserted)`);
 }
 if (figures.humanReplyMs !== undefined) console.log(`person's reply posted -> shown in the widget: ${figures.humanReplyMs} ms`);
+if (figures.axe) console.log(`axe-core ${AXE_VERSION} (${AXE_TAGS.join(', ')}): ` + Object.entries(figures.axe).map(([k, v]) => `${k}: ${v.violations} violations (${v.passes} rules passed)`).join('; '));
 console.log(`screenshots in ${shots}`);
 console.log(`${results.length} passed, ${failed ? 1 : 0} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 process.exit(failed ? 1 : 0);

@@ -289,7 +289,9 @@ function build() {
 		ui.handoffButton,
 		cfg.poweredBy === false ? null : el('a', { class: 'cw-powered', href: 'https://github.com/conciergehq/concierge', target: '_blank', rel: 'noopener noreferrer', text: t('poweredBy') }));
 
-	app.replaceChildren(header, ui.status, ui.log, ui.handoff, ui.error, ui.composer, footer, ui.announce);
+	// Landmarks: the header (banner), the conversation (main), the footer (contentinfo).
+	const main = el('main', { class: 'cw-main' }, ui.status, ui.log, ui.handoff, ui.error, ui.composer, ui.announce);
+	app.replaceChildren(header, main, footer);
 	app.dataset.state = 'ready';
 }
 

@@ -21,7 +21,10 @@ import (
 // history, asks for a person and sees a reply posted through the API appear
 // (live, then with the live stream blocked, by polling), checks that hostile
 // Markdown renders inert, sends with the keyboard only, fits a 375 px phone,
-// checks the 404 page, and (Enterprise) white-label and a verified user.
+// checks the 404 page, embeds the widget in an <iframe> of a page on another
+// origin (rendered for the default allowedOrigins and for a listed origin,
+// refused by Chromium's CSP frame-ancestors for an unlisted one), and
+// (Enterprise) white-label and a verified user.
 // It prints the page weight (asserted under 200,000 bytes) and the first-token
 // figures (recorded only). Screenshots go to a temporary directory, or to
 // WIDGET_SCREENSHOT_DIR (`make screenshots` sets it to docs/widget).
@@ -33,6 +36,9 @@ const (
 	// A Q&A source whose answer is hostile: the widget must render it inert.
 	widgetXSSQuestion = "Show me the rendering sample"
 	widgetXSSAnswer   = "Here is the sample: <img src=x onerror=\"window.__pwned=1\"> and a link [click me](javascript:window.__pwned=2). **Bold** stays bold."
+	// The only origin an agent of the framing checks lets frame it: not the
+	// host page's, so Chromium must refuse to render it there.
+	widgetOtherOrigin = "https://shop.example.com"
 )
 
 func TestWidgetInBrowser(t *testing.T) {
@@ -89,6 +95,17 @@ func TestWidgetInBrowser(t *testing.T) {
 	c.must(c.do(pod, "POST", "/api/v2/agents/brand/sources", map[string]any{
 		"type": "text", "name": widgetCitation, "content": "Standard shipping takes 3 to 5 business days and costs 4 euros.",
 	}, ent.auth()), 201)
+	// Agents of the Standard workspace for the framing checks: the widget
+	// (on 127.0.0.1) framed by a host page the script serves on another
+	// origin, http://localhost:<port>. "support" keeps the default (no
+	// allowedOrigins: any site may frame it); "framed" lists the host page's
+	// origin (set with PATCH); "locked" lists another origin only.
+	frameOrigin := "http://localhost:" + strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	c.must(c.do(pod, "POST", "/api/v2/agents", map[string]any{"slug": "framed", "name": "Framed Help"}, std.auth()), 201)
+	c.must(c.do(pod, "PATCH", "/api/v2/agents/framed", map[string]any{"allowedOrigins": []string{frameOrigin}}, std.auth()), 200)
+	c.must(c.do(pod, "POST", "/api/v2/agents", map[string]any{
+		"slug": "locked", "name": "Locked Help", "allowedOrigins": []string{widgetOtherOrigin},
+	}, std.auth()), 201)
 	waitSourcesReady(c, pod, std, "support")
 	waitSourcesReady(c, pod, ent, "brand")
 
@@ -104,6 +121,10 @@ func TestWidgetInBrowser(t *testing.T) {
 		"WIDGET_ANSWER_TEXT="+widgetAnswerText,
 		"WIDGET_CITATION="+widgetCitation,
 		"WIDGET_XSS_QUESTION="+widgetXSSQuestion,
+		"WIDGET_FRAME_ORIGIN="+frameOrigin,
+		"WIDGET_FRAME_ALLOWED_SLUG=framed",
+		"WIDGET_FRAME_REFUSED_SLUG=locked",
+		"WIDGET_FRAME_OTHER_ORIGIN="+widgetOtherOrigin,
 		"WIDGET_WL_SLUG=brand",
 		"WIDGET_WL_API_KEY="+ent.Key,
 		"WIDGET_WL_SECRET="+ent.WebhookSecret,

@@ -7,6 +7,13 @@
 //   WIDGET_QUESTION, WIDGET_ANSWER_TEXT, WIDGET_CITATION   a question the
 //                      knowledge answers, a phrase of the answer, its source
 //   WIDGET_XSS_QUESTION a question whose answer holds hostile Markdown/HTML
+//   WIDGET_FRAME_ORIGIN optional: http://localhost:port, where the script serves
+//                      a host page that frames the widget (another origin than
+//                      WIDGET_BASE's 127.0.0.1); with it:
+//   WIDGET_FRAME_ALLOWED_SLUG  an agent (same workspace) whose allowedOrigins
+//                      list WIDGET_FRAME_ORIGIN
+//   WIDGET_FRAME_REFUSED_SLUG  an agent whose allowedOrigins list only
+//                      WIDGET_FRAME_OTHER_ORIGIN
 //   WIDGET_WL_SLUG, WIDGET_WL_API_KEY, WIDGET_WL_SECRET  optional: an agent of
 //                      an Enterprise workspace (no "Powered by", identity)
 //   SCREENSHOT_DIR     where the screenshots go
@@ -17,6 +24,7 @@
 // axe-core (test tooling only: injected here, never served by the widget).
 import { chromium } from 'playwright-core';
 import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
 import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -159,6 +167,56 @@ async function ask(page, text) {
     return all.length > n && !all[all.length - 1].classList.contains('cw-streaming') && all[all.length - 1].querySelector('.cw-feedback');
   }, before);
   return lastAssistant(page);
+}
+
+// The framing checks' host page, on another origin than the widget: a page of
+// "someone else's site" with the widget in an <iframe> (?src=its URL). The
+// frame's load event (fired for a rendered page and for the error page that
+// replaces a refused one alike) counts in window.__frameLoads.
+const frameOrigin = env('WIDGET_FRAME_ORIGIN');
+let hostServer;
+if (frameOrigin) {
+  const u = new URL(frameOrigin);
+  assert.notEqual(u.origin, new URL(base).origin, 'the host page is on another origin than the widget');
+  hostServer = createServer((req, res) => {
+    const src = new URL(req.url, frameOrigin).searchParams.get('src');
+    if (new URL(req.url, frameOrigin).pathname !== '/host' || !src) { res.writeHead(404).end(); return; }
+    const attr = src.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
+    res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>A shop</title></head>
+<body><main><h1>A shop that embeds the chat</h1>
+<iframe id="chat" title="Chat" src="${attr}" style="width:380px;height:600px;border:0" onload="window.__frameLoads=(window.__frameLoads||0)+1"></iframe>
+</main></body></html>`);
+  });
+  // The widget's pod listens on 127.0.0.1; so does this server, reached as localhost.
+  await new Promise((resolve, reject) => { hostServer.once('error', reject); hostServer.listen(Number(u.port), '127.0.0.1', resolve); });
+}
+
+// framed opens the host page framing widget address `addr` in a fresh
+// context. It returns the page, the <iframe>'s frame once its load event
+// fired, and the response of the frame's document (the widget page itself).
+async function framed(addr) {
+  const p = await newPage({ viewport: { width: 800, height: 720 } });
+  const widgetURL = `${base}/chat/${addr}`;
+  let doc;
+  p.on('response', (r) => { if (r.url() === widgetURL && r.request().resourceType() === 'document') doc = r; });
+  const res = await p.goto(`${frameOrigin}/host?src=${encodeURIComponent(widgetURL)}`);
+  assert.equal(res.status(), 200);
+  await p.waitForFunction(() => window.__frameLoads >= 1);
+  const frame = await (await p.locator('iframe#chat').elementHandle()).contentFrame();
+  assert.ok(frame, 'the <iframe> has a frame');
+  assert.ok(doc, `the frame requested ${widgetURL}`);
+  // Only the host page and the widget may be asked for: nothing else.
+  p.watch.foreign = p.watch.foreign.filter((x) => !x.startsWith(frameOrigin + '/'));
+  return { p, frame, doc };
+}
+
+// agentOf reads an agent through the v2 API: its name, allowedOrigins, and
+// its widget address (the last segment of widgetUrl).
+async function agentOf(agentSlug) {
+  const r = await api('GET', `/api/v2/agents/${agentSlug}`);
+  assert.equal(r.status, 200, r.text);
+  return { ...r.json, address: new URL(r.json.widgetUrl).pathname.replace(/^\/chat\//, '') };
 }
 
 let sessionWithHistory = '';
@@ -428,6 +486,68 @@ try {
     await p.context().close();
   });
 
+  if (frameOrigin) {
+    // Embedding: the page's CSP frame-ancestors is Chromium's to enforce.
+    await step('framed on another origin, default allowedOrigins (any site): renders and answers', async () => {
+      const a = await agentOf(slug);
+      assert.deepEqual(a.allowedOrigins, [], 'the agent keeps the default');
+      const { p, frame, doc } = await framed(a.address);
+      assert.match(doc.headers()['content-security-policy'] || '', /frame-ancestors \*$/);
+      await frame.waitForFunction(() => window.conciergeWidget && window.conciergeWidget.ready === true);
+      await frame.locator('h1.cw-title', { hasText: a.name }).waitFor();
+      assert.equal(frame.url(), `${base}/chat/${a.address}`);
+      // It works, not just shows: a question answered inside the frame.
+      await frame.locator('#cw-input').fill(question);
+      await frame.locator('.cw-send').click();
+      await frame.locator('.cw-msg--assistant:not(.cw-welcome) .cw-bubble', { hasText: answerText }).waitFor();
+      await frame.locator('.cw-msg--assistant:not(.cw-welcome) .cw-feedback').waitFor();
+      assert.deepEqual(await frame.evaluate(() => window.__csp), [], 'CSP violations in the frame');
+      await p.clean();
+      await p.context().close();
+    });
+
+    await step('framed on an origin listed in allowedOrigins: renders', async () => {
+      const a = await agentOf(env('WIDGET_FRAME_ALLOWED_SLUG'));
+      assert.deepEqual(a.allowedOrigins, [frameOrigin]);
+      const { p, frame, doc } = await framed(a.address);
+      assert.equal(doc.headers()['content-security-policy'].split('frame-ancestors ')[1], `'self' ${frameOrigin}`);
+      await frame.waitForFunction(() => window.conciergeWidget && window.conciergeWidget.ready === true);
+      await frame.locator('h1.cw-title', { hasText: a.name }).waitFor();
+      assert.equal(frame.url(), `${base}/chat/${a.address}`);
+      assert.deepEqual(await frame.evaluate(() => window.__csp), [], 'CSP violations in the frame');
+      await p.clean();
+      await p.context().close();
+    });
+
+    await step('framed on an origin not in allowedOrigins: Chromium refuses to render it', async () => {
+      const other = env('WIDGET_FRAME_OTHER_ORIGIN');
+      const a = await agentOf(env('WIDGET_FRAME_REFUSED_SLUG'));
+      assert.deepEqual(a.allowedOrigins, [other]);
+      // The control: the same page opened directly is a working widget.
+      const top = await newPage();
+      await open(top, `/chat/${a.address}`);
+      await top.locator('h1.cw-title', { hasText: a.name }).waitFor();
+      await top.clean();
+      await top.context().close();
+      // Framed by the host page: the server sends the page (200, with the
+      // policy), the frame's load event fires, and the frame holds Chromium's
+      // error page instead of the widget.
+      const { p, frame, doc } = await framed(a.address);
+      assert.equal(doc.status(), 200);
+      assert.equal(doc.headers()['content-security-policy'].split('frame-ancestors ')[1], `'self' ${other}`);
+      assert.match(frame.url(), /^chrome-error:/, 'the frame shows the error page');
+      assert.notEqual(frame.url(), `${base}/chat/${a.address}`);
+      assert.equal(await frame.locator('h1.cw-title, #cw-input, #concierge-config').count(), 0, 'no widget DOM in the frame');
+      // Chromium says why, on the console: a frame-ancestors violation
+      // (waited for, as the message may trail the load event).
+      const said = () => p.watch.console.filter((m) => /^error: /.test(m) && m.includes('frame-ancestors') && m.includes(`'self' ${other}`));
+      for (let i = 0; i < 100 && said().length === 0; i++) await sleep(100);
+      assert.equal(said().length, 1, `the frame-ancestors violation on the console: ${JSON.stringify(p.watch.console)}`);
+      await p.clean();
+      await p.context().close();
+    });
+  }
+
   // Accessibility audits (axe-core, WCAG 2.1 A/AA) of the main states, in
   // contexts that bypass the CSP so that axe-core can be injected.
   {
@@ -542,6 +662,7 @@ try {
   failed = true;
 } finally {
   await browser.close();
+  if (hostServer) hostServer.close();
 }
 
 const ft = (figures.firstToken || []).filter((x) => typeof x === 'number');

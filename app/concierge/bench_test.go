@@ -44,11 +44,13 @@ type loadResult struct {
 	Errors   int64
 	RPS      float64
 	P50, P99 time.Duration
+	// CPU is what the round cost this process, PostgreSQL and Redis.
+	CPU cpuUse
 }
 
 func (r loadResult) String() string {
-	return fmt.Sprintf("%-34s %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d errors)",
-		r.Name, r.RPS, ms(r.P50), ms(r.P99), r.Requests, r.Errors)
+	return fmt.Sprintf("%-34s %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d errors)%s",
+		r.Name, r.RPS, ms(r.P50), ms(r.P99), r.Requests, r.Errors, r.CPU.perRequest(r.Requests))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -67,6 +69,7 @@ func load(b *testing.B, name string, want int, newRequest func(i int64) *http.Re
 			lats    []time.Duration
 			wg      sync.WaitGroup
 		)
+		cpuBefore := readCPU()
 		deadline := time.Now().Add(d)
 		for range benchConcurrency {
 			wg.Go(func() {
@@ -96,8 +99,9 @@ func load(b *testing.B, name string, want int, newRequest func(i int64) *http.Re
 		if !record {
 			return loadResult{}
 		}
+		cpu := readCPU().sub(cpuBefore)
 		slices.Sort(lats)
-		res := loadResult{Name: name, Requests: len(lats), Errors: errs.Load(), RPS: float64(len(lats)) / d.Seconds()}
+		res := loadResult{Name: name, Requests: len(lats), Errors: errs.Load(), RPS: float64(len(lats)) / d.Seconds(), CPU: cpu}
 		if len(lats) > 0 {
 			res.P50 = lats[len(lats)/2]
 			res.P99 = lats[len(lats)*99/100]

@@ -194,10 +194,10 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// statement. What reports them (to the helpdesk while a person owns the
 	// conversation, as events when the workspace has an events URL) is
 	// written with them; usually nothing, which keeps this one round trip.
-	now := userMsg.CreatedAt
-	deliveries := domain.MessageDeliveries(&ws, conv, userMsg, now)
+	var deliveries []domain.Delivery
 	if p.fresh {
-		deliveries = append(domain.ConversationDeliveries(&ws, conv, now), deliveries...)
+		now := userMsg.CreatedAt
+		deliveries = append(domain.ConversationDeliveries(&ws, conv, now), domain.MessageDeliveries(&ws, conv, userMsg, now)...)
 		if userMsg, err = s.conversations.StartConversation(ctx, &conv, userMsg, deliveries...); err != nil {
 			return domain.Answer{}, err
 		}
@@ -205,7 +205,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
 		}
-		if userMsg, deliveries, err = s.appendUserMessage(ctx, &ws, &conv, userMsg); err != nil {
+		if userMsg, _, deliveries, err = ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, userMsg); err != nil {
 			return domain.Answer{}, err
 		}
 		if retrieval == nil && verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
@@ -280,30 +280,6 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
 	ports.EnqueueDeliveries(context.WithoutCancel(ctx), s.deliveries, s.log, deliveries)
 	return answer, nil
-}
-
-// statusAttempts bounds how often a turn re-reads a conversation whose
-// state keeps changing under it.
-const statusAttempts = 3
-
-// appendUserMessage stores the user's message under the conversation's
-// state as read, with what reports it in that state. When the state changed
-// first (a person took over, say), it reads the conversation again and
-// decides again, so the message goes to the helpdesk and the agent stays
-// silent. conv is updated to the state the message was stored under.
-func (s *Service) appendUserMessage(ctx context.Context, ws *domain.Workspace, conv *domain.Conversation, msg domain.Message) (domain.Message, []domain.Delivery, error) {
-	for attempt := 1; ; attempt++ {
-		deliveries := domain.MessageDeliveries(ws, *conv, msg, msg.CreatedAt)
-		stored, _, err := s.conversations.AppendMessage(ctx, msg, conv.Status, deliveries...)
-		if !errors.Is(err, domain.ErrStatusChanged) || attempt == statusAttempts {
-			return stored, deliveries, err
-		}
-		current, err := s.conversations.GetConversation(ctx, ws.ID, conv.ID)
-		if err != nil {
-			return domain.Message{}, nil, err
-		}
-		*conv = current
-	}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or

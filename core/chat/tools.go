@@ -158,7 +158,7 @@ func indexOf(chunks []domain.Chunk, id string) int {
 // conversation that already left AI (an earlier call of the tool in this
 // turn, or a person taking it over meanwhile) is left alone.
 func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
-	for range statusAttempts {
+	for range ports.StatusAttempts {
 		if t.conv.Status != domain.StatusAI {
 			return nil
 		}

@@ -43,17 +43,7 @@ func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug s
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	userID := ""
-	if identity != nil {
-		userID = identity.UserID
-	}
-	conv := domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
-	deliveries := domain.ConversationDeliveries(ws, conv, conv.CreatedAt)
-	if err := s.conversations.CreateConversation(ctx, &conv, deliveries...); err != nil {
-		return domain.Conversation{}, err
-	}
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
-	return conv, nil
+	return ports.OpenConversation(ctx, s.conversations, s.deliveries, s.log, ws, &agent, identity, s.clock.Now())
 }
 
 // ListFilter narrows List by agent slug and status; empty values match all.

@@ -161,25 +161,11 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 		InboundEventID: ev.ID,
 		CreatedAt:      now,
 	}
-	var (
-		deliveries []domain.Delivery
-		stored     domain.Message
-		created    bool
-	)
 	// Stored under the state as read, with what reports it in that state; a
-	// state that changed first (a handoff, say) is read again and decided
-	// again, so the helpdesk gets the message. Still changing after that:
-	// the task is retried.
-	for attempt := 1; ; attempt++ {
-		deliveries = domain.MessageDeliveries(&ws, conv, msg, now)
-		stored, created, err = s.conversations.AppendMessage(ctx, msg, conv.Status, deliveries...)
-		if !errors.Is(err, domain.ErrStatusChanged) || attempt == statusAttempts {
-			break
-		}
-		if conv, err = s.conversations.GetConversation(ctx, ev.WorkspaceID, ev.SessionID); err != nil {
-			break
-		}
-	}
+	// state that changed first (a handoff, say) is decided again, so the
+	// helpdesk gets the message. Still changing after that: the task is
+	// retried.
+	stored, created, deliveries, err := ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, msg)
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.sessionGone(ctx, ev)
 	}
@@ -200,10 +186,6 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 	}
 	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, stored.ID, "", s.clock.Now())
 }
-
-// statusAttempts bounds how often an event re-reads a conversation whose
-// state keeps changing under it.
-const statusAttempts = 3
 
 // sessionGone records that the conversation was deleted after the event
 // was accepted: nothing to append to, ever, so retrying is pointless.

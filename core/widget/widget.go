@@ -116,15 +116,5 @@ func (s *Service) StartSession(ctx context.Context, req SessionRequest) (domain.
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	userID := ""
-	if identity != nil {
-		userID = identity.UserID
-	}
-	conv := domain.NewConversation(w.Workspace.ID, &w.Agent, userID, s.clock.Now())
-	deliveries := domain.ConversationDeliveries(&w.Workspace, conv, conv.CreatedAt)
-	if err := s.conversations.CreateConversation(ctx, &conv, deliveries...); err != nil {
-		return domain.Conversation{}, err
-	}
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
-	return conv, nil
+	return ports.OpenConversation(ctx, s.conversations, s.deliveries, s.log, &w.Workspace, &w.Agent, identity, s.clock.Now())
 }

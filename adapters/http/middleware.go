@@ -194,22 +194,13 @@ func limitBody(limit, uploadLimit int) fiber.Handler {
 	}
 }
 
-// limitWidgetSessions counts the widget's new sessions against the client
-// IP, on a budget of their own: each is a stored conversation, so it is
-// tighter than that of the other keyless calls.
-func limitWidgetSessions(rl rateLimiter, lim limits) fiber.Handler {
+// limitPerIP counts keyless calls against the client IP, in the named
+// bucket: the session routes share one ("ip"); the widget's new sessions
+// have a tighter one of their own ("widget"), as each is a stored
+// conversation.
+func limitPerIP(rl rateLimiter, bucket string, perMinute int) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		if err := rl.take(c, "widget:"+c.IP(), lim.WidgetSessionsPerMinute); err != nil {
-			return err
-		}
-		return c.Next()
-	}
-}
-
-// limitPerIP counts keyless calls against the client IP.
-func limitPerIP(rl rateLimiter, lim limits) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if err := rl.take(c, "ip:"+c.IP(), lim.PublicPerMinute); err != nil {
+		if err := rl.take(c, bucket+":"+c.IP(), perMinute); err != nil {
 			return err
 		}
 		return c.Next()

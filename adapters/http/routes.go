@@ -145,13 +145,13 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v1h.RegisterKeyed(api.Group("/v1", keyed))
 	// The session id is the capability here; no key, so count per client IP.
 	// One group, so its limiter counts each request once.
-	session := api.Group("/chat", limitPerIP(rl, lim))
+	session := api.Group("/chat", limitPerIP(rl, "ip", lim.PublicPerMinute))
 	v1h.RegisterSession(session)
 	v1.NewEventHandlers(s.Relay).RegisterSession(session)
 	v1.NewFeedbackHandlers(s.Feedback, decoder).RegisterSession(session)
 	// The widget opens its sessions here: no key, no plan, its own per-IP
 	// limit (a session is a conversation row; messages are limited above).
-	widgets.RegisterAPI(api.Group("/widget"), limitWidgetSessions(rl, lim))
+	widgets.RegisterAPI(api.Group("/widget"), limitPerIP(rl, "widget", lim.WidgetSessionsPerMinute))
 
 	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
 		Workspace: func(c *fiber.Ctx, workspaceID string) error {

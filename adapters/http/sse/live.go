@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/http/wire"
+	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -35,6 +36,20 @@ func live(c *fiber.Ctx, stall time.Duration, run func(sink *LiveSink)) error {
 		run(sink)
 	})
 	return nil
+}
+
+// Follow serves the live stream of a conversation: it opens req (with the
+// client's Last-Event-ID) on the relay and streams it. Errors before the
+// stream opens (an unknown session, a Last-Event-ID the conversation does
+// not know) are returned for the ErrorHandler's JSON body.
+func Follow(c *fiber.Ctx, r *relay.Service, req relay.Request) error {
+	ctx := c.UserContext()
+	req.LastEventID = LastEventID(c)
+	st, err := r.Open(ctx, req)
+	if err != nil {
+		return err
+	}
+	return Live(c, func(sink *LiveSink) { _ = st.Run(ctx, sink) })
 }
 
 // LastEventID is where a client resumes: the Last-Event-ID header, which

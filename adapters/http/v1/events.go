@@ -29,15 +29,9 @@ func (h *EventHandlers) RegisterSession(r fiber.Router) {
 // events streams the session's live events, resuming after Last-Event-ID.
 // Errors before the stream opens are the usual JSON error bodies.
 func (h *EventHandlers) events(c *fiber.Ctx) error {
-	ctx := c.UserContext()
-	st, err := h.relay.Open(ctx, relay.Request{
+	return sse.Follow(c, h.relay, relay.Request{
 		SessionID:       strings.Clone(c.Params("sessionId")),
-		LastEventID:     sse.LastEventID(c),
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
 		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
 	})
-	if err != nil {
-		return err
-	}
-	return sse.Live(c, func(sink *sse.LiveSink) { _ = st.Run(ctx, sink) })
 }

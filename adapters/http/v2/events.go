@@ -29,14 +29,5 @@ func (h *EventHandlers) Register(r fiber.Router) {
 // after Last-Event-ID; another workspace's conversation is 404.
 func (h *EventHandlers) events(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
-	ctx := c.UserContext()
-	st, err := h.relay.Open(ctx, relay.Request{
-		Workspace:   &p.Workspace,
-		SessionID:   strings.Clone(c.Params("id")),
-		LastEventID: sse.LastEventID(c),
-	})
-	if err != nil {
-		return err
-	}
-	return sse.Live(c, func(sink *sse.LiveSink) { _ = st.Run(ctx, sink) })
+	return sse.Follow(c, h.relay, relay.Request{Workspace: &p.Workspace, SessionID: strings.Clone(c.Params("id"))})
 }

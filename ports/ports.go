@@ -101,11 +101,15 @@ type ConversationStore interface {
 	// the same agent of the workspace, else domain.ErrNotFound.
 	CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error
 	// StartConversation stores a new conversation together with its first
-	// message and the deliveries reporting them, atomically (in one round
-	// trip when there are no deliveries: the first turn of every
-	// conversation). Returns domain.ErrNotFound when AgentID and AgentSlug do
-	// not name an agent of the workspace; nothing is stored then.
-	StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error)
+	// messages (a question, or a question and its reply), in order, and the
+	// deliveries reporting them, atomically (in one round trip when there
+	// are no deliveries: the first turn of every conversation). The
+	// conversation counts them, and its last message and activity are the
+	// last one's. Returns the messages as stored, and domain.ErrNotFound
+	// when AgentID and AgentSlug do not name an agent of the workspace;
+	// nothing is stored then. Messages with an InboundEventID go through
+	// AppendMessage.
+	StartConversation(ctx context.Context, conv *domain.Conversation, first []domain.Message, deliveries ...domain.Delivery) ([]domain.Message, error)
 	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
 	// GetConversationBySession looks a conversation up by its session id alone, for
@@ -128,6 +132,14 @@ type ConversationStore interface {
 	// written before it (and in its transcript, see ChangeStatus) or decided
 	// again under the new state (and delivered to the helpdesk).
 	AppendMessage(ctx context.Context, msg domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (stored domain.Message, created bool, err error)
+	// AppendMessages stores several messages of one conversation (a
+	// question and its reply), in order, as AppendMessage stores one: all
+	// of them with their deliveries or nothing, and nothing when the
+	// conversation is no longer in state while (domain.ErrStatusChanged).
+	// Returns the messages as stored, and domain.ErrNotFound if the
+	// conversation does not belong to their workspace. Messages with an
+	// InboundEventID go through AppendMessage.
+	AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error)
 	// ChangeStatus applies a StatusChange atomically: the conversation moves
 	// to change.To if its status is one of the allowed ones, the contact (if
 	// any) is stored, the notice appended (counted and dated like any message,

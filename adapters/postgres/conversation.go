@@ -487,42 +487,177 @@ func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversa
 }
 
 // StartConversation inserts the conversation, already counting its first
-// message, and that message in one statement: the foreign key from the
+// messages, and those messages in one statement: the foreign key from a
 // message to the conversation is checked at the end of the statement, when
-// both rows exist. Deliveries make it a transaction with their outbox rows.
-func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error) {
-	row, err := messageFromDomain(first)
+// all the rows exist. Deliveries make it a transaction with their outbox
+// rows.
+func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation, first []domain.Message, deliveries ...domain.Delivery) ([]domain.Message, error) {
+	if len(first) == 0 {
+		return nil, errors.New("postgres: start conversation: no messages")
+	}
+	batch, err := newMessageBatch(first)
 	if err != nil {
-		return domain.Message{}, err
+		return nil, err
 	}
 	c := conversationFromDomain(conv)
-	c.MessageCount, c.LastMessage, c.LastActivityAt = 1, domain.Preview(first.Content, lastMessageRunes), row.CreatedAt
-	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt,
-		row.ID, row.Role, row.Content, row.Citations, row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt, row.AuthorName}
-	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
-		_, err := q.Exec(ctx, startConversationSQL, args...)
-		return err == nil, err
-	})
-	if err != nil {
-		if foreignKeyViolation(err) {
-			return domain.Message{}, domain.NotFound("agent")
-		}
-		if _, ok := uniqueViolation(err); ok {
-			return domain.Message{}, domain.Conflict("a conversation or message with this id already exists")
-		}
-		return domain.Message{}, dbError("start conversation", err)
-	}
-	conv.MessageCount, conv.LastMessage, conv.LastActivityAt, conv.CreatedAt = c.MessageCount, c.LastMessage, c.LastActivityAt, c.CreatedAt
-	return row.toDomain()
-}
-
-const startConversationSQL = `WITH c AS (
+	c.MessageCount, c.LastMessage, c.LastActivityAt = len(first), batch.preview, batch.latest
+	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt}
+	values, args := batch.values(args)
+	query := `WITH c AS (
 	INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 	RETURNING id, workspace_id
 )
-INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, author_name)
-SELECT $12, c.workspace_id, c.id, $13, $14, $15, $16, $17, $18, $19, $20 FROM c`
+INSERT INTO messages (` + batchColumns + `)
+SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDER BY v.ord`
+	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		_, err := q.Exec(ctx, query, args...)
+		return err == nil, err
+	})
+	if err != nil {
+		if foreignKeyViolation(err) {
+			return nil, domain.NotFound("agent")
+		}
+		if _, ok := uniqueViolation(err); ok {
+			return nil, domain.Conflict("a conversation or message with this id already exists")
+		}
+		return nil, dbError("start conversation", err)
+	}
+	conv.MessageCount, conv.LastMessage, conv.LastActivityAt, conv.CreatedAt = c.MessageCount, c.LastMessage, c.LastActivityAt, c.CreatedAt
+	return batch.stored(first)
+}
+
+// AppendMessages stores msgs in order and updates the conversation once, in
+// one statement, under the row lock appendMessageSQL takes: a question and
+// its reply cost what one message does.
+func (s *Store) AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error) {
+	if len(msgs) == 0 {
+		return nil, errors.New("postgres: append messages: none")
+	}
+	batch, err := newMessageBatch(msgs)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{msgs[0].WorkspaceID, msgs[0].ConversationID, string(while), dbTime(batch.latest), batch.preview, len(msgs)}
+	values, args := batch.values(args)
+	query := `WITH cur AS (
+	SELECT status FROM conversations WHERE workspace_id = $1 AND id = $2 FOR UPDATE
+), ins AS (
+	INSERT INTO messages (` + batchColumns + `)
+	SELECT ` + batchSelect("$1", "$2") + ` FROM cur, ` + values + `
+	WHERE $3 = '' OR cur.status = $3
+	ORDER BY v.ord
+	RETURNING 1
+), upd AS (
+	UPDATE conversations SET
+		message_count = message_count + $6,
+		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
+		last_activity_at = GREATEST(last_activity_at, $4)
+	WHERE workspace_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM ins)
+	RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
+	var (
+		created bool
+		status  *string
+	)
+	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		err := q.QueryRow(ctx, query, args...).Scan(&created, &status)
+		return created, err
+	})
+	if err != nil {
+		if _, ok := uniqueViolation(err); ok {
+			return nil, domain.Conflict("a message with this id already exists")
+		}
+		return nil, dbError("append messages", err)
+	}
+	switch {
+	case status == nil:
+		return nil, domain.NotFound("conversation")
+	case !created:
+		return nil, domain.ErrStatusChanged
+	}
+	return batch.stored(msgs)
+}
+
+// messageBatch is several messages of one conversation ready for one
+// INSERT: their rows and encoded traces, and what the conversation shows
+// after them (the newest one's preview and time).
+type messageBatch struct {
+	rows    []messageRow
+	traces  [][]byte
+	latest  time.Time
+	preview string
+}
+
+func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
+	b := messageBatch{rows: make([]messageRow, len(msgs)), traces: make([][]byte, len(msgs))}
+	for i, m := range msgs {
+		if m.InboundEventID != "" {
+			return messageBatch{}, errors.New("postgres: messages of inbound events are appended one by one")
+		}
+		if m.WorkspaceID != msgs[0].WorkspaceID || m.ConversationID != msgs[0].ConversationID {
+			return messageBatch{}, errors.New("postgres: a batch of messages must be of one conversation")
+		}
+		row, err := messageFromDomain(m)
+		if err != nil {
+			return messageBatch{}, err
+		}
+		if b.traces[i], err = encodeTrace(m.Trace); err != nil {
+			return messageBatch{}, err
+		}
+		b.rows[i] = row
+		// The newest message is the preview, as AppendMessage keeps it;
+		// a tie goes to the later one.
+		if i == 0 || !row.CreatedAt.Before(b.latest) {
+			b.latest, b.preview = row.CreatedAt, domain.Preview(m.Content, lastMessageRunes)
+		}
+	}
+	return b, nil
+}
+
+// batchColumns are the columns a batch inserts; batchSelect selects them
+// from the VALUES list v, with the conversation's keys as given.
+const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff`
+
+func batchSelect(workspaceID, conversationID string) string {
+	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.fallback_reason, v.offer_handoff`
+}
+
+// values renders the batch as a VALUES list named v, with an ord column
+// that keeps the messages' order (seq follows it), numbering its
+// parameters after args and appending their values. Parameters in VALUES
+// get no type from the INSERT, hence the casts.
+func (b messageBatch) values(args []any) (string, []any) {
+	var list strings.Builder
+	list.WriteString("(VALUES ")
+	for i, r := range b.rows {
+		if i > 0 {
+			list.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::jsonb, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean)",
+			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13)
+		args = append(args, r.ID, r.Role, r.Content, r.Citations, r.TokensIn, r.TokensOut, r.CreatedAt,
+			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff)
+	}
+	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff)")
+	return list.String(), args
+}
+
+// stored returns the messages as a read would give them back.
+func (b messageBatch) stored(msgs []domain.Message) ([]domain.Message, error) {
+	out := make([]domain.Message, len(b.rows))
+	for i, r := range b.rows {
+		m, err := r.toDomain()
+		if err != nil {
+			return nil, err
+		}
+		m.Trace = msgs[i].Trace
+		out[i] = m
+	}
+	return out, nil
+}
 
 // RecentMessages returns up to limit of the conversation's latest messages,
 // oldest first. An unknown conversation simply has none.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -519,11 +520,11 @@ func TestStartConversation(t *testing.T) {
 
 	conv := domain.NewConversation(ws.ID, &agent, "user-1", now)
 	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "Where is my parcel?", now.Add(time.Millisecond))
-	stored, err := store.StartConversation(ctx, &conv, first)
+	stored, err := store.StartConversation(ctx, &conv, []domain.Message{first})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.ID != first.ID || stored.Content != first.Content {
+	if len(stored) != 1 || stored[0].ID != first.ID || stored[0].Content != first.Content {
 		t.Fatalf("stored = %+v", stored)
 	}
 	got, err := store.GetConversation(ctx, ws.ID, conv.ID)
@@ -550,12 +551,202 @@ func TestStartConversation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := domain.NewConversation(ws.ID, &tc.agent, "", now)
 			m := newMessage(ws.ID, c.ID, domain.RoleUser, "hi", now)
-			if _, err := store.StartConversation(ctx, &c, m); !errors.Is(err, domain.ErrNotFound) {
+			if _, err := store.StartConversation(ctx, &c, []domain.Message{m}); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("err = %v, want not found", err)
 			}
 			if _, err := store.GetConversation(ctx, ws.ID, c.ID); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("a refused start stored its conversation: %v", err)
 			}
 		})
+	}
+}
+
+// exchange is a question and its reply as the engine stores a turn: the
+// reply with citations, token ends, an outcome and a retrieval trace.
+func exchange(workspaceID, conversationID string, at time.Time) []domain.Message {
+	q := newMessage(workspaceID, conversationID, domain.RoleUser, "How do I reset my password?", at)
+	r := newMessage(workspaceID, conversationID, domain.RoleAssistant, "Open Settings, then Security.", at.Add(3*time.Millisecond))
+	r.Citations = []domain.Citation{{DocumentName: "Passwords", SourceID: "src_1", SourceType: domain.SourceText, Snippet: "Open Settings", Score: 0.7}}
+	r.TokenEnds = []int{5, 14, 20, 29}
+	r.TokensIn, r.TokensOut = 120, 9
+	r.OfferHandoff = true
+	r.Trace = &domain.RetrievalTrace{Query: "reset password", Method: "hybrid", TopK: 5, Threshold: 0.2,
+		Candidates: []domain.TraceCandidate{{ChunkID: "chk_1", SourceID: "src_1", Score: 0.7, Kept: true}}}
+	return []domain.Message{q, r}
+}
+
+func TestStartConversationWithItsReply(t *testing.T) {
+	ctx := t.Context()
+	store := pgtest.NewStore(t)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", t0)
+	conv := domain.NewConversation(ws.ID, &agent, "", t0)
+	turn := exchange(ws.ID, conv.ID, t0)
+
+	stored, err := store.StartConversation(ctx, &conv, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 2 || stored[0].ID != turn[0].ID || stored[1].ID != turn[1].ID || stored[1].Trace != turn[1].Trace {
+		t.Fatalf("stored = %+v", stored)
+	}
+	checkTurnStored(t, store, ws.ID, conv.ID, turn, 2)
+	if conv.MessageCount != 2 || conv.LastMessage != turn[1].Content {
+		t.Errorf("the caller's conversation was not updated: %+v", conv)
+	}
+}
+
+// checkTurnStored checks that the turn's messages are the conversation's
+// last ones, in order, with every field, and that the conversation shows
+// the reply.
+func checkTurnStored(t *testing.T, store *postgres.Store, workspaceID, conversationID string, turn []domain.Message, count int) {
+	t.Helper()
+	ctx := t.Context()
+	got, err := store.GetConversation(ctx, workspaceID, conversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := turn[len(turn)-1]
+	if got.MessageCount != count || got.LastMessage != reply.Content || !got.LastActivityAt.Equal(reply.CreatedAt.Truncate(time.Microsecond)) {
+		t.Errorf("conversation = %+v, want %d messages ending with the reply", got, count)
+	}
+	recent, err := store.RecentMessages(ctx, workspaceID, conversationID, len(turn))
+	if err != nil || len(recent) != len(turn) {
+		t.Fatalf("recent = %+v, %v", recent, err)
+	}
+	for i, m := range recent {
+		want := turn[i]
+		if m.ID != want.ID || m.Role != want.Role || m.Content != want.Content || !slices.Equal(m.TokenEnds, want.TokenEnds) ||
+			m.TokensIn != want.TokensIn || m.TokensOut != want.TokensOut || m.OfferHandoff != want.OfferHandoff || len(m.Citations) != len(want.Citations) {
+			t.Errorf("message %d = %+v, want %+v", i, m, want)
+		}
+	}
+	trace, err := store.MessageTrace(ctx, workspaceID, conversationID, reply.ID)
+	if err != nil || trace.Query != reply.Trace.Query || len(trace.Candidates) != 1 {
+		t.Errorf("reply trace = %+v, %v", trace, err)
+	}
+	if _, err := store.MessageTrace(ctx, workspaceID, conversationID, turn[0].ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the question has a trace: %v", err)
+	}
+}
+
+func TestAppendMessagesStoresATurnAtomically(t *testing.T) {
+	tests := []struct {
+		name string
+		// prepare puts the fixture's conversation in the state the test needs
+		// and returns the turn to append.
+		prepare func(t *testing.T, f conversationFixture) []domain.Message
+		while   domain.ConversationStatus
+		wantErr error
+	}{
+		{
+			name: "AI conversation, decided under AI",
+			prepare: func(t *testing.T, f conversationFixture) []domain.Message {
+				return exchange(f.ws.ID, f.conv.ID, t0.Add(time.Second))
+			},
+			while: domain.StatusAI,
+		},
+		{
+			name: "any state",
+			prepare: func(t *testing.T, f conversationFixture) []domain.Message {
+				return exchange(f.ws.ID, f.conv.ID, t0.Add(time.Second))
+			},
+		},
+		{
+			name: "a person took over meanwhile",
+			prepare: func(t *testing.T, f conversationFixture) []domain.Message {
+				if _, changed, err := f.store.ChangeStatus(t.Context(), statusChange(f.conv, domain.StatusHuman, t0)); err != nil || !changed {
+					t.Fatalf("take over: %v %v", changed, err)
+				}
+				return exchange(f.ws.ID, f.conv.ID, t0.Add(time.Second))
+			},
+			while:   domain.StatusAI,
+			wantErr: domain.ErrStatusChanged,
+		},
+		{
+			name: "conversation of another workspace",
+			prepare: func(t *testing.T, f conversationFixture) []domain.Message {
+				other, _, _ := newWorkspace(t, f.store, domain.PlanStandard)
+				return exchange(other.ID, f.conv.ID, t0.Add(time.Second))
+			},
+			wantErr: domain.ErrNotFound,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newConversationFixture(t)
+			turn := tt.prepare(t, f)
+			before, err := f.store.GetConversation(t.Context(), f.ws.ID, f.conv.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.ws.EventsURL = "https://hooks.example/e"
+			deliveries := domain.MessageDeliveries(&f.ws, before, turn[0], turn[0].CreatedAt)
+			stored, err := f.store.AppendMessages(t.Context(), turn, tt.while, deliveries...)
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				after, _ := f.store.GetConversation(t.Context(), f.ws.ID, f.conv.ID)
+				if after.MessageCount != before.MessageCount || after.LastMessage != before.LastMessage {
+					t.Errorf("a refused append changed the conversation: %+v", after)
+				}
+				if rows := outboxOf(t, f.db, f.ws.ID); len(rows) != 0 {
+					t.Errorf("a refused append wrote deliveries: %+v", rows)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(stored) != 2 || stored[1].ID != turn[1].ID {
+				t.Fatalf("stored = %+v", stored)
+			}
+			checkTurnStored(t, f.store, f.ws.ID, f.conv.ID, turn, before.MessageCount+2)
+			if rows := outboxOf(t, f.db, f.ws.ID); len(rows) != len(deliveries) {
+				t.Errorf("outbox has %d rows, want %d", len(rows), len(deliveries))
+			}
+		})
+	}
+}
+
+func TestAppendMessagesRefusesWhatItCannotBatch(t *testing.T) {
+	f := newConversationFixture(t)
+	other := newConversation(t, f.store, f.ws.ID, f.agent, t0)
+	inbound := exchange(f.ws.ID, f.conv.ID, t0)
+	inbound[0].InboundEventID = domain.NewID(domain.PrefixInboundEvent)
+	mixed := exchange(f.ws.ID, f.conv.ID, t0)
+	mixed[1].ConversationID = other.ID
+	for name, msgs := range map[string][]domain.Message{"none": nil, "an inbound event's message": inbound, "two conversations": mixed} {
+		if _, err := f.store.AppendMessages(t.Context(), msgs, ""); err == nil {
+			t.Errorf("%s: appended", name)
+		}
+		if _, err := f.store.StartConversation(t.Context(), &domain.Conversation{ID: domain.NewID(domain.PrefixSession)}, msgs); err == nil {
+			t.Errorf("%s: started", name)
+		}
+	}
+	got, _ := f.store.GetConversation(t.Context(), f.ws.ID, f.conv.ID)
+	if got.MessageCount != 0 {
+		t.Errorf("a refused batch stored messages: %+v", got)
+	}
+}
+
+// An older turn appended late (a clock behind another pod's) counts, but
+// leaves the conversation's last message and activity to the newer one.
+func TestAppendMessagesNeverMovesActivityBack(t *testing.T) {
+	f := newConversationFixture(t)
+	newer := exchange(f.ws.ID, f.conv.ID, t0.Add(time.Hour))
+	if _, err := f.store.AppendMessages(t.Context(), newer, domain.StatusAI); err != nil {
+		t.Fatal(err)
+	}
+	older := exchange(f.ws.ID, f.conv.ID, t0.Add(time.Minute))
+	older[1].Content = "an older reply"
+	if _, err := f.store.AppendMessages(t.Context(), older, domain.StatusAI); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.store.GetConversation(t.Context(), f.ws.ID, f.conv.ID)
+	if got.MessageCount != 4 || got.LastMessage != newer[1].Content || !got.LastActivityAt.Equal(newer[1].CreatedAt.Truncate(time.Microsecond)) {
+		t.Errorf("conversation = %+v", got)
 	}
 }

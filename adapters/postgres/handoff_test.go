@@ -265,7 +265,7 @@ func TestStartConversationWithDeliveries(t *testing.T) {
 	conv := domain.NewConversation(ws.ID, &agent, "", t0)
 	first := newMessage(ws.ID, conv.ID, domain.RoleUser, "Hello", t0)
 	deliveries := append(domain.ConversationDeliveries(&ws, conv, t0), domain.MessageDeliveries(&ws, conv, first, t0)...)
-	if _, err := store.StartConversation(ctx, &conv, first, deliveries...); err != nil {
+	if _, err := store.StartConversation(ctx, &conv, []domain.Message{first}, deliveries...); err != nil {
 		t.Fatal(err)
 	}
 	var types []string
@@ -280,7 +280,7 @@ func TestStartConversationWithDeliveries(t *testing.T) {
 	// A conversation that cannot be started writes no delivery.
 	bad := domain.NewConversation(ws.ID, &domain.Agent{ID: domain.NewID(domain.PrefixAgent), Slug: "ghost"}, "", t0)
 	d := domain.ConversationDeliveries(&ws, bad, t0)
-	if _, err := store.StartConversation(ctx, &bad, newMessage(ws.ID, bad.ID, domain.RoleUser, "x", t0), d...); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := store.StartConversation(ctx, &bad, []domain.Message{newMessage(ws.ID, bad.ID, domain.RoleUser, "x", t0)}, d...); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("err = %v, want not found", err)
 	}
 	if n := len(outboxOf(t, db, ws.ID)); n != 2 {

@@ -167,6 +167,15 @@ func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.An
 // returned only when a message could not be stored. ctx should be the
 // engine's own (server lifetime), not a client's: a client that leaves must
 // not stop the answer. The hard time limit applies either way.
+//
+// A caller that streams (emit set) is shown the stored question first, so
+// the question is stored before anything is generated. A caller that waits
+// for the whole answer (emit nil) has been told nothing until Run returns:
+// when the agent answers, its question and the reply are stored together,
+// in one statement, once the answer is ready. Such a turn is all or
+// nothing: if the process dies mid-answer neither message is stored, and
+// the caller, who got no answer, asks again. Events wait for the store too,
+// so no follower sees a message that was never stored.
 func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
 	s.inflight.Add(1)
@@ -178,78 +187,46 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// token.
 	verdict := checkInput(p.message, s.limits.MaxMessageChars, agent.Config.BlockedTopics)
 	var retrieval <-chan retrieved
-	if verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
+	if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
 		retrieval = s.retrieveAsync(ctx, &agent, p.message)
 	}
 	var (
 		history []domain.Message
 		err     error
 	)
-	userMsg := domain.Message{
-		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
-		Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
-	}
-	// The question is stored before anything is generated, so nothing the
-	// user said is lost; a new conversation and its first question go in one
-	// statement. What reports them (to the helpdesk while a person owns the
-	// conversation, as events when the workspace has an events URL) is
-	// written with them; usually nothing, which keeps this one round trip.
-	var deliveries []domain.Delivery
-	if p.fresh {
-		now := userMsg.CreatedAt
-		deliveries = append(domain.ConversationDeliveries(&ws, conv, now), domain.MessageDeliveries(&ws, conv, userMsg, now)...)
-		if userMsg, err = s.conversations.StartConversation(ctx, &conv, userMsg, deliveries...); err != nil {
-			return domain.Answer{}, err
-		}
-	} else {
+	if !p.fresh {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
 		}
-		if userMsg, _, deliveries, err = ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, userMsg); err != nil {
-			return domain.Answer{}, err
+	}
+	pub := newPublisher(ctx, s.bus, s.log, emit)
+	defer pub.close()
+	t := &turn{
+		ws: &ws, agent: &agent, conv: &conv, fresh: p.fresh,
+		question: domain.Message{
+			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
+			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
+		},
+		together: emit == nil && conv.Status == domain.StatusAI,
+		out:      &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage)},
+	}
+	answer := domain.Answer{SessionID: conv.ID}
+	if t.together {
+		pub.hold()
+	} else {
+		if err := s.storeQuestion(ctx, t); err != nil {
+			return answer, err
 		}
-		if retrieval == nil && verdict == domain.FallbackNone && (conv.Status == domain.StatusAI || conv.Status == domain.StatusResolved) {
+		answer.UserMessage = t.question
+		if conv.Status.HumanOwned() {
+			return s.silent(t, answer, emit), nil
+		}
+		if retrieval == nil && verdict == domain.FallbackNone {
 			retrieval = s.retrieveAsync(ctx, &agent, p.message) // the conversation went back to the agent meanwhile
 		}
 	}
 
-	pub := newPublisher(ctx, s.bus, s.log, emit)
-	defer pub.close()
-
-	pub.send(ports.MessageEvent(userMsg))
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
-
-	answer := domain.Answer{SessionID: conv.ID, UserMessage: userMsg}
-	if conv.Status == domain.StatusResolved {
-		// A new question reopens the conversation with the agent, unless a
-		// person took it over meanwhile.
-		change := ports.NewStatusChange(&ws, conv, domain.StatusAI, "", nil, nil, s.clock.Now())
-		current, changed, err := s.conversations.ChangeStatus(ctx, change)
-		if err != nil {
-			return answer, err
-		}
-		if changed {
-			pub.send(ports.MessageEvent(change.Notice))
-			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-		}
-		conv.Status = current.Status
-	}
-	if conv.Status.HumanOwned() {
-		// A person owns the conversation: the agent stays silent, whatever the
-		// model or the prompt would do. The message went to the helpdesk and
-		// to the session's followers; only the caller needs to hear that no
-		// reply comes. No reply exists, so the event takes its id from the
-		// USER message.
-		answer.FallbackReason = domain.FallbackHumanActive
-		if emit != nil {
-			emit(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: userMsg.ID, Seq: 2, Answer: &answer})
-		}
-		return answer, nil
-	}
-
-	replyID := domain.NewID(domain.PrefixMessage)
-	out := &stream{pub: pub, sessionID: conv.ID, messageID: replyID}
-	t := &turn{ws: &ws, agent: &agent, conv: &conv, out: out}
+	out := t.out
 	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out, verdict, retrieval)
 	if reason != domain.FallbackNone {
 		content = agent.Config.EffectiveFallbackMessage()
@@ -262,24 +239,130 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	answer.Usage = usage
 
 	reply := domain.Message{
-		ID: replyID, WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleAssistant,
+		ID: out.messageID, WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleAssistant,
 		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
 		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
 		Trace: t.trace, TokenEnds: out.ends, FallbackReason: reason, OfferHandoff: answer.OfferHandoff,
 	}
-	// Store the reply even if the caller has gone: the context of the answer
-	// is the engine's own, bounded by the hard time limit.
+	// Whatever happens from here, the answer is stored: the context of the
+	// answer is the engine's own, bounded by the hard time limit, and the
+	// caller may have gone.
+	storeCtx := context.WithoutCancel(ctx)
+	var deliveries []domain.Delivery
+	if !t.questionStored {
+		stored, delivered, err := s.storeTogether(storeCtx, t, reply)
+		switch {
+		case err == nil:
+			t.question, reply = stored[0], stored[1]
+			answer.UserMessage, answer.Reply = t.question, reply
+			pub.release(ports.MessageEvent(t.question))
+			pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+			ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, delivered)
+			return answer, nil
+		case !errors.Is(err, domain.ErrStatusChanged):
+			return answer, err // nothing stored: nothing held is published
+		}
+		// The conversation left the agent while it answered (a person took
+		// it over, or it was resolved): the question goes where the state
+		// now sends it, and the answer only if the agent has it back.
+		held := pub.discard()
+		if err := s.storeQuestion(storeCtx, t); err != nil {
+			return answer, err
+		}
+		answer.UserMessage = t.question
+		if conv.Status.HumanOwned() {
+			return s.silent(t, answer, emit), nil
+		}
+		for _, ev := range held {
+			pub.send(ev)
+		}
+	}
+	// The question is stored (by now, for a turn whose handoff tool needed
+	// it in the transcript); the caller has seen (or will get) this answer,
+	// so it is stored whatever happened to the conversation meanwhile.
+	answer.UserMessage = t.question
 	deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
-	// Whatever happened to the conversation meanwhile, the caller has seen
-	// this answer; it is stored unconditionally.
-	if reply, _, err = s.conversations.AppendMessage(context.WithoutCancel(ctx), reply, "", deliveries...); err != nil {
-		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
+	if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
+		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 		return answer, err
 	}
 	answer.Reply = reply
-	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: replyID, Seq: out.next(), Answer: &answer})
-	ports.EnqueueDeliveries(context.WithoutCancel(ctx), s.deliveries, s.log, deliveries)
+	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+	ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, deliveries)
 	return answer, nil
+}
+
+// storeQuestion stores the turn's question on its own, under the
+// conversation's state as the turn last read it (and again as it now is,
+// when that moved: ports.AppendAsDecided), publishes it ahead of anything
+// the answer held back, and reopens a resolved conversation with the agent.
+// A new conversation is stored with it. It leaves t.conv as it now is.
+func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
+	var (
+		deliveries []domain.Delivery
+		err        error
+	)
+	if t.fresh {
+		at := t.question.CreatedAt
+		deliveries = append(domain.ConversationDeliveries(t.ws, *t.conv, at), domain.MessageDeliveries(t.ws, *t.conv, t.question, at)...)
+		var stored []domain.Message
+		if stored, err = s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...); err == nil {
+			t.question = stored[0]
+		}
+	} else {
+		t.question, _, deliveries, err = ports.AppendAsDecided(ctx, s.conversations, t.ws, t.conv, t.question)
+	}
+	if err != nil {
+		return err
+	}
+	t.questionStored, t.fresh = true, false
+	t.out.pub.release(ports.MessageEvent(t.question))
+	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+	if t.conv.Status != domain.StatusResolved {
+		return nil
+	}
+	// A new question reopens the conversation with the agent, unless a
+	// person took it over meanwhile.
+	change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusAI, "", nil, nil, s.clock.Now())
+	current, changed, err := s.conversations.ChangeStatus(ctx, change)
+	if err != nil {
+		return err
+	}
+	if changed {
+		t.out.pub.send(ports.MessageEvent(change.Notice))
+		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
+	}
+	t.conv.Status = current.Status
+	return nil
+}
+
+// storeTogether stores a new or AI conversation's question and reply in
+// one statement, with what reports them, if the conversation is still the
+// agent's (else domain.ErrStatusChanged, and nothing is stored). Returns
+// the stored messages and the deliveries for the caller to schedule.
+func (s *Service) storeTogether(ctx context.Context, t *turn, reply domain.Message) ([]domain.Message, []domain.Delivery, error) {
+	q := t.question
+	deliveries := append(domain.MessageDeliveries(t.ws, *t.conv, q, q.CreatedAt), domain.MessageDeliveries(t.ws, *t.conv, reply, reply.CreatedAt)...)
+	msgs := []domain.Message{q, reply}
+	if t.fresh {
+		deliveries = append(domain.ConversationDeliveries(t.ws, *t.conv, q.CreatedAt), deliveries...)
+		stored, err := s.conversations.StartConversation(ctx, t.conv, msgs, deliveries...)
+		return stored, deliveries, err
+	}
+	stored, err := s.conversations.AppendMessages(ctx, msgs, domain.StatusAI, deliveries...)
+	return stored, deliveries, err
+}
+
+// silent ends a turn the agent must not answer because a person owns the
+// conversation: the question went to the helpdesk and to the session's
+// followers; only the caller needs to hear that no reply comes. No reply
+// exists, so the event takes its id from the question.
+func (s *Service) silent(t *turn, answer domain.Answer, emit Emit) domain.Answer {
+	answer.FallbackReason = domain.FallbackHumanActive
+	if emit != nil {
+		emit(ports.SessionEvent{Type: ports.EventDone, SessionID: t.conv.ID, MessageID: t.question.ID, Seq: 2, Answer: &answer})
+	}
+	return answer
 }
 
 // Wait blocks until every answer in progress has finished (stored, or

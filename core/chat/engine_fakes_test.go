@@ -119,6 +119,9 @@ type memConversations struct {
 	statusChanges []domain.ConversationStatus
 	// deliveries records every delivery written with a change or a message.
 	deliveries []domain.Delivery
+	// writes counts the writes of messages (one per statement of the real
+	// store); starts, the conversations started.
+	writes, starts int
 }
 
 func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error {
@@ -137,20 +140,52 @@ func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.
 	return nil
 }
 
-// StartConversation is CreateConversation then AppendMessage, undone when
+// StartConversation is CreateConversation then AppendMessages, undone when
 // the append fails, as the real store's single statement would be.
-func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first domain.Message, deliveries ...domain.Delivery) (domain.Message, error) {
+func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first []domain.Message, deliveries ...domain.Delivery) ([]domain.Message, error) {
 	if err := s.CreateConversation(ctx, conv); err != nil {
-		return domain.Message{}, err
+		return nil, err
 	}
-	stored, _, err := s.AppendMessage(ctx, first, "", deliveries...)
+	stored, err := s.AppendMessages(ctx, first, "", deliveries...)
 	if err != nil {
 		s.mu.Lock()
 		delete(s.convs, conv.ID)
 		s.mu.Unlock()
-		return domain.Message{}, err
+		return nil, err
 	}
+	s.starts++
 	return stored, nil
+}
+
+// AppendMessages appends all of msgs or none, as one statement of the real
+// store does.
+func (s *memConversations) AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[msgs[0].ConversationID]
+	if !ok || c.WorkspaceID != msgs[0].WorkspaceID {
+		return nil, domain.NotFound("conversation")
+	}
+	if while != "" && c.Status != while {
+		return nil, domain.ErrStatusChanged
+	}
+	if s.failAppend != nil {
+		for _, m := range msgs {
+			if err := s.failAppend(m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.writes++
+	s.messages = append(s.messages, msgs...)
+	s.deliveries = append(s.deliveries, deliveries...)
+	last := msgs[len(msgs)-1]
+	c.LastMessage, c.MessageCount, c.LastActivityAt = last.Content, c.MessageCount+len(msgs), last.CreatedAt
+	s.convs[c.ID] = c
+	return msgs, nil
 }
 
 func (s *memConversations) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
@@ -197,6 +232,7 @@ func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, 
 			return domain.Message{}, false, err
 		}
 	}
+	s.writes++
 	s.messages = append(s.messages, m)
 	s.deliveries = append(s.deliveries, deliveries...)
 	c.LastMessage, c.MessageCount, c.LastActivityAt = m.Content, c.MessageCount+1, m.CreatedAt
@@ -636,6 +672,24 @@ func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Ans
 	r.busMark = len(r.bus.all())
 	ans, err := r.svc.Answer(ctx, req, rec.emit)
 	return ans, rec.all(), err
+}
+
+// askWhole asks as a caller that waits for the whole answer (no Emit, as
+// the JSON endpoints do) and returns what reached the bus.
+func (r *rig) askWhole(t *testing.T, req Request) (domain.Answer, []ports.SessionEvent, error) {
+	t.Helper()
+	r.busMark = len(r.bus.all())
+	ans, err := r.svc.Answer(t.Context(), req, nil)
+	return ans, r.bus.all()[r.busMark:], err
+}
+
+// askAs asks as a streaming caller (ask) or as one that waits (askWhole).
+func (r *rig) askAs(t *testing.T, streaming bool, req Request) (domain.Answer, []ports.SessionEvent, error) {
+	t.Helper()
+	if streaming {
+		return r.ask(t, req)
+	}
+	return r.askWhole(t, req)
 }
 
 // messagesOf returns the stored messages of a conversation.

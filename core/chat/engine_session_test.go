@@ -262,7 +262,7 @@ func TestAnswerResolvedConversationGoesBackToAI(t *testing.T) {
 func TestAnswerResolvedButTakenOverStaysSilent(t *testing.T) {
 	r := newRig(t, Limits{})
 	sess := r.session(domain.PlanStandard, domain.StatusResolved)
-	ans := r.askTakenOver(t, sess, "Refund window?")
+	ans := r.askTakenOver(t, sess, "Refund window?", &recorder{})
 	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
 		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
 	}
@@ -274,28 +274,46 @@ func TestAnswerResolvedButTakenOverStaysSilent(t *testing.T) {
 // A person may take an AI conversation over between the engine reading it
 // and storing the question: the store refuses the append decided under AI,
 // and the engine decides again: the question goes to the helpdesk and the
-// agent stays silent.
+// agent stays silent. A streaming caller's question is stored before the
+// model runs, so the model is not even asked; a caller waiting for the
+// whole answer has it stored with the reply, so the model has answered by
+// the time the store refuses, and the answer is dropped unpublished.
 func TestAnswerTakenOverBeforeTheQuestionIsStored(t *testing.T) {
-	r := newRig(t, Limits{})
-	r.local.script(llmRound{deltas: []string{"must not be called"}})
-	sess := r.session(domain.PlanStandard, domain.StatusAI)
-	ans := r.askTakenOver(t, sess, "Refund window?")
-	if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" || len(r.local.calls()) != 0 {
-		t.Errorf("answer %+v after %d model calls, want silence", ans, len(r.local.calls()))
-	}
-	written := r.convs.written()
-	if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventMessageCreated ||
-		written[0].Message == nil || written[0].Message.ID != ans.UserMessage.ID {
-		t.Errorf("deliveries %+v, want the helpdesk's message.created of the question", written)
-	}
-	if stored := r.messagesOf(sess); len(stored) != 1 || stored[0].ID != ans.UserMessage.ID {
-		t.Errorf("stored %+v, want the question once", stored)
+	for _, streaming := range []bool{true, false} {
+		t.Run(fmt.Sprint("streaming=", streaming), func(t *testing.T) {
+			r := newRig(t, Limits{})
+			r.local.script(llmRound{deltas: []string{"must not be ", "published"}})
+			sess := r.session(domain.PlanStandard, domain.StatusAI)
+			var rec *recorder
+			if streaming {
+				rec = &recorder{}
+			}
+			ans := r.askTakenOver(t, sess, "Refund window?", rec)
+			if ans.FallbackReason != domain.FallbackHumanActive || ans.Reply.ID != "" {
+				t.Errorf("answer %+v, want silence", ans)
+			}
+			if n := len(r.local.calls()); streaming && n != 0 {
+				t.Errorf("the model was called %d times for a conversation a person owns", n)
+			}
+			written := r.convs.written()
+			if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventMessageCreated ||
+				written[0].Message == nil || written[0].Message.ID != ans.UserMessage.ID {
+				t.Errorf("deliveries %+v, want the helpdesk's message.created of the question", written)
+			}
+			if stored := r.messagesOf(sess); len(stored) != 1 || stored[0].ID != ans.UserMessage.ID {
+				t.Errorf("stored %+v, want the question once", stored)
+			}
+			if bus := r.bus.all()[r.busMark:]; len(bus) != 1 || bus[0].Type != ports.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
+				t.Errorf("bus got %s, want only the question", describe(bus))
+			}
+		})
 	}
 }
 
 // askTakenOver asks in the session, with a person taking the conversation
-// over between the engine reading it (Start) and answering (Run).
-func (r *rig) askTakenOver(t *testing.T, sess, question string) domain.Answer {
+// over between the engine reading it (Start) and answering (Run); rec nil
+// asks as a caller that waits for the whole answer.
+func (r *rig) askTakenOver(t *testing.T, sess, question string, rec *recorder) domain.Answer {
 	t.Helper()
 	pending, err := r.svc.Start(t.Context(), Request{SessionID: sess, Message: question})
 	if err != nil {
@@ -306,7 +324,12 @@ func (r *rig) askTakenOver(t *testing.T, sess, question string) domain.Answer {
 	r.convs.mu.Lock()
 	r.convs.convs[sess] = c
 	r.convs.mu.Unlock()
-	ans, err := pending.Run(t.Context(), nil)
+	var emit Emit
+	if rec != nil {
+		emit = rec.emit
+	}
+	r.busMark = len(r.bus.all())
+	ans, err := pending.Run(t.Context(), emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,19 +338,24 @@ func (r *rig) askTakenOver(t *testing.T, sess, question string) domain.Answer {
 
 // With an events URL, the workspace hears of new conversations and of every
 // message (the question and the reply); without one, nothing is written.
+// The same whether the caller streams or waits for the whole answer.
 func TestAnswerWritesOutboundEvents(t *testing.T) {
-	for _, url := range []string{"", "https://hooks.example/concierge"} {
-		t.Run("eventsURL="+url, func(t *testing.T) {
+	for _, tc := range []struct {
+		url       string
+		streaming bool
+	}{{"", true}, {"https://hooks.example/concierge", true}, {"", false}, {"https://hooks.example/concierge", false}} {
+		url := tc.url
+		t.Run(fmt.Sprintf("eventsURL=%s,streaming=%v", url, tc.streaming), func(t *testing.T) {
 			r := newRig(t, Limits{})
 			ws := r.ws[domain.PlanStandard]
 			ws.EventsURL = url
 			r.workspace.byID[ws.ID] = *ws
 			r.local.script(llmRound{deltas: []string{"Thirty days."}}, llmRound{deltas: []string{"Yes."}})
-			first, _, err := r.ask(t, Request{Workspace: ws, Message: "Refund window?"})
+			first, _, err := r.askAs(t, tc.streaming, Request{Workspace: ws, Message: "Refund window?"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := r.ask(t, Request{Workspace: ws, SessionID: first.SessionID, Message: "Really?"}); err != nil {
+			if _, _, err := r.askAs(t, tc.streaming, Request{Workspace: ws, SessionID: first.SessionID, Message: "Really?"}); err != nil {
 				t.Fatal(err)
 			}
 			var got []string

@@ -90,6 +90,8 @@ type publisher struct {
 	pending []ports.SessionEvent
 	closed  bool
 	dropped bool
+	// held keeps pending events off the bus until release.
+	held bool
 
 	wake chan struct{}
 	done chan struct{}
@@ -122,6 +124,50 @@ func (p *publisher) send(ev ports.SessionEvent) {
 		p.pending = append(p.pending, ev)
 	}
 	p.mu.Unlock()
+	p.wakeUp()
+}
+
+// hold keeps the events sent from now on off the bus (the caller still
+// gets them) until release or discard: an answer stored only at its end
+// publishes nothing a follower could see before it is stored.
+func (p *publisher) hold() {
+	p.mu.Lock()
+	p.held = true
+	p.mu.Unlock()
+}
+
+// release publishes first, then what was held, and everything sent from
+// now on. On a publisher that holds nothing it is send.
+func (p *publisher) release(first ...ports.SessionEvent) {
+	for _, ev := range first {
+		if p.emit != nil {
+			p.emit(ev)
+		}
+	}
+	p.mu.Lock()
+	if !p.dropped {
+		p.pending = append(append(make([]ports.SessionEvent, 0, len(first)+len(p.pending)), first...), p.pending...)
+	}
+	p.held = false
+	p.mu.Unlock()
+	p.wakeUp()
+}
+
+// discard takes the events held so far off the queue and returns them
+// (an answer not stored as it was generated); the publisher goes on
+// holding. It returns nothing when nothing is held.
+func (p *publisher) discard() []ports.SessionEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.held {
+		return nil
+	}
+	held := p.pending
+	p.pending = nil
+	return held
+}
+
+func (p *publisher) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -135,6 +181,10 @@ func (p *publisher) take(batch []ports.SessionEvent, max int) ([]ports.SessionEv
 	defer p.mu.Unlock()
 	if p.dropped {
 		return nil, true
+	}
+	if p.held {
+		// Closed while holding: what was held is not published.
+		return batch, len(batch) == 0 && p.closed
 	}
 	n := min(max, len(p.pending))
 	batch = append(batch, p.pending[:n]...)
@@ -194,10 +244,7 @@ func (p *publisher) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.wakeUp()
 	select {
 	case <-p.done:
 	case <-time.After(publishTimeout):

@@ -94,13 +94,20 @@ func (tb *toolbox) validate(call domain.ToolCall) (map[string]any, string) {
 
 // turn is the state of one answer that tools may read and change.
 type turn struct {
-	ws           *domain.Workspace
-	agent        *domain.Agent
-	conv         *domain.Conversation
-	knowledge    []domain.Chunk
-	trace        *domain.RetrievalTrace
-	offerHandoff bool
-	out          *stream
+	ws    *domain.Workspace
+	agent *domain.Agent
+	conv  *domain.Conversation
+	// fresh: the conversation is not stored yet; it goes with the question.
+	fresh    bool
+	question domain.Message
+	// together: the question waits to be stored with the reply (Run), and
+	// the answer's events wait with it. questionStored: it no longer does.
+	together       bool
+	questionStored bool
+	knowledge      []domain.Chunk
+	trace          *domain.RetrievalTrace
+	offerHandoff   bool
+	out            *stream
 }
 
 // run executes a validated call. A returned error is a failure of our own
@@ -133,6 +140,12 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 	case toolRequestHandoff:
 		if !t.ws.Allows(domain.FeatureHandoff) {
 			return "A handoff to a person is not available.", nil
+		}
+		// The helpdesk gets the transcript: the question must be in it.
+		if !t.questionStored {
+			if err := s.storeQuestion(ctx, t); err != nil {
+				return "", err
+			}
 		}
 		if err := s.requestHandoff(ctx, t); err != nil {
 			return "", err

@@ -46,6 +46,13 @@ func (s ConversationStatus) HumanOwned() bool {
 	return s == StatusHandoffRequested || s == StatusHuman
 }
 
+// AgentAnswers reports whether the agent answers a question asked in this
+// state: the conversation is its own, or resolved (which the question
+// reopens).
+func (s ConversationStatus) AgentAnswers() bool {
+	return s == StatusAI || s == StatusResolved
+}
+
 // StatusesFrom returns every state that may move to `to`, for conditional
 // updates ("set HUMAN where status in ...").
 func StatusesFrom(to ConversationStatus) []ConversationStatus {

@@ -1,0 +1,173 @@
+package chat
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// A caller that waits for the whole answer gets its question and the reply
+// stored in one write, new conversation or not, and the session's followers
+// get the same events, in the same order, as a streaming caller's.
+func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
+	tests := []struct {
+		name string
+		// request returns the request to ask with, in a fresh rig.
+		request func(r *rig) Request
+	}{
+		{"new conversation", func(r *rig) Request {
+			return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
+		}},
+		{"the agent's conversation", func(r *rig) Request {
+			return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, Limits{})
+			r.local.script(llmRound{deltas: []string{"Within ", "30 days [1]."}, cited: []string{chunkRefund.ID}})
+			req := tt.request(r)
+			ans, bus, err := r.askWhole(t, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.convs.writes != 1 {
+				t.Errorf("%d writes, want the question and the reply in one", r.convs.writes)
+			}
+			stored := r.messagesOf(ans.SessionID)
+			if len(stored) != 2 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID ||
+				stored[1].Content != "Within 30 days [1]." || len(stored[1].Citations) != 1 || !equalInts(stored[1].TokenEnds, []int{7, 19}) {
+				t.Errorf("stored %+v, want the question then the reply", stored)
+			}
+			if c := r.convs.conv(ans.SessionID); c.MessageCount != 2 || c.LastMessage != ans.Reply.Content {
+				t.Errorf("conversation %+v, want two messages ending with the reply", c)
+			}
+			// The followers' events, checked as a streaming caller's are.
+			checkStream(t, r, bus, ans)
+		})
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Until the turn is stored, nothing of it is: neither message, nor any
+// event on the bus, where a follower would otherwise see a question that a
+// crash could still lose.
+func TestWholeAnswerPublishesNothingBeforeItIsStored(t *testing.T) {
+	r := newRig(t, Limits{})
+	sess := r.session(domain.PlanStandard, domain.StatusAI)
+	var seenEvents, seenStored int
+	r.local.script(llmRound{deltas: []string{"Within ", "30 days."}, afterDelta: func(i int) {
+		if i != 1 {
+			return
+		}
+		// The publisher runs on its own goroutine: give it time to publish
+		// what it would.
+		deadline := time.Now().Add(100 * time.Millisecond)
+		for time.Now().Before(deadline) && len(r.bus.all()) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		seenEvents, seenStored = len(r.bus.all()), len(r.messagesOf(sess))
+	}})
+	ans, bus, err := r.askWhole(t, Request{SessionID: sess, Message: "Refund window?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seenEvents != 0 || seenStored != 0 {
+		t.Errorf("while the model answered: %d events published, %d messages stored; want none", seenEvents, seenStored)
+	}
+	checkStream(t, r, bus, ans)
+}
+
+// A turn that cannot be stored leaves no trace: no message, no conversation,
+// no event, no delivery; the caller gets the store's error.
+func TestWholeAnswerNotStoredLeavesNothing(t *testing.T) {
+	tests := []struct {
+		name    string
+		request func(r *rig) Request
+	}{
+		{"new conversation", func(r *rig) Request {
+			return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
+		}},
+		{"the agent's conversation", func(r *rig) Request {
+			return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, Limits{})
+			ws := r.ws[domain.PlanStandard]
+			ws.EventsURL = "https://hooks.example/concierge"
+			r.workspace.byID[ws.ID] = *ws
+			down := domain.Unavailable("postgres", errors.New("connection refused"))
+			r.convs.failAppend = func(m domain.Message) error {
+				if m.Role == domain.RoleAssistant {
+					return down
+				}
+				return nil
+			}
+			r.local.script(llmRound{deltas: []string{"Within 30 days."}})
+			req := tt.request(r)
+			before := len(r.convs.convs)
+			_, bus, err := r.askWhole(t, req)
+			if !errors.Is(err, domain.ErrUnavailable) {
+				t.Fatalf("err = %v, want the store's", err)
+			}
+			if n := len(r.convs.all()); n != 0 {
+				t.Errorf("%d messages stored", n)
+			}
+			if n := len(r.convs.convs); n != before {
+				t.Errorf("%d conversations, want %d", n, before)
+			}
+			if len(bus) != 0 {
+				t.Errorf("bus got %s, want nothing", describe(bus))
+			}
+			if w := r.convs.written(); len(w) != 0 {
+				t.Errorf("deliveries %+v, want none", w)
+			}
+		})
+	}
+}
+
+// The handoff tool hands the helpdesk a transcript, which must hold the
+// question: a turn that waits to store its question stores it first.
+func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
+	r := newRig(t, Limits{})
+	r.local.script(
+		llmRound{deltas: []string{"Let me check. "}, toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{}`}}},
+		llmRound{deltas: []string{"A colleague will join."}},
+	)
+	ans, bus, err := r.askWhole(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I talk to a human?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := r.messagesOf(ans.SessionID)
+	if len(stored) != 3 || stored[0].ID != ans.UserMessage.ID || stored[1].Role != domain.RoleSystem || stored[2].ID != ans.Reply.ID {
+		t.Errorf("stored %+v, want the question, the notice, the reply", stored)
+	}
+	written := r.convs.written()
+	if len(written) != 1 || written[0].Type != domain.EventHandoffRequested || len(written[0].Transcript) != 1 ||
+		written[0].Transcript[0].ID != ans.UserMessage.ID {
+		t.Errorf("deliveries %+v, want handoff.requested with the question as transcript", written)
+	}
+	if !ans.OfferHandoff || ans.Reply.Content != "Let me check. A colleague will join." {
+		t.Errorf("answer %+v", ans)
+	}
+	checkStream(t, r, bus, ans)
+	if bus[0].Type != ports.EventMessage || bus[1].Type != ports.EventToken {
+		t.Errorf("bus %s: want the question, then the token held before the handoff", describe(bus))
+	}
+}

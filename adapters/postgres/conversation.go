@@ -636,7 +636,7 @@ func (b messageBatch) values(args []any) (string, []any) {
 			list.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::jsonb, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean)",
+		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean)",
 			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13)
 		args = append(args, r.ID, r.Role, r.Content, r.Citations, r.TokensIn, r.TokensOut, r.CreatedAt,
 			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff)

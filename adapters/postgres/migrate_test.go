@@ -187,3 +187,21 @@ func TestPingAndClosedPool(t *testing.T) {
 		t.Fatalf("Ping on a closed pool: err = %v, want ErrUnavailable", err)
 	}
 }
+
+// Migration 00008 stores traces as json compressed with lz4 (the server
+// here has it): what makes storing an answer's trace cheap.
+func TestTraceStorage(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	var got struct {
+		Type        string
+		Compression string
+	}
+	if err := db.Raw(`SELECT format_type(atttypid, atttypmod) AS type, attcompression::text AS compression
+		FROM pg_attribute WHERE attrelid = 'messages'::regclass AND attname = 'trace'`).Scan(&got).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got.Type != "json" || got.Compression != "l" {
+		t.Errorf("messages.trace is %s compressed with %q, want json with lz4 (l)", got.Type, got.Compression)
+	}
+}

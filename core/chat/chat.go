@@ -208,8 +208,8 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
 		},
 		together: emit == nil && conv.Status == domain.StatusAI,
-		out:      &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage)},
 	}
+	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage), whole: t.together}
 	answer := domain.Answer{SessionID: conv.ID}
 	if t.together {
 		pub.hold()
@@ -233,6 +233,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		cited = nil
 		out.words(content)
 	}
+	out.flush()
 	answer.IsFallback = reason != domain.FallbackNone
 	answer.FallbackReason = reason
 	answer.OfferHandoff = t.offerHandoff || (answer.IsFallback && ws.Allows(domain.FeatureHandoff))

@@ -11,7 +11,8 @@ import (
 
 // A caller that waits for the whole answer gets its question and the reply
 // stored in one write, new conversation or not, and the session's followers
-// get the same events, in the same order, as a streaming caller's.
+// get the events a streaming caller gets, in the same order, with the
+// answer as one token: nobody watched it being written.
 func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
 	tests := []struct {
 		name string
@@ -39,7 +40,7 @@ func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
 			}
 			stored := r.messagesOf(ans.SessionID)
 			if len(stored) != 2 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID ||
-				stored[1].Content != "Within 30 days [1]." || len(stored[1].Citations) != 1 || !equalInts(stored[1].TokenEnds, []int{7, 19}) {
+				stored[1].Content != "Within 30 days [1]." || len(stored[1].Citations) != 1 || !equalInts(stored[1].TokenEnds, []int{19}) {
 				t.Errorf("stored %+v, want the question then the reply", stored)
 			}
 			if c := r.convs.conv(ans.SessionID); c.MessageCount != 2 || c.LastMessage != ans.Reply.Content {
@@ -47,6 +48,9 @@ func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
 			}
 			// The followers' events, checked as a streaming caller's are.
 			checkStream(t, r, bus, ans)
+			if len(bus) != 3 || bus[1].Content != ans.Reply.Content {
+				t.Errorf("bus %s, want the question, the answer as one token, done", describe(bus))
+			}
 		})
 	}
 }
@@ -167,7 +171,19 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 		t.Errorf("answer %+v", ans)
 	}
 	checkStream(t, r, bus, ans)
-	if bus[0].Type != ports.EventMessage || bus[1].Type != ports.EventToken {
-		t.Errorf("bus %s: want the question, then the token held before the handoff", describe(bus))
+	want := []ports.SessionEvent{
+		{Type: ports.EventMessage}, {Type: ports.EventToken, Content: "Let me check. "},
+		{Type: ports.EventStatus}, {Type: ports.EventToken, Content: "A colleague will join."}, {Type: ports.EventDone},
+	}
+	if len(bus) != len(want) {
+		t.Fatalf("bus %s, want the question, what was said before the handoff, its notice, the rest, done", describe(bus))
+	}
+	for i, w := range want {
+		if bus[i].Type != w.Type || bus[i].Content != w.Content {
+			t.Errorf("bus event %d = [%s %q], want [%s %q]", i, bus[i].Type, bus[i].Content, w.Type, w.Content)
+		}
+	}
+	if !equalInts(ans.Reply.TokenEnds, []int{14, 36}) {
+		t.Errorf("token ends %v, want the two tokens published", ans.Reply.TokenEnds)
 	}
 }

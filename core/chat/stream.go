@@ -23,6 +23,11 @@ type stream struct {
 	// ends are where each token ended in sent (Message.TokenEnds), so a
 	// resumed stream can be replayed token by token from the stored reply.
 	ends []int
+	// whole gathers the text into one token, sent by flush: an answer that
+	// nobody watches being written (Run stores it whole) is published as
+	// one token rather than one per word, a publication per answer rather
+	// than per word.
+	whole bool
 }
 
 func (s *stream) next() int {
@@ -35,8 +40,25 @@ func (s *stream) token(text string) {
 		return
 	}
 	s.sent.WriteString(text)
+	if s.whole {
+		return
+	}
 	s.ends = append(s.ends, s.sent.Len())
 	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
+}
+
+// flush sends what a whole stream gathered since its last flush as one
+// token; it does nothing for a stream that sends tokens as they come.
+func (s *stream) flush() {
+	from := 0
+	if n := len(s.ends); n > 0 {
+		from = s.ends[n-1]
+	}
+	if !s.whole || s.sent.Len() == from {
+		return
+	}
+	s.ends = append(s.ends, s.sent.Len())
+	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: s.sent.String()[from:]})
 }
 
 // words sends text as word-sized tokens (a word and the space after it), as

@@ -143,6 +143,7 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 		}
 		// The helpdesk gets the transcript: the question must be in it.
 		if !t.questionStored {
+			t.out.flush() // what the model said so far comes before the handoff's notice
 			if err := s.storeQuestion(ctx, t); err != nil {
 				return "", err
 			}

@@ -9,13 +9,17 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// agentChunks is a cached index's chunks, by document position. The texts,
-// most of an index's memory, are kept deflated: about half the size, and a
-// query inflates only the few chunks it returns (tens of microseconds).
+// agentChunks is a cached index's chunks, by document position. The texts
+// of a large index, most of its memory, are kept deflated: about half the
+// size, and a query inflates only the few chunks it returns (about 8 µs
+// each). A small index keeps them as they are: it saves little memory, and
+// every answer would pay to inflate its chunks.
 type agentChunks struct {
-	chunks []domain.Chunk // Text empty; see texts
-	texts  [][]byte       // deflated Text of chunks[i]
-	bytes  int64
+	chunks []domain.Chunk // Text empty for a deflated index; see texts
+	texts  [][]byte       // deflated Text of chunks[i], when deflated
+	// deflated: the index holds more than plainChunks chunks.
+	deflated bool
+	bytes    int64
 	// positions maps chunk ids to positions, built on first use (only the
 	// PostgreSQL keyword leg needs it).
 	positionsOnce sync.Once
@@ -37,28 +41,46 @@ func (a *agentChunks) position(id string) (int, bool) {
 // Bytes lets the cache charge the chunks to its budget.
 func (a *agentChunks) Bytes() int64 { return a.bytes }
 
+// plainChunks is the largest index whose texts are kept as they are: at
+// about 1.2 KB a chunk, deflating them would save 6 MB at most.
+const plainChunks = 10_000
+
 // chunk returns chunk i with its text.
 func (a *agentChunks) chunk(i int) domain.Chunk {
 	c := a.chunks[i]
-	c.Text = inflate(a.texts[i])
+	if a.deflated {
+		c.Text = inflate(a.texts[i])
+	}
 	return c
 }
 
 // meta returns chunk i without its text, for traces.
-func (a *agentChunks) meta(i int) domain.Chunk { return a.chunks[i] }
-
-func newAgentChunks(n int) *agentChunks {
-	return &agentChunks{chunks: make([]domain.Chunk, 0, n), texts: make([][]byte, 0, n)}
+func (a *agentChunks) meta(i int) domain.Chunk {
+	c := a.chunks[i]
+	c.Text = ""
+	return c
 }
 
-// add appends a chunk, deflating its text.
+// newAgentChunks returns the chunks of an index of n chunks.
+func newAgentChunks(n int) *agentChunks {
+	a := &agentChunks{chunks: make([]domain.Chunk, 0, n), deflated: n > plainChunks}
+	if a.deflated {
+		a.texts = make([][]byte, 0, n)
+	}
+	return a
+}
+
+// add appends a chunk, deflating its text in a large index.
 func (a *agentChunks) add(c domain.Chunk) {
-	text := deflate(c.Text)
-	c.Text = ""
+	size := len(c.Text)
+	if a.deflated {
+		text := deflate(c.Text)
+		c.Text, size = "", len(text)
+		a.texts = append(a.texts, text)
+	}
 	a.chunks = append(a.chunks, c)
-	a.texts = append(a.texts, text)
 	// Strings and slice headers plus the struct itself.
-	a.bytes += int64(len(c.ID)+len(c.SourceID)+len(c.DocumentName)+len(c.URL)+len(c.Question)+len(text)) + 184
+	a.bytes += int64(len(c.ID)+len(c.SourceID)+len(c.DocumentName)+len(c.URL)+len(c.Question)+size) + 184
 }
 
 var writers = sync.Pool{New: func() any {

@@ -90,6 +90,13 @@ type Index struct {
 	// every document has a vector).
 	vecs   []float32
 	rowDoc []uint32
+	// cols holds the same vectors by dimension, cols[d*rows+r] being
+	// vecs[r*dims+d], in an index of at most columnRows rows: a sparse
+	// query then reads only its dimensions' columns, each from start to
+	// end, instead of a few floats from every row (see scanColumns).
+	// colScores are scratch score arrays for it.
+	cols      []float32
+	colScores sync.Pool // *[]float32
 
 	scratch sync.Pool // *kwScratch
 }
@@ -124,7 +131,10 @@ func (ix *Index) Bytes() int64 {
 	b += int64(len(ix.words))*mapEntryBytes + int64(len(ix.arena))
 	b += int64(len(ix.stemOff)+len(ix.off))*4 + int64(len(ix.post)) + int64(len(ix.df))*4
 	b += int64(len(ix.titleW)+len(ix.bodyW)) * 4
-	b += int64(len(ix.vecs)+len(ix.rowDoc)) * 4
+	b += int64(len(ix.vecs)+len(ix.rowDoc)+len(ix.cols)) * 4
+	if ix.cols != nil {
+		b += int64(ix.Vectors()) * 4 // one score scratch
+	}
 	// One keyword scratch: the accumulator plus, at most, an eighth of the
 	// documents in its touched list (see Keyword).
 	b += int64(ix.n)*4 + int64(ix.n/8+1)*4
@@ -225,6 +235,14 @@ func (ix *Index) buildVectors(docs []Doc) error {
 		}
 		if ix.rowDoc != nil {
 			ix.rowDoc = append(ix.rowDoc, uint32(i))
+		}
+	}
+	if rows <= columnRows {
+		ix.cols = make([]float32, rows*ix.dims)
+		for r := range rows {
+			for d, x := range ix.vecs[r*ix.dims : (r+1)*ix.dims] {
+				ix.cols[d*rows+r] = x
+			}
 		}
 	}
 	return nil

@@ -36,6 +36,9 @@ func (ix *Index) Vector(q []float32, k int) []Hit {
 	if sq != nil {
 		work = len(sq.idx)
 	}
+	if sq != nil && ix.cols != nil {
+		return ix.scanColumns(sq, k, 1/norm)
+	}
 	workers := min(runtime.GOMAXPROCS(0), rows*work/parallelWork+1)
 	if workers < 2 {
 		top := newTopK(k, make([]cand, 0, k))
@@ -115,6 +118,56 @@ func sparseDot(sq *sparseQuery, row []float32) float32 {
 		s0 += val[i] * row[idx[i]]
 	}
 	return s0 + s1
+}
+
+// columnRows is the largest index that keeps its vectors by dimension too
+// (Index.cols): 15 MB more at 384 dimensions. A sparse query then costs
+// 30 µs instead of 46 over 1,000 rows, 181 µs instead of 397 over 10,000
+// (BenchmarkVectorSparse, 48 of 384 dimensions): the row scan gathers its
+// few dimensions from every row, the columns are read in order.
+const columnRows = 10_000
+
+// scanColumns scores every row against the sparse query one query
+// dimension at a time, adding that dimension's column, read in order, to
+// the rows' scores; then keeps the best k. mul scales the scores of the
+// hits (1/|q|). The sums are the row scan's up to rounding.
+func (ix *Index) scanColumns(sq *sparseQuery, k int, mul float64) []Hit {
+	rows := ix.Vectors()
+	sp, _ := ix.colScores.Get().(*[]float32)
+	if sp == nil {
+		s := make([]float32, rows)
+		sp = &s
+	}
+	defer ix.colScores.Put(sp)
+	scores := (*sp)[:rows]
+	clear(scores)
+	for j, d := range sq.idx {
+		v := sq.val[j]
+		col := ix.cols[int(d)*rows : int(d)*rows+rows]
+		col = col[:len(scores)] // lets the compiler drop the bounds checks
+		r := 0
+		for ; r+4 <= len(col); r += 4 {
+			s, c := scores[r:r+4:r+4], col[r:r+4:r+4]
+			s[0] += v * c[0]
+			s[1] += v * c[1]
+			s[2] += v * c[2]
+			s[3] += v * c[3]
+		}
+		for ; r < len(col); r++ {
+			scores[r] += v * col[r]
+		}
+	}
+	top := newTopK(k, make([]cand, 0, k))
+	for r, s := range scores {
+		doc := uint32(r)
+		if ix.rowDoc != nil {
+			doc = ix.rowDoc[r]
+		}
+		if c := (cand{s, doc}); !top.full() || worse(top.min(), c) {
+			top.push(c)
+		}
+	}
+	return top.hits(mul)
 }
 
 // scan pushes rows [lo, hi) into top, by the sparse query when there is one.

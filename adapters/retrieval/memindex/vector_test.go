@@ -73,6 +73,9 @@ func TestVectorMatchesBruteForce(t *testing.T) {
 			// Duplicate vectors make exact ties, which go to the first.
 			docs[tt.n-1].Vector = docs[1].Vector
 			ix := mustBuild(t, docs, tt.dims)
+			if (ix.cols != nil) != (ix.Vectors() <= columnRows) {
+				t.Fatalf("%d rows, columns kept: %v", ix.Vectors(), ix.cols != nil)
+			}
 			queries := [][]float32{c.vector(tt.dims), docs[tt.n-1].Vector}
 			// An unnormalised query gives the same cosines.
 			queries = append(queries, slices.Clone(queries[0]))

@@ -281,14 +281,6 @@ func Rank(ix *memindex.Index, text string, vec []float32, mode Mode, candidates 
 // FuseLegs fuses a keyword list (scores normalised into [0, 1]) and a vector
 // list (cosines) by reciprocal rank, best first. Either may be empty.
 func FuseLegs(kw, vh []memindex.Hit, candidates int) []Ranked {
-	kwScore := make(map[int]float64, len(kw))
-	for _, h := range kw {
-		kwScore[h.Doc] = h.Score
-	}
-	vScore := make(map[int]float64, len(vh))
-	for _, h := range vh {
-		vScore[h.Doc] = h.Score
-	}
 	var lists [][]memindex.Hit
 	kwList, vecList := -1, -1
 	if len(kw) > 0 {
@@ -305,12 +297,17 @@ func FuseLegs(kw, vh []memindex.Hit, candidates int) []Ranked {
 	fused := memindex.Fuse(candidates, memindex.DefaultRRFK, lists...)
 	out := make([]Ranked, len(fused))
 	for i, f := range fused {
-		r := Ranked{Doc: f.Doc, Fused: f.Score, KeywordScore: kwScore[f.Doc], VectorScore: vScore[f.Doc]}
+		// A rank is a position in its list, from 1: the list has the score.
+		r := Ranked{Doc: f.Doc, Fused: f.Score}
 		if kwList >= 0 {
-			r.KeywordRank = f.Ranks[kwList]
+			if r.KeywordRank = f.Ranks[kwList]; r.KeywordRank > 0 {
+				r.KeywordScore = kw[r.KeywordRank-1].Score
+			}
 		}
 		if vecList >= 0 {
-			r.VectorRank = f.Ranks[vecList]
+			if r.VectorRank = f.Ranks[vecList]; r.VectorRank > 0 {
+				r.VectorScore = vh[r.VectorRank-1].Score
+			}
 		}
 		r.Relevance = max(r.KeywordScore, r.VectorScore)
 		out[i] = r
@@ -338,7 +335,8 @@ func Select(ranked []Ranked, chunk func(int) domain.Chunk, limit int, threshold 
 }
 
 func trace(q ports.RetrievalQuery, ranked []Ranked, meta func(int) domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
-	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold}
+	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold,
+		Candidates: make([]domain.TraceCandidate, 0, min(len(ranked), traceCandidates))}
 	kept := 0
 	for _, r := range ranked {
 		if len(t.Candidates) == traceCandidates {

@@ -105,7 +105,7 @@ func BenchmarkRelay(b *testing.B) {
 
 	type round struct{ base, relay latencies }
 	var rounds []round
-	for range benchRounds {
+	for range benchRounds() {
 		var r round
 		base.record(true)
 		drive(benchDuration(), publishBase)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,7 +118,15 @@ func load(b *testing.B, name string, want int, newRequest func(i int64) *http.Re
 	return res
 }
 
-const benchRounds = 3
+// benchRounds is how many alternating rounds compare runs: 3, or
+// CONCIERGE_BENCH_ROUNDS (an odd number gives a true median; more rounds
+// steady it on a noisy machine).
+func benchRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("CONCIERGE_BENCH_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}
 
 // compare measures the baseline and the subject in alternating rounds and
 // keeps the round with the median ratio, so a burst of noise from the other
@@ -145,8 +154,8 @@ func compare(b *testing.B, baselineName, subjectName string, want int, baseline,
 	}
 	warm(baseline)
 	warm(subject)
-	rounds := make([]round, 0, benchRounds)
-	for range benchRounds {
+	rounds := make([]round, 0, benchRounds())
+	for range benchRounds() {
 		rounds = append(rounds, round{base: load(b, baselineName, 200, baseline), subj: load(b, subjectName, want, subject)})
 	}
 	slices.SortFunc(rounds, func(x, y round) int {

@@ -116,6 +116,27 @@ func TestRelayAcrossPods(t *testing.T) {
 		answerText(t, append(had, resumed.until(isDone)...))
 	})
 
+	t.Run("a JSON call's answer reaches the streams once stored, as one token, and resumes the same from PostgreSQL", func(t *testing.T) {
+		session := c.startSession(a, tn)
+		live := openLive(t, "GET", conversationEvents(b, session), nil, tn.auth())
+		r := c.do(a, "POST", "/api/v2/chat", map[string]any{"sessionId": session, "message": relayQuestion}, tn.auth())
+		c.must(r, 200)
+		answer := r.JSON(t)
+		got := live.nextN(3)
+		if got[0].Data["type"] != "message" || got[0].Data["message"].(map[string]any)["content"] != relayQuestion {
+			t.Fatalf("first event %v, want the question", got[0].Data)
+		}
+		if text := answerText(t, got[1:]); text != answer["message"] || got[2].Data["messageId"] != answer["messageId"] {
+			t.Fatalf("the streams got %q (%v), the call answered %q (%v)", text, got[2].Data["messageId"], answer["message"], answer["messageId"])
+		}
+		admin := goredisClient(t, c.env["CONCIERGE_REDIS_URL"])
+		if err := admin.Del(context.Background(), redisadapter.LogKeyFor(session)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		again := openLive(t, "GET", conversationEvents(a, session), nil, withLastEventID(tn, got[0].ID))
+		sameEvents(t, "resumed from PostgreSQL", again.nextN(2), got[1:])
+	})
+
 	t.Run("a message appended by the inbound webhook reaches the streams", func(t *testing.T) {
 		session := c.startSession(a, tn)
 		widget := openLive(t, "GET", b.base+"/api/chat/"+session+"/events", nil, nil)

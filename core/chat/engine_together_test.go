@@ -9,24 +9,27 @@ import (
 	"github.com/conciergehq/concierge/ports"
 )
 
+// wholeTurns are the turns an agent answers whole: the first of a new
+// conversation, and one in a conversation the agent owns.
+var wholeTurns = []struct {
+	name string
+	// request returns the request to ask with, in a fresh rig.
+	request func(r *rig) Request
+}{
+	{"new conversation", func(r *rig) Request {
+		return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
+	}},
+	{"the agent's conversation", func(r *rig) Request {
+		return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
+	}},
+}
+
 // A caller that waits for the whole answer gets its question and the reply
 // stored in one write, new conversation or not, and the session's followers
 // get the events a streaming caller gets, in the same order, with the
 // answer as one token: nobody watched it being written.
 func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
-	tests := []struct {
-		name string
-		// request returns the request to ask with, in a fresh rig.
-		request func(r *rig) Request
-	}{
-		{"new conversation", func(r *rig) Request {
-			return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
-		}},
-		{"the agent's conversation", func(r *rig) Request {
-			return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range wholeTurns {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, Limits{})
 			r.local.script(llmRound{deltas: []string{"Within ", "30 days [1]."}, cited: []string{chunkRefund.ID}})
@@ -99,18 +102,7 @@ func TestWholeAnswerPublishesNothingBeforeItIsStored(t *testing.T) {
 // A turn that cannot be stored leaves no trace: no message, no conversation,
 // no event, no delivery; the caller gets the store's error.
 func TestWholeAnswerNotStoredLeavesNothing(t *testing.T) {
-	tests := []struct {
-		name    string
-		request func(r *rig) Request
-	}{
-		{"new conversation", func(r *rig) Request {
-			return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
-		}},
-		{"the agent's conversation", func(r *rig) Request {
-			return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range wholeTurns {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, Limits{})
 			ws := r.ws[domain.PlanStandard]

@@ -495,6 +495,9 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	if len(first) == 0 {
 		return nil, errors.New("postgres: start conversation: no messages")
 	}
+	if first[0].WorkspaceID != conv.WorkspaceID || first[0].ConversationID != conv.ID {
+		return nil, errors.New("postgres: start conversation: the messages are another conversation's")
+	}
 	batch, err := newMessageBatch(first)
 	if err != nil {
 		return nil, err

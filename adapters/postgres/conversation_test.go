@@ -714,21 +714,47 @@ func TestAppendMessagesStoresATurnAtomically(t *testing.T) {
 func TestAppendMessagesRefusesWhatItCannotBatch(t *testing.T) {
 	f := newConversationFixture(t)
 	other := newConversation(t, f.store, f.ws.ID, f.agent, t0)
-	inbound := exchange(f.ws.ID, f.conv.ID, t0)
-	inbound[0].InboundEventID = domain.NewID(domain.PrefixInboundEvent)
-	mixed := exchange(f.ws.ID, f.conv.ID, t0)
-	mixed[1].ConversationID = other.ID
-	for name, msgs := range map[string][]domain.Message{"none": nil, "an inbound event's message": inbound, "two conversations": mixed} {
-		if _, err := f.store.AppendMessages(t.Context(), msgs, ""); err == nil {
-			t.Errorf("%s: appended", name)
-		}
-		if _, err := f.store.StartConversation(t.Context(), &domain.Conversation{ID: domain.NewID(domain.PrefixSession)}, msgs); err == nil {
-			t.Errorf("%s: started", name)
-		}
+	tests := []struct {
+		name string
+		// spoil makes the turn, of conversation conv, unfit for one batch.
+		spoil func(turn []domain.Message) []domain.Message
+	}{
+		{"none", func([]domain.Message) []domain.Message { return nil }},
+		{"an inbound event's message", func(turn []domain.Message) []domain.Message {
+			turn[0].InboundEventID = domain.NewID(domain.PrefixInboundEvent)
+			return turn
+		}},
+		{"two conversations", func(turn []domain.Message) []domain.Message {
+			turn[1].ConversationID = other.ID
+			return turn
+		}},
+		{"another conversation's", func(turn []domain.Message) []domain.Message {
+			for i := range turn {
+				turn[i].ConversationID = other.ID
+			}
+			return turn
+		}},
 	}
-	got, _ := f.store.GetConversation(t.Context(), f.ws.ID, f.conv.ID)
-	if got.MessageCount != 0 {
-		t.Errorf("a refused batch stored messages: %+v", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name != "another conversation's" {
+				if _, err := f.store.AppendMessages(t.Context(), tt.spoil(exchange(f.ws.ID, f.conv.ID, t0)), ""); err == nil {
+					t.Error("appended")
+				}
+			}
+			conv := domain.NewConversation(f.ws.ID, &f.agent, "", t0)
+			if _, err := f.store.StartConversation(t.Context(), &conv, tt.spoil(exchange(f.ws.ID, conv.ID, t0))); err == nil {
+				t.Error("started")
+			}
+			if _, err := f.store.GetConversation(t.Context(), f.ws.ID, conv.ID); !errors.Is(err, domain.ErrNotFound) {
+				t.Errorf("a refused start stored the conversation: %v", err)
+			}
+		})
+	}
+	for _, id := range []string{f.conv.ID, other.ID} {
+		if got, _ := f.store.GetConversation(t.Context(), f.ws.ID, id); got.MessageCount != 0 {
+			t.Errorf("a refused batch stored messages: %+v", got)
+		}
 	}
 }
 

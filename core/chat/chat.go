@@ -207,11 +207,13 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
 		},
-		together: emit == nil && conv.Status == domain.StatusAI,
 	}
-	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage), whole: t.together}
+	// together: the question waits to be stored with the reply, and the
+	// answer's events wait with it (gathered into one token).
+	together := emit == nil && conv.Status == domain.StatusAI
+	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage), whole: together}
 	answer := domain.Answer{SessionID: conv.ID}
-	if t.together {
+	if together {
 		pub.hold()
 	} else {
 		if err := s.storeQuestion(ctx, t); err != nil {

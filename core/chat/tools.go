@@ -100,9 +100,8 @@ type turn struct {
 	// fresh: the conversation is not stored yet; it goes with the question.
 	fresh    bool
 	question domain.Message
-	// together: the question waits to be stored with the reply (Run), and
-	// the answer's events wait with it. questionStored: it no longer does.
-	together       bool
+	// questionStored: the question is stored; until then it waits to be
+	// stored with the reply (Run).
 	questionStored bool
 	knowledge      []domain.Chunk
 	trace          *domain.RetrievalTrace

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -37,20 +39,96 @@ type candidateJSON struct {
 	Reason       string  `json:"reason"`
 }
 
+// encodeTrace writes t as traceJSON, without reflection and with its
+// scores to 6 significant digits, which is more than anyone reading a trace
+// needs: every answer stores one, and encoding/json's shortest float
+// formatting of its 60 scores cost more Go time than the rest of storing
+// the answer (18.5 µs against 6.7 µs here, BenchmarkEncodeTrace).
+// TestEncodeTrace holds it to traceJSON. Scores that are not finite (never
+// produced) are written as 0, where encoding/json would fail the answer.
 func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 	if t == nil {
 		return nil, nil
 	}
-	j := traceJSON{Query: t.Query, Method: t.Method, Note: t.Note, Embedder: t.Embedder, KnowledgeVersion: t.KnowledgeVersion,
-		TopK: t.TopK, Threshold: t.Threshold, Candidates: make([]candidateJSON, len(t.Candidates))}
+	b := make([]byte, 0, 512+320*len(t.Candidates))
+	b = append(b, `{"query":`...)
+	b = appendJSONString(b, t.Query)
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, t.Method)
+	if t.Note != "" {
+		b = append(b, `,"note":`...)
+		b = appendJSONString(b, t.Note)
+	}
+	if t.Embedder != "" {
+		b = append(b, `,"embedder":`...)
+		b = appendJSONString(b, t.Embedder)
+	}
+	b = append(b, `,"knowledgeVersion":`...)
+	b = strconv.AppendInt(b, t.KnowledgeVersion, 10)
+	b = append(b, `,"topK":`...)
+	b = strconv.AppendInt(b, int64(t.TopK), 10)
+	b = append(b, `,"threshold":`...)
+	b = appendJSONFloat(b, t.Threshold)
+	b = append(b, `,"candidates":[`...)
 	for i, c := range t.Candidates {
-		j.Candidates[i] = candidateJSON(c)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"chunkId":`...)
+		b = appendJSONString(b, c.ChunkID)
+		b = append(b, `,"sourceId":`...)
+		b = appendJSONString(b, c.SourceID)
+		b = append(b, `,"documentName":`...)
+		b = appendJSONString(b, c.DocumentName)
+		if c.KeywordRank != 0 {
+			b = append(b, `,"keywordRank":`...)
+			b = strconv.AppendInt(b, int64(c.KeywordRank), 10)
+		}
+		if c.KeywordScore != 0 {
+			b = append(b, `,"keywordScore":`...)
+			b = appendJSONFloat(b, c.KeywordScore)
+		}
+		if c.VectorRank != 0 {
+			b = append(b, `,"vectorRank":`...)
+			b = strconv.AppendInt(b, int64(c.VectorRank), 10)
+		}
+		if c.VectorScore != 0 {
+			b = append(b, `,"vectorScore":`...)
+			b = appendJSONFloat(b, c.VectorScore)
+		}
+		b = append(b, `,"score":`...)
+		b = appendJSONFloat(b, c.Score)
+		b = append(b, `,"kept":`...)
+		b = strconv.AppendBool(b, c.Kept)
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, c.Reason)
+		b = append(b, '}')
 	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: encode retrieval trace: %w", err)
+	return append(b, "]}"...), nil
+}
+
+// appendJSONString appends s as a JSON string: as it is when it is plain
+// printable ASCII without quotes or backslashes (ids, methods, most names),
+// else as encoding/json escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			quoted, _ := json.Marshal(s) // a string always marshals
+			return append(b, quoted...)
+		}
 	}
-	return b, nil
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends f as a JSON number of 6 significant digits (an
+// exponent when it is very large or small); not finite values as 0.
+func appendJSONFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, '0')
+	}
+	return strconv.AppendFloat(b, f, 'g', 6, 64)
 }
 
 // MessageTrace returns the retrieval trace stored with a message. Returns

@@ -591,6 +591,19 @@ func TestStartConversationWithItsReply(t *testing.T) {
 		t.Fatalf("stored = %+v", stored)
 	}
 	checkTurnStored(t, store, ws.ID, conv.ID, turn, 2)
+	// What the call returns is what a read gives back (the trace aside,
+	// which messages are read without).
+	read, err := store.RecentMessages(ctx, ws.ID, conv.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range stored {
+		s := stored[i]
+		s.Trace = nil
+		if !reflect.DeepEqual(s, read[i]) {
+			t.Errorf("returned %+v\nread     %+v", s, read[i])
+		}
+	}
 	if conv.MessageCount != 2 || conv.LastMessage != turn[1].Content {
 		t.Errorf("the caller's conversation was not updated: %+v", conv)
 	}

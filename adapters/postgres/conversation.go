@@ -323,8 +323,8 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 }
 
 // AppendMessage stores a message and updates the conversation's preview,
-// count and last activity, atomically in one statement: it runs twice per
-// chat turn, so it is one round trip rather than a transaction's four.
+// count and last activity, atomically in one statement (appendSQL): it runs
+// on every turn, so it is one round trip rather than a transaction's four.
 //
 // A message whose InboundEventID is already stored is not stored again: the
 // unique index on inbound_event_id makes the INSERT a no-op (concurrent
@@ -332,40 +332,22 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 // message is returned with created false. Last activity never moves
 // backwards, so a late append cannot reorder the conversation list; the
 // preview follows the newest message. Returns domain.ErrNotFound if the
-// conversation does not belong to the message's workspace (the composite
-// foreign key rejects it).
+// conversation does not belong to the message's workspace.
 //
 // Deliveries make it a transaction (the statement, then the outbox rows,
 // only if the message was inserted), so a message and what reports it are
 // stored together or not at all; without any, it stays one round trip.
 func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
-	row, err := messageFromDomain(msg)
+	msgs := []domain.Message{msg}
+	batch, err := newMessageBatch(msgs)
 	if err != nil {
 		return domain.Message{}, false, err
 	}
-	var (
-		created bool
-		status  *string
-	)
-	trace, err := encodeTrace(msg.Trace)
+	// Not created: a retry of an inbound event, whose deliveries went with
+	// the first append, or a conversation in another state.
+	created, status, err := s.appendBatch(ctx, "append message", batch, while, deliveries)
 	if err != nil {
 		return domain.Message{}, false, err
-	}
-	args := []any{row.ID, row.WorkspaceID, row.ConversationID, row.Role, row.Content, row.Citations,
-		row.InboundEventID, row.TokensIn, row.TokensOut, row.CreatedAt,
-		domain.Preview(msg.Content, lastMessageRunes), trace, row.TokenEnds.int32s(), row.Status, row.AuthorName, string(while),
-		row.FallbackReason, row.OfferHandoff}
-	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
-		// Not created: a retry of an inbound event, whose deliveries went
-		// with the first append, or a conversation in another state.
-		err := q.QueryRow(ctx, appendMessageSQL, args...).Scan(&created, &status)
-		return created, err
-	})
-	if err != nil {
-		if _, ok := uniqueViolation(err); ok {
-			return domain.Message{}, false, domain.Conflict("a message with this id already exists")
-		}
-		return domain.Message{}, false, dbError("append message", err)
 	}
 	switch {
 	case status == nil:
@@ -383,34 +365,8 @@ func (s *Store) AppendMessage(ctx context.Context, msg domain.Message, while dom
 		stored, err := existing.toDomain()
 		return stored, false, err
 	}
-	stored, err := row.toDomain()
-	stored.Trace = msg.Trace
-	return stored, true, err
+	return batch.stored(msgs)[0], true, nil
 }
-
-// appendMessageSQL locks the conversation's row first, so appends and state
-// changes (changeStatusSQL) serialize and each sees the other's outcome,
-// then inserts the message if the conversation is the workspace's and in
-// state $16 (any state when empty), and only if it was inserted updates the
-// conversation; a data-modifying CTE is one atomic statement. It returns
-// whether the message was inserted and the conversation's state (NULL: no
-// such conversation in the workspace).
-const appendMessageSQL = `WITH cur AS (
-	SELECT status FROM conversations WHERE workspace_id = $2 AND id = $3 FOR UPDATE
-), ins AS (
-	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, inbound_event_id, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff)
-	SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $13, $14, $15, $17, $18 FROM cur WHERE $16 = '' OR cur.status = $16
-	ON CONFLICT (inbound_event_id) DO NOTHING
-	RETURNING 1
-), upd AS (
-	UPDATE conversations SET
-		message_count = message_count + 1,
-		last_message = CASE WHEN $10 >= last_activity_at THEN $11 ELSE last_message END,
-		last_activity_at = GREATEST(last_activity_at, $10)
-	WHERE workspace_id = $2 AND id = $3 AND EXISTS (SELECT 1 FROM ins)
-	RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
 
 // ListMessages returns a page of a conversation's messages, oldest first.
 //
@@ -498,6 +454,9 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	if first[0].WorkspaceID != conv.WorkspaceID || first[0].ConversationID != conv.ID {
 		return nil, errors.New("postgres: start conversation: the messages are another conversation's")
 	}
+	if err := refuseInboundEvents(first); err != nil {
+		return nil, err
+	}
 	batch, err := newMessageBatch(first)
 	if err != nil {
 		return nil, err
@@ -531,48 +490,22 @@ SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDE
 }
 
 // AppendMessages stores msgs in order and updates the conversation once, in
-// one statement, under the row lock appendMessageSQL takes: a question and
-// its reply cost what one message does.
+// one statement (appendSQL): a question and its reply cost what one message
+// does.
 func (s *Store) AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error) {
 	if len(msgs) == 0 {
 		return nil, errors.New("postgres: append messages: none")
+	}
+	if err := refuseInboundEvents(msgs); err != nil {
+		return nil, err
 	}
 	batch, err := newMessageBatch(msgs)
 	if err != nil {
 		return nil, err
 	}
-	args := []any{msgs[0].WorkspaceID, msgs[0].ConversationID, string(while), dbTime(batch.latest), batch.preview, len(msgs)}
-	values, args := batch.values(args)
-	query := `WITH cur AS (
-	SELECT status FROM conversations WHERE workspace_id = $1 AND id = $2 FOR UPDATE
-), ins AS (
-	INSERT INTO messages (` + batchColumns + `)
-	SELECT ` + batchSelect("$1", "$2") + ` FROM cur, ` + values + `
-	WHERE $3 = '' OR cur.status = $3
-	ORDER BY v.ord
-	RETURNING 1
-), upd AS (
-	UPDATE conversations SET
-		message_count = message_count + $6,
-		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
-		last_activity_at = GREATEST(last_activity_at, $4)
-	WHERE workspace_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM ins)
-	RETURNING 1
-)
-SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
-	var (
-		created bool
-		status  *string
-	)
-	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
-		err := q.QueryRow(ctx, query, args...).Scan(&created, &status)
-		return created, err
-	})
+	created, status, err := s.appendBatch(ctx, "append messages", batch, while, deliveries)
 	if err != nil {
-		if _, ok := uniqueViolation(err); ok {
-			return nil, domain.Conflict("a message with this id already exists")
-		}
-		return nil, dbError("append messages", err)
+		return nil, err
 	}
 	switch {
 	case status == nil:
@@ -581,6 +514,66 @@ SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
 		return nil, domain.ErrStatusChanged
 	}
 	return batch.stored(msgs), nil
+}
+
+// appendBatch runs appendSQL for the batch with its deliveries: created
+// reports whether its messages were inserted, status is the conversation's
+// state (nil: no such conversation in the workspace). A message id that
+// exists already is domain.ErrConflict; other errors are dbError(op).
+func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, while domain.ConversationStatus, deliveries []domain.Delivery) (created bool, status *string, err error) {
+	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
+	values, args := b.values(args)
+	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
+		err := q.QueryRow(ctx, appendSQL(values), args...).Scan(&created, &status)
+		return created, err
+	})
+	if _, ok := uniqueViolation(err); ok {
+		return false, nil, domain.Conflict("a message with this id already exists")
+	}
+	return created, status, dbError(op, err)
+}
+
+// appendSQL is the statement that appends the messages of values (see
+// messageBatch.values; $1 and $2 are the workspace and conversation, $3 the
+// state the caller decided under, $4 and $5 the newest message's time and
+// preview). It locks the conversation's row first, so appends and state
+// changes (changeStatusSQL) serialize and each sees the other's outcome;
+// inserts the messages if the conversation is the workspace's and in state
+// $3 (any state when empty), skipping an inbound event's message already
+// stored; and only if something was inserted updates the conversation. A
+// data-modifying CTE is one atomic statement. It returns whether messages
+// were inserted and the conversation's state (NULL: no such conversation
+// in the workspace).
+func appendSQL(values string) string {
+	return `WITH cur AS (
+	SELECT status FROM conversations WHERE workspace_id = $1 AND id = $2 FOR UPDATE
+), ins AS (
+	INSERT INTO messages (` + batchColumns + `)
+	SELECT ` + batchSelect("$1", "$2") + ` FROM cur, ` + values + `
+	WHERE $3 = '' OR cur.status = $3
+	ORDER BY v.ord
+	ON CONFLICT (inbound_event_id) DO NOTHING
+	RETURNING 1
+), upd AS (
+	UPDATE conversations SET
+		message_count = message_count + (SELECT count(*) FROM ins),
+		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
+		last_activity_at = GREATEST(last_activity_at, $4)
+	WHERE workspace_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM ins)
+	RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
+}
+
+// refuseInboundEvents refuses batches holding an inbound event's message:
+// those are appended one by one (AppendMessage), whose retries are no-ops.
+func refuseInboundEvents(msgs []domain.Message) error {
+	for _, m := range msgs {
+		if m.InboundEventID != "" {
+			return errors.New("postgres: messages of inbound events are appended one by one")
+		}
+	}
+	return nil
 }
 
 // messageBatch is several messages of one conversation ready for one
@@ -596,9 +589,6 @@ type messageBatch struct {
 func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
 	b := messageBatch{rows: make([]messageRow, len(msgs)), traces: make([][]byte, len(msgs))}
 	for i, m := range msgs {
-		if m.InboundEventID != "" {
-			return messageBatch{}, errors.New("postgres: messages of inbound events are appended one by one")
-		}
 		if m.WorkspaceID != msgs[0].WorkspaceID || m.ConversationID != msgs[0].ConversationID {
 			return messageBatch{}, errors.New("postgres: a batch of messages must be of one conversation")
 		}
@@ -621,10 +611,10 @@ func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
 
 // batchColumns are the columns a batch inserts; batchSelect selects them
 // from the VALUES list v, with the conversation's keys as given.
-const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff`
+const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id`
 
 func batchSelect(workspaceID, conversationID string) string {
-	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.fallback_reason, v.offer_handoff`
+	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.fallback_reason, v.offer_handoff, v.inbound_event_id`
 }
 
 // values renders the batch as a VALUES list named v, with an ord column
@@ -639,12 +629,12 @@ func (b messageBatch) values(args []any) (string, []any) {
 			list.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean)",
-			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13)
+		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean, $%d::text)",
+			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14)
 		args = append(args, r.ID, r.Role, r.Content, r.Citations, r.TokensIn, r.TokensOut, r.CreatedAt,
-			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff)
+			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff, r.InboundEventID)
 	}
-	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff)")
+	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id)")
 	return list.String(), args
 }
 

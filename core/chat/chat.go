@@ -219,7 +219,6 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		if err := s.storeQuestion(ctx, t); err != nil {
 			return answer, err
 		}
-		answer.UserMessage = t.question
 		if conv.Status.HumanOwned() {
 			return s.silent(t, answer, emit), nil
 		}
@@ -251,45 +250,47 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// answer is the engine's own, bounded by the hard time limit, and the
 	// caller may have gone.
 	storeCtx := context.WithoutCancel(ctx)
-	var deliveries []domain.Delivery
+	var (
+		deliveries []domain.Delivery
+		stored     bool
+	)
 	if !t.questionStored {
-		stored, delivered, err := s.storeTogether(storeCtx, t, reply)
+		msgs, delivered, err := s.storeTogether(storeCtx, t, reply)
 		switch {
 		case err == nil:
-			t.question, reply = stored[0], stored[1]
-			answer.UserMessage, answer.Reply = t.question, reply
+			t.question, reply, deliveries, stored = msgs[0], msgs[1], delivered, true
 			pub.release(ports.MessageEvent(t.question))
-			pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
-			ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, delivered)
-			return answer, nil
 		case !errors.Is(err, domain.ErrStatusChanged):
 			return answer, err // nothing stored: nothing held is published
+		default:
+			// The conversation left the agent while it answered (a person
+			// took it over, or it was resolved): the question goes where
+			// the state now sends it, and the answer only if the agent has
+			// it back.
+			held := pub.discard()
+			if err := s.storeQuestion(storeCtx, t); err != nil {
+				return answer, err
+			}
+			if conv.Status.HumanOwned() {
+				return s.silent(t, answer, emit), nil
+			}
+			for _, ev := range held {
+				pub.send(ev)
+			}
 		}
-		// The conversation left the agent while it answered (a person took
-		// it over, or it was resolved): the question goes where the state
-		// now sends it, and the answer only if the agent has it back.
-		held := pub.discard()
-		if err := s.storeQuestion(storeCtx, t); err != nil {
+	}
+	if !stored {
+		// The question is stored on its own (before the answer, or by the
+		// handoff tool for its transcript); the caller has seen (or will
+		// get) this answer, so it is stored whatever happened to the
+		// conversation meanwhile.
+		deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
+		if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
+			pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 			return answer, err
 		}
-		answer.UserMessage = t.question
-		if conv.Status.HumanOwned() {
-			return s.silent(t, answer, emit), nil
-		}
-		for _, ev := range held {
-			pub.send(ev)
-		}
 	}
-	// The question is stored (by now, for a turn whose handoff tool needed
-	// it in the transcript); the caller has seen (or will get) this answer,
-	// so it is stored whatever happened to the conversation meanwhile.
-	answer.UserMessage = t.question
-	deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
-	if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
-		pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
-		return answer, err
-	}
-	answer.Reply = reply
+	answer.UserMessage, answer.Reply = t.question, reply
 	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
 	ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, deliveries)
 	return answer, nil
@@ -306,8 +307,7 @@ func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
 		err        error
 	)
 	if t.fresh {
-		at := t.question.CreatedAt
-		deliveries = append(domain.ConversationDeliveries(t.ws, *t.conv, at), domain.MessageDeliveries(t.ws, *t.conv, t.question, at)...)
+		deliveries = t.deliveries(t.question)
 		var stored []domain.Message
 		if stored, err = s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...); err == nil {
 			t.question = stored[0]
@@ -344,16 +344,31 @@ func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
 // agent's (else domain.ErrStatusChanged, and nothing is stored). Returns
 // the stored messages and the deliveries for the caller to schedule.
 func (s *Service) storeTogether(ctx context.Context, t *turn, reply domain.Message) ([]domain.Message, []domain.Delivery, error) {
-	q := t.question
-	deliveries := append(domain.MessageDeliveries(t.ws, *t.conv, q, q.CreatedAt), domain.MessageDeliveries(t.ws, *t.conv, reply, reply.CreatedAt)...)
-	msgs := []domain.Message{q, reply}
+	msgs := []domain.Message{t.question, reply}
+	deliveries := t.deliveries(msgs...)
+	var (
+		stored []domain.Message
+		err    error
+	)
 	if t.fresh {
-		deliveries = append(domain.ConversationDeliveries(t.ws, *t.conv, q.CreatedAt), deliveries...)
-		stored, err := s.conversations.StartConversation(ctx, t.conv, msgs, deliveries...)
-		return stored, deliveries, err
+		stored, err = s.conversations.StartConversation(ctx, t.conv, msgs, deliveries...)
+	} else {
+		stored, err = s.conversations.AppendMessages(ctx, msgs, domain.StatusAI, deliveries...)
 	}
-	stored, err := s.conversations.AppendMessages(ctx, msgs, domain.StatusAI, deliveries...)
 	return stored, deliveries, err
+}
+
+// deliveries are what reports msgs, written in the conversation's current
+// state, and the conversation itself when it is new and stored with them.
+func (t *turn) deliveries(msgs ...domain.Message) []domain.Delivery {
+	var out []domain.Delivery
+	if t.fresh {
+		out = domain.ConversationDeliveries(t.ws, *t.conv, msgs[0].CreatedAt)
+	}
+	for _, m := range msgs {
+		out = append(out, domain.MessageDeliveries(t.ws, *t.conv, m, m.CreatedAt)...)
+	}
+	return out
 }
 
 // silent ends a turn the agent must not answer because a person owns the
@@ -361,7 +376,7 @@ func (s *Service) storeTogether(ctx context.Context, t *turn, reply domain.Messa
 // followers; only the caller needs to hear that no reply comes. No reply
 // exists, so the event takes its id from the question.
 func (s *Service) silent(t *turn, answer domain.Answer, emit Emit) domain.Answer {
-	answer.FallbackReason = domain.FallbackHumanActive
+	answer.UserMessage, answer.FallbackReason = t.question, domain.FallbackHumanActive
 	if emit != nil {
 		emit(ports.SessionEvent{Type: ports.EventDone, SessionID: t.conv.ID, MessageID: t.question.ID, Seq: 2, Answer: &answer})
 	}

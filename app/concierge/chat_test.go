@@ -169,6 +169,30 @@ func TestChatJSON(t *testing.T) {
 	})
 }
 
+// readStream reads a whole chat stream as a client would: it checks the
+// response against the OpenAPI document and the streaming headers, and
+// returns the events, at least three (a token or message, then done).
+func (s *stack) readStream(resp *http.Response) []sseEvent {
+	s.t.Helper()
+	t := s.t
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.spec.ValidateResponse(t, resp.Request, &http.Response{StatusCode: resp.StatusCode, Header: resp.Header, Request: resp.Request}, raw)
+	for h, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+		if got := resp.Header.Get(h); !strings.HasPrefix(got, want) {
+			t.Fatalf("%s = %q, want %q", h, got, want)
+		}
+	}
+	events := readSSE(t, bytes.NewReader(raw), 0)
+	if len(events) < 3 {
+		t.Fatalf("only %d events: %s", len(events), raw)
+	}
+	return events
+}
+
 // sseEvent is one event as a client reads it off the wire.
 type sseEvent struct {
 	ID   string
@@ -177,7 +201,7 @@ type sseEvent struct {
 
 // readSSE reads a stream line by line, as a browser's EventSource would, and
 // returns its events; stop, when set, ends reading early (after n events).
-func readSSE(t *testing.T, body io.Reader, stopAfter int) []sseEvent {
+func readSSE(t testing.TB, body io.Reader, stopAfter int) []sseEvent {
 	t.Helper()
 	var events []sseEvent
 	err := scanSSE(body, nil, func(ev sseEvent) bool {
@@ -252,22 +276,7 @@ func TestChatStream(t *testing.T) {
 	tn := s.newTenant(domain.PlanStandard)
 	supportAgent(s, tn)
 
-	resp := s.postStream(tn, map[string]any{"agent": "support", "message": "How long does express shipping take?", "stream": true})
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.spec.ValidateResponse(t, resp.Request, &http.Response{StatusCode: resp.StatusCode, Header: resp.Header, Request: resp.Request}, raw)
-	for h, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
-		if got := resp.Header.Get(h); !strings.HasPrefix(got, want) {
-			t.Fatalf("%s = %q, want %q", h, got, want)
-		}
-	}
-	events := readSSE(t, bytes.NewReader(raw), 0)
-	if len(events) < 3 {
-		t.Fatalf("only %d events: %s", len(events), raw)
-	}
+	events := s.readStream(s.postStream(tn, map[string]any{"agent": "support", "message": "How long does express shipping take?", "stream": true}))
 	var text strings.Builder
 	done := events[len(events)-1]
 	for i, ev := range events {

@@ -212,10 +212,16 @@ func (c *cluster) supportAgent(p *clusterProc, tn tenant) {
 	} {
 		c.must(c.do(p, "POST", "/api/v2/agents/support/sources", src, tn.auth()), 201)
 	}
+	c.waitSourcesReady(p, tn, "support")
+}
+
+// waitSourcesReady waits until a worker indexed every source of an agent.
+func (c *cluster) waitSourcesReady(p *clusterProc, tn tenant, agent string) {
+	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var list listBody[map[string]any]
-		r := c.do(p, "GET", "/api/v2/agents/support/sources", nil, tn.auth())
+		r := c.do(p, "GET", "/api/v2/agents/"+agent+"/sources", nil, tn.auth())
 		c.must(r, 200)
 		r.decode(c.t, &list)
 		ready := 0
@@ -231,7 +237,7 @@ func (c *cluster) supportAgent(p *clusterProc, tn tenant) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("sources not indexed after 30 s: %v", list.Data)
+			c.t.Fatalf("sources of %s not indexed after 30 s: %v", agent, list.Data)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -106,8 +106,8 @@ func TestWidgetInBrowser(t *testing.T) {
 	c.must(c.do(pod, "POST", "/api/v2/agents", map[string]any{
 		"slug": "locked", "name": "Locked Help", "allowedOrigins": []string{widgetOtherOrigin},
 	}, std.auth()), 201)
-	waitSourcesReady(c, pod, std, "support")
-	waitSourcesReady(c, pod, ent, "brand")
+	c.waitSourcesReady(pod, std, "support")
+	c.waitSourcesReady(pod, ent, "brand")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -139,33 +139,5 @@ func TestWidgetInBrowser(t *testing.T) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		t.Log(line)
-	}
-}
-
-// waitSourcesReady waits until a worker indexed every source of an agent.
-func waitSourcesReady(c *cluster, p *clusterProc, tn tenant, agent string) {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var list listBody[map[string]any]
-		r := c.do(p, "GET", "/api/v2/agents/"+agent+"/sources", nil, tn.auth())
-		c.must(r, 200)
-		r.decode(c.t, &list)
-		ready := 0
-		for _, src := range list.Data {
-			switch src["status"] {
-			case "READY":
-				ready++
-			case "FAILED":
-				c.t.Fatalf("source failed to index: %v", src)
-			}
-		}
-		if ready == len(list.Data) {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("sources of %s not indexed after 30 s: %v", agent, list.Data)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -261,25 +261,10 @@ func (s *Store) GetConversationBySession(ctx context.Context, sessionID string) 
 // predicates keep to the (workspace, [agent|status,] last_activity_at, id)
 // indexes, which the scale test checks with EXPLAIN.
 func listConversationsQuery(workspaceID string, filter domain.ConversationFilter, after *domain.Position, limit int) (string, []any) {
-	var sql strings.Builder
-	args := make([]any, 0, 6)
-	sql.WriteString("SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1")
-	args = append(args, workspaceID)
-	if filter.AgentID != "" {
-		args = append(args, filter.AgentID)
-		fmt.Fprintf(&sql, " AND c.agent_id = $%d", len(args))
-	}
-	if filter.Status != "" {
-		args = append(args, string(filter.Status))
-		fmt.Fprintf(&sql, " AND c.status = $%d", len(args))
-	}
-	if after != nil {
-		args = append(args, dbTime(after.Time), after.ID)
-		fmt.Fprintf(&sql, " AND (c.last_activity_at, c.id) < ($%d, $%d)", len(args)-1, len(args))
-	}
-	args = append(args, limit)
-	fmt.Fprintf(&sql, " ORDER BY c.last_activity_at DESC, c.id DESC LIMIT $%d", len(args))
-	return sql.String(), args
+	k := newKeysetQuery("SELECT "+conversationListColumns+" FROM conversations AS c WHERE c.workspace_id = $1", workspaceID)
+	k.filter("c.agent_id", filter.AgentID)
+	k.filter("c.status", string(filter.Status))
+	return k.page("c.last_activity_at", "c.id", after, limit)
 }
 
 // ListConversations returns a page ordered by (last_activity_at, id), newest

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -55,26 +53,12 @@ func (s *Store) SetFeedback(ctx context.Context, workspaceID, conversationID, me
 // DESC), which holds rated answers only; the rating and agent filters are
 // checked on the way.
 func listFeedbackQuery(workspaceID string, filter domain.FeedbackFilter, after *domain.Position, limit int) (string, []any) {
-	var sql strings.Builder
-	args := []any{workspaceID}
-	sql.WriteString(`SELECT m.id, m.conversation_id, c.agent_slug, m.content, m.feedback_rating, m.feedback_comment, m.feedback_at
+	k := newKeysetQuery(`SELECT m.id, m.conversation_id, c.agent_slug, m.content, m.feedback_rating, m.feedback_comment, m.feedback_at
 	FROM messages AS m JOIN conversations AS c ON c.workspace_id = m.workspace_id AND c.id = m.conversation_id
-	WHERE m.workspace_id = $1 AND m.feedback_rating IS NOT NULL`)
-	if filter.Rating != "" {
-		args = append(args, string(filter.Rating))
-		fmt.Fprintf(&sql, " AND m.feedback_rating = $%d", len(args))
-	}
-	if filter.AgentID != "" {
-		args = append(args, filter.AgentID)
-		fmt.Fprintf(&sql, " AND c.agent_id = $%d", len(args))
-	}
-	if after != nil {
-		args = append(args, dbTime(after.Time), after.ID)
-		fmt.Fprintf(&sql, " AND (m.feedback_at, m.id) < ($%d, $%d)", len(args)-1, len(args))
-	}
-	args = append(args, limit)
-	fmt.Fprintf(&sql, " ORDER BY m.feedback_at DESC, m.id DESC LIMIT $%d", len(args))
-	return sql.String(), args
+	WHERE m.workspace_id = $1 AND m.feedback_rating IS NOT NULL`, workspaceID)
+	k.filter("m.feedback_rating", string(filter.Rating))
+	k.filter("c.agent_id", filter.AgentID)
+	return k.page("m.feedback_at", "m.id", after, limit)
 }
 
 // ListFeedback returns a page of the workspace's rated answers, most

@@ -1,6 +1,11 @@
 package postgres
 
-import "github.com/conciergehq/concierge/core/domain"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
 
 // pageLimit is the number of items to return for a request: the default when
 // unset, never more than the maximum, whatever the caller validated.
@@ -35,4 +40,42 @@ func makePage[R, T any](rows []R, limit int, toDomain func(R) (T, error), positi
 		page.Next = &next
 	}
 	return page, nil
+}
+
+// keysetQuery builds the query of a keyset page, newest first: a SELECT
+// whose WHERE the caller starts, optional equality filters, the position
+// to read after, and the (time, id) DESC order with its LIMIT. Filters and
+// position are parameters, numbered in the order they are added.
+type keysetQuery struct {
+	sql  strings.Builder
+	args []any
+}
+
+// newKeysetQuery starts the query with selectWhere, whose parameters are
+// args ($1...).
+func newKeysetQuery(selectWhere string, args ...any) *keysetQuery {
+	k := &keysetQuery{args: args}
+	k.sql.WriteString(selectWhere)
+	return k
+}
+
+// filter adds "AND column = value" unless value is empty (no filter).
+func (k *keysetQuery) filter(column, value string) {
+	if value == "" {
+		return
+	}
+	k.args = append(k.args, value)
+	fmt.Fprintf(&k.sql, " AND %s = $%d", column, len(k.args))
+}
+
+// page ends the query: rows after the position (when there is one) in the
+// order (timeColumn, idColumn) DESC, at most limit.
+func (k *keysetQuery) page(timeColumn, idColumn string, after *domain.Position, limit int) (string, []any) {
+	if after != nil {
+		k.args = append(k.args, dbTime(after.Time), after.ID)
+		fmt.Fprintf(&k.sql, " AND (%s, %s) < ($%d, $%d)", timeColumn, idColumn, len(k.args)-1, len(k.args))
+	}
+	k.args = append(k.args, limit)
+	fmt.Fprintf(&k.sql, " ORDER BY %s DESC, %s DESC LIMIT $%d", timeColumn, idColumn, len(k.args))
+	return k.sql.String(), k.args
 }

@@ -140,8 +140,11 @@ func (p *Pending) SessionID() string { return p.conv.ID }
 // Start checks a request and resolves (or creates) its session. Its errors
 // are the caller's to report: validation, not found, plan, identity.
 func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
-	if strings.TrimSpace(req.Message) == "" {
-		return nil, &domain.ValidationError{Message: "message is required", Fields: map[string]string{"message": "is required"}}
+	// A message over the limit is refused before anything is stored: a
+	// guardrail answer would store it whole (and relay it), at up to the
+	// body limit per call from anonymous visitors.
+	if err := domain.ValidateMessageText(req.Message, s.limits.MaxMessageChars); err != nil {
+		return nil, err
 	}
 	ws, agent, conv, err := s.resolve(ctx, req)
 	if err != nil {
@@ -185,7 +188,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	// Retrieval needs neither the session nor the question to be stored, so
 	// it runs while they are written: that is most of the time to the first
 	// token.
-	verdict := checkInput(p.message, s.limits.MaxMessageChars, agent.Config.BlockedTopics)
+	verdict := checkInput(p.message, agent.Config.BlockedTopics)
 	var retrieval <-chan retrieved
 	if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
 		retrieval = s.retrieveAsync(ctx, &agent, p.message)

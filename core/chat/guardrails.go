@@ -25,14 +25,12 @@ var injectionPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`<\|?(im_start|im_end|system|endoftext)\|?>`),
 }
 
-// inputVerdict is the outcome of the input guardrails: FallbackNone lets the
-// message through.
-func checkInput(text string, maxChars int, blockedTopics []string) domain.FallbackReason {
+// checkInput is the outcome of the input guardrails: FallbackNone lets the
+// message through. Length is not among them: Start refuses a message over
+// the limit before anything is stored.
+func checkInput(text string, blockedTopics []string) domain.FallbackReason {
 	if !hasContent(text) {
 		return domain.FallbackEmptyMessage
-	}
-	if utf8.RuneCountInString(text) > maxChars {
-		return domain.FallbackTooLong
 	}
 	norm := normalise(text)
 	for _, p := range injectionPatterns {

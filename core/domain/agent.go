@@ -104,6 +104,9 @@ func (a *Agent) Validate() error {
 	if err := ValidateSlug(a.Slug); err != nil {
 		return err
 	}
+	if err := validateTexts(textField{"name", a.Name}); err != nil {
+		return err
+	}
 	a.Name = strings.TrimSpace(a.Name)
 	if a.Name == "" {
 		return InvalidField("name", "is required")
@@ -116,6 +119,20 @@ func (a *Agent) Validate() error {
 
 // Validate checks the configuration's limits.
 func (c *AgentConfig) Validate() error {
+	fields := []textField{{"systemPrompt", c.SystemPrompt}, {"welcomeMessage", c.WelcomeMessage}, {"fallbackMessage", c.FallbackMessage},
+		{"model", c.Model}, {"primaryColor", c.PrimaryColor}, {"avatarUrl", c.AvatarURL}}
+	for _, q := range c.SuggestedQuestions {
+		fields = append(fields, textField{"suggestedQuestions", q})
+	}
+	for _, t := range c.BlockedTopics {
+		fields = append(fields, textField{"blockedTopics", t})
+	}
+	for _, o := range c.AllowedOrigins {
+		fields = append(fields, textField{"allowedOrigins", o})
+	}
+	if err := validateTexts(fields...); err != nil {
+		return err
+	}
 	switch {
 	case len([]rune(c.SystemPrompt)) > MaxSystemPromptLength:
 		return InvalidField("systemPrompt", "must be at most 20000 characters")
@@ -151,8 +168,8 @@ func (c *AgentConfig) Validate() error {
 	}
 	c.BlockedTopics = topics
 	c.Model = strings.TrimSpace(c.Model)
-	if len(c.Model) > MaxModelChars || strings.ContainsAny(c.Model, " \t\n") {
-		return InvalidField("model", "must be a provider such as local or openai, optionally with :model")
+	if err := validateModel(c.Model); err != nil {
+		return err
 	}
 	if c.RetrievalTopK == 0 {
 		c.RetrievalTopK = DefaultRetrievalTopK
@@ -165,6 +182,35 @@ func (c *AgentConfig) Validate() error {
 		return InvalidField("retrievalThreshold", "must be between 0 and 1")
 	}
 	return c.validateWidget()
+}
+
+// modelNamePattern is what a model name after "openai:" may look like: the
+// names OpenAI-compatible servers use ("gpt-4o-mini",
+// "meta-llama/Llama-3.1-8B-Instruct", "llama3:8b", "org@model+v2").
+var modelNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$`)
+
+// validateModel checks an agent's model choice: empty (the deployment's
+// default), "local", "openai", or "openai:<model name>". Anything else was
+// accepted once and then silently answered by the default model; now it
+// is refused when it is set.
+func validateModel(model string) error {
+	if model == "" {
+		return nil
+	}
+	const want = "must be local, openai or openai:<model name> (letters, digits and . _ : / @ + -)"
+	provider, name, named := strings.Cut(model, ":")
+	switch {
+	case len(model) > MaxModelChars:
+		return InvalidField("model", "must be at most 100 characters")
+	case provider == "local" && !named:
+		return nil
+	case provider == "openai" && !named:
+		return nil
+	case provider == "openai" && modelNamePattern.MatchString(name):
+		return nil
+	default:
+		return InvalidField("model", want)
+	}
 }
 
 var colorPattern = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)

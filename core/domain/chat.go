@@ -32,6 +32,9 @@ const (
 	FallbackNone            FallbackReason = ""
 	FallbackNoKnowledge     FallbackReason = "NO_RELEVANT_KNOWLEDGE"
 	FallbackEmptyMessage    FallbackReason = "GUARDRAIL_EMPTY"
+	// FallbackTooLong is no longer given: a message over the limit is
+	// refused with a ValidationError before anything is stored. Replies
+	// stored before that change still carry it.
 	FallbackTooLong         FallbackReason = "GUARDRAIL_TOO_LONG"
 	FallbackPromptInjection FallbackReason = "GUARDRAIL_PROMPT_INJECTION"
 	FallbackBlockedTopic    FallbackReason = "GUARDRAIL_BLOCKED_TOPIC"

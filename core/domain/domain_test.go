@@ -103,6 +103,8 @@ func TestValidateMessageText(t *testing.T) {
 		{" \t\n", "message is required"},
 		{strings.Repeat("é", 10), ""},
 		{strings.Repeat("é", 11), "message is too long"},
+		{"hi\x00", "message: must not contain NUL characters"},
+		{"hi \xff", "message: must be valid UTF-8 text"},
 	}
 	for _, tt := range tests {
 		err := ValidateMessageText(tt.text, 10)

@@ -28,6 +28,9 @@ type Feedback struct {
 // feedback (nil, nil); a comment then would be lost, so it is refused.
 func NewFeedback(rating, comment string, now time.Time) (*Feedback, error) {
 	comment = strings.TrimSpace(comment)
+	if err := ValidateText("comment", comment); err != nil {
+		return nil, err
+	}
 	if len([]rune(comment)) > MaxFeedbackCommentLength {
 		return nil, InvalidField("comment", "must be at most 1000 characters")
 	}

@@ -83,6 +83,9 @@ type HandoffContact struct {
 // NewHandoffContact trims and checks the handoff form's fields.
 func NewHandoffContact(name, email, note string) (HandoffContact, error) {
 	c := HandoffContact{Name: strings.TrimSpace(name), Email: strings.TrimSpace(email), Note: strings.TrimSpace(note)}
+	if err := validateTexts(textField{"name", c.Name}, textField{"email", c.Email}, textField{"note", c.Note}); err != nil {
+		return HandoffContact{}, err
+	}
 	fields := map[string]string{}
 	if len([]rune(c.Name)) > MaxContactNameLength {
 		fields["name"] = "must be at most 200 characters"

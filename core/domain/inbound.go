@@ -37,5 +37,3 @@ type InboundEvent struct {
 	ProcessedAt *time.Time
 }
 
-// MaxIdempotencyKeyLength bounds the Idempotency-Key header.
-const MaxIdempotencyKeyLength = 255

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"strconv"
 	"strings"
 	"time"
 )
@@ -63,18 +62,6 @@ type Citation struct {
 	URL          string
 	Snippet      string
 	Score        float64
-}
-
-// ValidateMessageText checks a message written by a person: required, not blank,
-// at most maxChars characters. The message text matches the spec's wording.
-func ValidateMessageText(text string, maxChars int) error {
-	if strings.TrimSpace(text) == "" {
-		return &ValidationError{Message: "message is required", Fields: map[string]string{"message": "is required"}}
-	}
-	if len([]rune(text)) > maxChars {
-		return &ValidationError{Message: "message is too long", Fields: map[string]string{"message": "must be at most " + strconv.Itoa(maxChars) + " characters"}}
-	}
-	return nil
 }
 
 // Preview shortens text for list views such as lastMessage.

@@ -104,6 +104,10 @@ var FileExtensions = []string{".md", ".markdown", ".txt", ".html", ".htm", ".pdf
 
 // Validate checks and normalises a source before it is stored.
 func (s *Source) Validate() error {
+	if err := validateTexts(textField{"name", s.Name}, textField{"content", s.Content}, textField{"question", s.Question},
+		textField{"answer", s.Answer}, textField{"url", s.URL}, textField{"file", s.Filename}); err != nil {
+		return err
+	}
 	s.Name = strings.TrimSpace(s.Name)
 	if !s.Type.Web() && s.Type != "" {
 		if s.URL != "" {

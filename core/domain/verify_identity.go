@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxIdentityHeaderBytes bounds the X-Service-Identity header.
@@ -59,12 +60,22 @@ func VerifyIdentity(ws *Workspace, identity, signature string, now time.Time) (*
 		return nil, Invalid("X-Service-Identity must be base64url-encoded JSON")
 	}
 	var p identityPayload
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if !utf8.Valid(raw) || json.Unmarshal(raw, &p) != nil {
 		return nil, Invalid("X-Service-Identity must be base64url-encoded JSON")
 	}
 	p.UserID = strings.TrimSpace(p.UserID)
 	if p.UserID == "" || len(p.UserID) > 255 {
 		return nil, Invalid("X-Service-Identity: userId is required (1 to 255 characters)")
+	}
+	// The payload is signed, so this is the host application's bug, not an
+	// attack; it still must not reach the store as text PostgreSQL refuses.
+	for _, f := range [...]struct{ name, value string }{{"userId", p.UserID}, {"email", p.Email}, {"name", p.Name}} {
+		if problem := TextProblem(f.value); problem != "" {
+			return nil, Invalid("X-Service-Identity: %s %s", f.name, problem)
+		}
+	}
+	if len(p.Email) > 254 || utf8.RuneCountInString(p.Name) > 200 {
+		return nil, Invalid("X-Service-Identity: email must be at most 254 bytes and name at most 200 characters")
 	}
 	if p.Exp != 0 && !now.Before(time.Unix(p.Exp, 0)) {
 		return nil, Unauthorized("identity has expired")

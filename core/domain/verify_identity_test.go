@@ -25,6 +25,10 @@ func TestVerifyIdentity(t *testing.T) {
 	noUser := encodeIdentity(`{"email":"ada@example.com"}`)
 	notJSON := encodeIdentity(`userId=u_42`)
 	noExp := encodeIdentity(`{"userId":"u_7"}`)
+	nulUser := encodeIdentity(`{"userId":"u\u0000"}`)
+	nulName := encodeIdentity(`{"userId":"u_7","name":"A\u0000"}`)
+	rawNotUTF8 := encodeIdentity("{\"userId\":\"u_\xff\"}")
+	longEmail := encodeIdentity(`{"userId":"u_7","email":"` + strings.Repeat("a", 250) + `@x.io"}`)
 
 	tests := []struct {
 		name      string
@@ -50,6 +54,10 @@ func TestVerifyIdentity(t *testing.T) {
 		{"signature without identity", enterprise, "", "abc", "", ErrInvalidInput},
 		{"missing userId", enterprise, noUser, SignIdentity("whsec_current", noUser), "", ErrInvalidInput},
 		{"not JSON", enterprise, notJSON, SignIdentity("whsec_current", notJSON), "", ErrInvalidInput},
+		{"NUL in userId", enterprise, nulUser, SignIdentity("whsec_current", nulUser), "", ErrInvalidInput},
+		{"NUL in name", enterprise, nulName, SignIdentity("whsec_current", nulName), "", ErrInvalidInput},
+		{"payload not UTF-8", enterprise, rawNotUTF8, SignIdentity("whsec_current", rawNotUTF8), "", ErrInvalidInput},
+		{"email too long", enterprise, longEmail, SignIdentity("whsec_current", longEmail), "", ErrInvalidInput},
 		{"oversized header", enterprise, strings.Repeat("a", MaxIdentityHeaderBytes+1), "00", "", ErrInvalidInput},
 	}
 	for _, tt := range tests {

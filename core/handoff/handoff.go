@@ -141,6 +141,9 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 		return domain.Message{}, err
 	}
 	author := strings.TrimSpace(m.AuthorName)
+	if err := domain.ValidateText("authorName", author); err != nil {
+		return domain.Message{}, err
+	}
 	if len([]rune(author)) > MaxAuthorNameLength {
 		return domain.Message{}, domain.InvalidField("authorName", "must be at most 200 characters")
 	}

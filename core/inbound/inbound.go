@@ -74,8 +74,13 @@ func (s *Service) Receive(ctx context.Context, ws *domain.Workspace, req Request
 	if len(req.Event) > 100 {
 		return domain.InboundEvent{}, domain.InvalidField("event", "must be at most 100 characters")
 	}
-	if len(req.IdempotencyKey) > domain.MaxIdempotencyKeyLength {
-		return domain.InboundEvent{}, domain.InvalidField("Idempotency-Key", "must be at most 255 characters")
+	if err := domain.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return domain.InboundEvent{}, err
+	}
+	for _, f := range [...]struct{ name, value string }{{"event", req.Event}, {"sessionId", req.SessionID}} {
+		if err := domain.ValidateText(f.name, f.value); err != nil {
+			return domain.InboundEvent{}, err
+		}
 	}
 	ev := domain.InboundEvent{
 		ID:             domain.NewID(domain.PrefixInboundEvent),
@@ -103,6 +108,14 @@ func (s *Service) Receive(ctx context.Context, ws *domain.Workspace, req Request
 		}
 		ev.Status = domain.InboundPending
 	} else {
+		// An event we do not act on is kept for its sender's records, within
+		// the bounds of any message: its text is no freer than a chat
+		// message's, only allowed to be empty.
+		if req.Message != "" {
+			if err := domain.ValidateMessageText(req.Message, s.maxMessage); err != nil {
+				return domain.InboundEvent{}, err
+			}
+		}
 		s.log.InfoContext(ctx, "inbound event of unknown kind acknowledged", "workspaceId", ws.ID, "event", req.Event)
 	}
 

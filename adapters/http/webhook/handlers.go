@@ -77,6 +77,10 @@ func (h *Handlers) receive(c *fiber.Ctx) error {
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
 	}
+	key, err := wire.Header(c, HeaderIdempotencyKey)
+	if err != nil {
+		return err
+	}
 	// Hash the decoded fields, not the raw bytes, so a retry that only
 	// re-serialises the same JSON differently is still recognised as a retry.
 	canonical, _ := json.Marshal(body)
@@ -85,7 +89,7 @@ func (h *Handlers) receive(c *fiber.Ctx) error {
 		Event:          body.Event,
 		SessionID:      body.SessionID,
 		Message:        body.Message,
-		IdempotencyKey: strings.Clone(c.Get(HeaderIdempotencyKey)),
+		IdempotencyKey: key,
 		BodyHash:       hex.EncodeToString(sum[:]),
 	})
 	if err != nil {

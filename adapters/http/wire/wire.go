@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
 	"github.com/gofiber/fiber/v2"
@@ -107,6 +108,9 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		}
 	}
+	if !utf8.Valid(body) {
+		return errBodyNotUTF8
+	}
 	if err := d.checkFieldNames(body, dst); err != nil {
 		return err
 	}
@@ -117,6 +121,9 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return domain.Invalid("invalid JSON: unexpected data after the JSON object")
+	}
+	if err := checkDecodedText(dst); err != nil {
+		return err
 	}
 	return d.Validate(dst)
 }

@@ -29,9 +29,9 @@ type FallbackReason string
 // Fallback reasons. The guardrail reasons come from input checks; the others
 // from retrieval, the model or tools.
 const (
-	FallbackNone            FallbackReason = ""
-	FallbackNoKnowledge     FallbackReason = "NO_RELEVANT_KNOWLEDGE"
-	FallbackEmptyMessage    FallbackReason = "GUARDRAIL_EMPTY"
+	FallbackNone         FallbackReason = ""
+	FallbackNoKnowledge  FallbackReason = "NO_RELEVANT_KNOWLEDGE"
+	FallbackEmptyMessage FallbackReason = "GUARDRAIL_EMPTY"
 	// FallbackTooLong is no longer given: a message over the limit is
 	// refused with a ValidationError before anything is stored. Replies
 	// stored before that change still carry it.

@@ -36,4 +36,3 @@ type InboundEvent struct {
 	ReceivedAt  time.Time
 	ProcessedAt *time.Time
 }
-

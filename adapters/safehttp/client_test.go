@@ -54,3 +54,34 @@ func TestCheckURLUsesTheEffectivePort(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckURLRefusesNumericHostForms: resolvers read these as IPv4
+// addresses (inet_aton), so each reaches loopback or a private network
+// although it is no IP literal; real names with digits still pass.
+func TestCheckURLRefusesNumericHostForms(t *testing.T) {
+	g := NewGuard(false)
+	for raw, allowed := range map[string]bool{
+		"https://2130706433/hooks":    false, // 127.0.0.1 as one number
+		"https://0x7f000001/hooks":    false, // in hex
+		"https://0X7F000001/hooks":    false, // in upper-case hex
+		"https://127.1/hooks":         false, // two parts
+		"https://10.1/hooks":          false,
+		"https://0177.0.0.1/hooks":    false, // octal first part
+		"https://127.0.0.0x1/hooks":   false,
+		"https://0x/hooks":            false,
+		"https://8.8.8.8/hooks":       true, // canonical and public
+		"https://hooks.example.com/":  true,
+		"https://123.example.com/":    true, // digits, but not the last label
+		"https://api2.example.io/in":  true,
+		"https://example.com./hooks":  true, // a trailing dot is still a name
+		"https://0xcafe.example.com/": true,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.CheckURL(u); (err == nil) != allowed {
+			t.Errorf("CheckURL(%s) = %v, want allowed %v", raw, err, allowed)
+		}
+	}
+}

@@ -216,7 +216,32 @@ func (g *Guard) CheckHost(host, port string) error {
 		}
 		return g.CheckAddr(ap)
 	}
+	if numericHost(name) {
+		return refused("%s is an IPv4 address in a non-standard form; write it as four decimal numbers (a.b.c.d)", host)
+	}
 	return nil
+}
+
+// numericHost reports whether a host that is not an IP literal still spells
+// an IPv4 address the way resolvers accept (inet_aton): 2130706433,
+// 0x7f000001, 127.1, 0177.0.0.1 all reach 127.0.0.1. Left to DNS they would
+// pass this check and only be caught at dial time, so a settings check
+// would accept a URL no delivery can reach. No DNS name ends in a numeric
+// label (top-level domains are never numeric), so nothing real is refused.
+func numericHost(name string) bool {
+	labels := strings.Split(name, ".")
+	last := labels[len(labels)-1]
+	if last == "" {
+		return false
+	}
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		last = hex
+		if last == "" {
+			return true // "0x" alone is 0 to inet_aton
+		}
+		return strings.Trim(last, "0123456789abcdef") == ""
+	}
+	return strings.Trim(last, "0123456789") == ""
 }
 
 // CheckURL is CheckHost for u's host and the port a request to u connects

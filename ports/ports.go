@@ -30,6 +30,19 @@ type WorkspaceStore interface {
 	FindWorkspaceByWebhookSecretHash(ctx context.Context, hash string) (domain.Workspace, error)
 }
 
+// WorkspaceNotifier tells every pod that a workspace's settings changed
+// (plan, add-ons, secrets, API keys, integrations), so each drops what it
+// cached of the workspace: the pod that made the change before the call
+// returns, the others as soon as the announcement reaches them. Delivery is
+// best effort: a pod that misses it still sees the change within its cache's
+// lifetime (CONCIERGE_AUTH_CACHE_TTL).
+type WorkspaceNotifier interface {
+	// WorkspaceChanged announces the change. Returns an error wrapping
+	// domain.ErrUnavailable when the other pods cannot be told; this pod's
+	// copies are dropped all the same.
+	WorkspaceChanged(ctx context.Context, workspaceID string) error
+}
+
 // APIKeyStore keeps API keys (hashes only).
 type APIKeyStore interface {
 	// CreateAPIKey stores a key. Returns domain.ErrNotFound if its workspace does not exist.

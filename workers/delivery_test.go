@@ -159,7 +159,7 @@ func newDeliveryWorld(t *testing.T, backoff delivery.Backoff, maxAttempts int) *
 	w.logs = logs
 	w.svc, err = delivery.NewService(delivery.Deps{
 		Workspaces: store, Attempts: store, Deliveries: store, Integrations: store, Queue: w.enq,
-		Webhook: sender, Inbox: inbox.New(), URLs: sender, Clock: domain.SystemClock{}, Log: logger,
+		Webhook: sender, Inbox: inbox.New(), URLs: sender, Changes: noAnnouncements{}, Clock: domain.SystemClock{}, Log: logger,
 	}, delivery.Options{Backoff: backoff, MaxAttempts: maxAttempts})
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestSweeperRedrivesADeliveryWhoseTaskWasLost(t *testing.T) {
 	// its one-minute default the sweep would wait; a service with none does not.
 	svc, err := delivery.NewService(delivery.Deps{
 		Workspaces: w.store, Attempts: w.store, Deliveries: w.store, Integrations: w.store, Queue: w.enq,
-		Webhook: inbox.New(), Inbox: inbox.New(), URLs: noURLs{}, Clock: clockAt{time.Now().Add(2 * time.Minute)},
+		Webhook: inbox.New(), Inbox: inbox.New(), URLs: noURLs{}, Changes: noAnnouncements{}, Clock: clockAt{time.Now().Add(2 * time.Minute)},
 		Log: slog.New(slog.DiscardHandler),
 	}, delivery.Options{})
 	if err != nil {
@@ -377,3 +377,8 @@ func onlyTaskIn(t *testing.T, _ *asynq.Inspector, queue string, list func(string
 	})
 	return task
 }
+
+// noAnnouncements is a WorkspaceNotifier for tests that change no settings.
+type noAnnouncements struct{}
+
+func (noAnnouncements) WorkspaceChanged(context.Context, string) error { return nil }

@@ -19,6 +19,7 @@ const agentChangesChannel = "concierge:agents:changed"
 
 // agentChange is the wire form of a change. Version 0 means the agent's
 // configuration changed (or it was deleted); otherwise its knowledge did.
+// Without an agent id, the workspace's own settings changed.
 type agentChange struct {
 	V           int    `json:"v"`
 	WorkspaceID string `json:"workspaceId"`
@@ -33,7 +34,10 @@ type Changes struct {
 	log    *slog.Logger
 }
 
-var _ ports.KnowledgeNotifier = (*Changes)(nil)
+var (
+	_ ports.KnowledgeNotifier = (*Changes)(nil)
+	_ ports.WorkspaceNotifier = (*Changes)(nil)
+)
 
 // NewChanges returns a Changes over client.
 func NewChanges(client goredis.UniversalClient, log *slog.Logger) *Changes {
@@ -51,6 +55,11 @@ func (c *Changes) AgentChanged(ctx context.Context, workspaceID, agentID string)
 	return c.publish(ctx, agentChange{V: wireVersion, WorkspaceID: workspaceID, AgentID: agentID})
 }
 
+// WorkspaceChanged publishes a change of the workspace's own settings.
+func (c *Changes) WorkspaceChanged(ctx context.Context, workspaceID string) error {
+	return c.publish(ctx, agentChange{V: wireVersion, WorkspaceID: workspaceID})
+}
+
 func (c *Changes) publish(ctx context.Context, ch agentChange) error {
 	payload, err := json.Marshal(ch)
 	if err != nil {
@@ -63,7 +72,8 @@ func (c *Changes) publish(ctx context.Context, ch agentChange) error {
 }
 
 // Listen calls onChange for every change announced by any pod (this one
-// included) until ctx ends. The subscription is confirmed before Listen
+// included) until ctx ends; agentID is "" when the workspace's own
+// settings changed. The subscription is confirmed before Listen
 // calls ready, so a test or a caller can publish after it without losing the
 // message. When the connection drops, go-redis resubscribes; because
 // messages sent meanwhile are lost, onResubscribe is called then, so the
@@ -102,7 +112,7 @@ func (c *Changes) listenOnce(ctx context.Context, ready func(), onChange func(st
 			return err
 		}
 		var ch agentChange
-		if err := json.Unmarshal([]byte(msg.Payload), &ch); err != nil || ch.V != wireVersion || ch.AgentID == "" {
+		if err := json.Unmarshal([]byte(msg.Payload), &ch); err != nil || ch.V != wireVersion || ch.WorkspaceID == "" {
 			c.log.WarnContext(ctx, "ignoring a malformed agent change", "payload_bytes", len(msg.Payload))
 			continue
 		}

@@ -49,7 +49,10 @@ func TestChangesReachEveryListener(t *testing.T) {
 	if err := podA.AgentChanged(t.Context(), "ws_1", "agt_2"); err != nil {
 		t.Fatal(err)
 	}
-	want := []change{{"ws_1", "agt_1", 7}, {"ws_1", "agt_2", 0}}
+	if err := podA.WorkspaceChanged(t.Context(), "ws_1"); err != nil {
+		t.Fatal(err)
+	}
+	want := []change{{"ws_1", "agt_1", 7}, {"ws_1", "agt_2", 0}, {"ws_1", "", 0}}
 	for _, w := range want {
 		select {
 		case c := <-got:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -11,13 +12,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
+	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/workspace"
+	"github.com/conciergehq/concierge/ports"
 )
 
 // adminCommand is how an operator gives a fresh install its first workspace and
-// manages keys, plans and webhook secrets. It needs only PostgreSQL.
+// manages keys, plans and webhook secrets. It needs PostgreSQL, and Redis to
+// tell running pods of a change at once (without it they notice within their
+// authentication cache's lifetime).
 func adminCommand(e *env) *cobra.Command {
 	admin := &cobra.Command{Use: "admin", Short: "Operator commands: workspaces, API keys, webhook secrets (add --json for machine-readable output)"}
 	admin.PersistentFlags().Bool("json", false, "print JSON instead of text")
@@ -45,8 +50,23 @@ func (e *env) withWorkspaces(ctx context.Context, fn func(*workspace.Service) er
 	}
 	defer func() { _ = postgres.Close(db) }()
 	store := postgres.NewStore(db)
+	// Changes are announced to the running pods so that a revoked key or a
+	// plan change applies at once; without Redis they apply within the
+	// pods' authentication cache lifetime, which the service logs.
+	var changes ports.WorkspaceNotifier = unannounced{}
+	if rdb, err := redisadapter.Connect(ctx, cfg.RedisURL); err == nil {
+		defer func() { _ = rdb.Close() }()
+		changes = redisadapter.NewChanges(rdb, log)
+	}
 	// No authentication cache: the CLI authenticates nothing and exits.
-	return fn(workspace.NewService(store, store, domain.SystemClock{}, log, 0))
+	return fn(workspace.NewService(store, store, domain.SystemClock{}, log, 0, changes))
+}
+
+// unannounced is the admin CLI's notifier when Redis cannot be reached.
+type unannounced struct{}
+
+func (unannounced) WorkspaceChanged(context.Context, string) error {
+	return domain.Unavailable("announce the change", errors.New("redis is not reachable"))
 }
 
 func jsonFlag(cmd *cobra.Command) bool {

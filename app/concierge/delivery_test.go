@@ -284,3 +284,67 @@ func TestDeliveryLog(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestIntegrationChangesApplyAtOnce: the answer engine decides outbound
+// events from the caller's workspace, which an API call takes from its
+// pod's authentication cache. A new events URL must apply to the very next
+// call on the pod that set it, and to other pods as soon as the change is
+// announced; before, a pod kept its cached copy for up to the cache's
+// lifetime and its conversations were never reported. The cache lifetime is
+// a minute here, so only the announcement explains another pod's prompt
+// change.
+func TestIntegrationChangesApplyAtOnce(t *testing.T) {
+	ttl := map[string]string{"CONCIERGE_AUTH_CACHE_TTL": "1m"}
+	podA := newStack(t, stackOptions{env: ttl})
+	podB := newStack(t, stackOptions{env: map[string]string{
+		"CONCIERGE_AUTH_CACHE_TTL": "1m",
+		"CONCIERGE_DATABASE_URL":   podA.env["CONCIERGE_DATABASE_URL"],
+		"CONCIERGE_REDIS_URL":      podA.env["CONCIERGE_REDIS_URL"],
+	}})
+	// Each pod listens for announcements on its own; a second listener on
+	// each, whose ready says it is subscribed, keeps an early announcement
+	// from racing the subscription.
+	for _, pod := range []*stack{podA, podB} {
+		ready := make(chan struct{})
+		go func() { _ = pod.sys.changes.Listen(t.Context(), func() { close(ready) }, pod.sys.forget, func() {}) }()
+		<-ready
+	}
+	tn := podA.newTenant(domain.PlanStandard)
+	podA.mustStatus(podA.do("POST", "/api/v2/agents", map[string]any{"slug": "support", "name": "Support"}, tn.auth()), 201)
+	created := func(pod *stack) int {
+		r := pod.do("GET", "/api/v2/deliveries?type=conversation.created&limit=100", nil, tn.auth())
+		pod.mustStatus(r, 200)
+		var list struct {
+			Data []map[string]any `json:"data"`
+		}
+		r.decode(t, &list)
+		return len(list.Data)
+	}
+	// Both pods have the workspace cached, without an events URL.
+	for _, pod := range []*stack{podA, podB} {
+		pod.mustStatus(pod.do("POST", "/api/v2/chat", map[string]any{"message": "hello"}, tn.auth()), 200)
+	}
+	if n := created(podA); n != 0 {
+		t.Fatalf("%d conversation.created events before an events URL was set", n)
+	}
+
+	r, _ := podA.integrations(tn, "PATCH", map[string]any{"eventsUrl": "https://events.example.com/in"})
+	podA.mustStatus(r, 200)
+	podA.mustStatus(podA.do("POST", "/api/v2/chat", map[string]any{"message": "hello again"}, tn.auth()), 200)
+	if n := created(podA); n != 1 {
+		t.Fatalf("the pod that set the events URL reported %d of 1 new conversations", n)
+	}
+
+	// Pod B hears the announcement; its next conversation is reported.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		podB.mustStatus(podB.do("POST", "/api/v2/chat", map[string]any{"message": "and again"}, tn.auth()), 200)
+		if created(podB) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("another pod still decides events from its stale copy of the workspace")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

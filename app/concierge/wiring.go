@@ -102,7 +102,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes, KeywordFromPostgres: cfg.KeywordSearch == "postgres"}, log)
 	s.agentCache = agent.NewCache(s.store, cfg.AgentCacheTTL, s.clock)
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
-	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL)
+	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL, s.announcer)
 	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.announcer, s.clock, log)
 	if s.indexer, err = indexer(cfg, s, log); err != nil {
 		s.close()
@@ -160,7 +160,7 @@ func deliveries(cfg config.Config, s *system, log *slog.Logger) (*delivery.Servi
 	}
 	svc, err := delivery.NewService(delivery.Deps{
 		Workspaces: s.store, Attempts: s.store, Deliveries: s.store, Integrations: s.store, Queue: s.enqueuer,
-		Webhook: sender, Inbox: inbox.New(), URLs: sender, Clock: s.clock, Log: log,
+		Webhook: sender, Inbox: inbox.New(), URLs: sender, Changes: s.announcer, Clock: s.clock, Log: log,
 	}, delivery.Options{
 		Backoff: delivery.Backoff{Base: cfg.DeliveryRetryBase, Cap: cfg.DeliveryRetryCap},
 		// An attempt takes at most the timeout (plus recording); holding a
@@ -224,16 +224,21 @@ func (s *system) listenForChanges(ctx context.Context) {
 	go func() {
 		_ = s.changes.Listen(ctx, nil, s.forget, func() {
 			// Announcements may have been lost while disconnected. Agents
-			// are read again; indexes are compared with the agents' knowledge
-			// versions on their next use anyway.
+			// and API-key checks are read again; indexes are compared with
+			// the agents' knowledge versions on their next use anyway.
 			s.agentCache.Clear()
+			s.workspaces.ForgetAll()
 		})
 	}()
 }
 
 // forget drops this pod's cached copies of an agent and, when its knowledge
-// changed, of its index.
+// changed, of its index; without an agent, of the workspace's settings.
 func (s *system) forget(workspaceID, agentID string, knowledgeVersion int64) {
+	if agentID == "" {
+		s.workspaces.Forget(workspaceID)
+		return
+	}
 	s.agentCache.Invalidate(workspaceID, agentID)
 	s.retriever.Invalidate(agentID, knowledgeVersion)
 }
@@ -242,13 +247,21 @@ func (s *system) forget(workspaceID, agentID string, knowledgeVersion int64) {
 // the others, so a request that follows a change on the same pod never sees
 // the old agent, whatever Redis' delivery delay.
 type announcer struct {
-	remote ports.KnowledgeNotifier
-	local  func(workspaceID, agentID string, knowledgeVersion int64)
+	remote interface {
+		ports.KnowledgeNotifier
+		ports.WorkspaceNotifier
+	}
+	local func(workspaceID, agentID string, knowledgeVersion int64)
 }
 
 func (a *announcer) KnowledgeChanged(ctx context.Context, change ports.KnowledgeChange) error {
 	a.local(change.WorkspaceID, change.AgentID, change.Version)
 	return a.remote.KnowledgeChanged(ctx, change)
+}
+
+func (a *announcer) WorkspaceChanged(ctx context.Context, workspaceID string) error {
+	a.local(workspaceID, "", 0)
+	return a.remote.WorkspaceChanged(ctx, workspaceID)
 }
 
 func (a *announcer) AgentChanged(ctx context.Context, workspaceID, agentID string) error {

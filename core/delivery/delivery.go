@@ -65,8 +65,11 @@ type Deps struct {
 	// Inbox takes the helpdesk deliveries of workspaces without a helpdesk URL.
 	Inbox ports.Helpdesk
 	URLs  ports.ReceiverURLPolicy
-	Clock ports.Clock
-	Log   *slog.Logger
+	// Changes is told when integration settings change, so every pod (this
+	// one first) stops deciding deliveries from a cached copy.
+	Changes ports.WorkspaceNotifier
+	Clock   ports.Clock
+	Log     *slog.Logger
 }
 
 // Options tune retries; zero fields take the defaults.
@@ -87,7 +90,7 @@ type Service struct {
 // returns an error for options out of range.
 func NewService(d Deps, opts Options) (*Service, error) {
 	if d.Workspaces == nil || d.Attempts == nil || d.Deliveries == nil || d.Integrations == nil || d.Queue == nil ||
-		d.Webhook == nil || d.Inbox == nil || d.URLs == nil || d.Clock == nil || d.Log == nil {
+		d.Webhook == nil || d.Inbox == nil || d.URLs == nil || d.Changes == nil || d.Clock == nil || d.Log == nil {
 		panic("delivery.NewService: every dependency is required")
 	}
 	if opts.Backoff == (Backoff{}) {

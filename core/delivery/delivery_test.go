@@ -90,7 +90,7 @@ func depsFor(t *testing.T) delivery.Deps {
 	o, ws := newOutbox(), newWorkspaces()
 	return delivery.Deps{
 		Workspaces: ws, Attempts: o, Deliveries: o, Integrations: ws, Queue: &queue{},
-		Webhook: &sender{}, Inbox: &sender{}, URLs: urlPolicy{}, Clock: &fixedClock{now: t0},
+		Webhook: &sender{}, Inbox: &sender{}, URLs: urlPolicy{}, Changes: &announcements{}, Clock: &fixedClock{now: t0},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

@@ -267,17 +267,37 @@ type harness struct {
 	webhook *sender
 	inbox   *sender
 	clock   *fixedClock
+	changes *announcements
+}
+
+// announcements records WorkspaceChanged calls.
+type announcements struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (a *announcements) WorkspaceChanged(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ids = append(a.ids, id)
+	return nil
+}
+
+func (a *announcements) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.ids)
 }
 
 func newHarness(t *testing.T, opts delivery.Options, wss []domain.Workspace, ds ...domain.Delivery) *harness {
 	t.Helper()
 	h := &harness{
 		outbox: newOutbox(ds...), ws: newWorkspaces(wss...), queue: &queue{},
-		webhook: &sender{}, inbox: &sender{}, clock: &fixedClock{now: t0},
+		webhook: &sender{}, inbox: &sender{}, clock: &fixedClock{now: t0}, changes: &announcements{},
 	}
 	svc, err := delivery.NewService(delivery.Deps{
 		Workspaces: h.ws, Attempts: h.outbox, Deliveries: h.outbox, Integrations: h.ws, Queue: h.queue,
-		Webhook: h.webhook, Inbox: h.inbox, URLs: urlPolicy{}, Clock: h.clock,
+		Webhook: h.webhook, Inbox: h.inbox, URLs: urlPolicy{}, Changes: h.changes, Clock: h.clock,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}, opts)
 	if err != nil {

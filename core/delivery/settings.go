@@ -51,6 +51,7 @@ func (s *Service) SetIntegrations(ctx context.Context, ws *domain.Workspace, cha
 	if err != nil {
 		return domain.Workspace{}, "", err
 	}
+	s.announce(ctx, ws.ID)
 	if candidate != "" && updated.SigningSecret == candidate {
 		newSecret = candidate
 	}
@@ -78,7 +79,12 @@ func (s *Service) receiverURL(field string, in *string) (*string, error) {
 // still being retried too: receivers must switch to the new secret.
 // Returns domain.ErrNotFound for an unknown workspace.
 func (s *Service) RotateSigningSecret(ctx context.Context, workspaceID string) (domain.Workspace, error) {
-	return s.d.Integrations.UpdateIntegrations(ctx, workspaceID, ports.IntegrationsPatch{SigningSecret: domain.NewSigningSecret()}, s.d.Clock.Now())
+	ws, err := s.d.Integrations.UpdateIntegrations(ctx, workspaceID, ports.IntegrationsPatch{SigningSecret: domain.NewSigningSecret()}, s.d.Clock.Now())
+	if err != nil {
+		return domain.Workspace{}, err
+	}
+	s.announce(ctx, workspaceID)
+	return ws, nil
 }
 
 // List returns a page of the workspace's deliveries, newest first. Returns
@@ -120,4 +126,16 @@ func (s *Service) Retry(ctx context.Context, workspaceID, id string) (domain.Del
 		s.d.Log.WarnContext(ctx, "enqueueing a retried delivery failed; the sweeper will", "deliveryId", d.ID, "error", err)
 	}
 	return d, nil
+}
+
+// announce drops every pod's cached copies of the workspace after its
+// integrations changed: the answer engine decides outbound events from the
+// caller's workspace, which API calls take from the authentication cache,
+// and a change must apply to the next call on this pod. A failed
+// announcement only delays other pods (within the cache's lifetime).
+func (s *Service) announce(ctx context.Context, workspaceID string) {
+	if err := s.d.Changes.WorkspaceChanged(ctx, workspaceID); err != nil {
+		s.d.Log.WarnContext(ctx, "announcing an integrations change failed; other pods see it within the auth cache's lifetime",
+			"workspaceId", workspaceID, "error", err)
+	}
 }

@@ -59,6 +59,12 @@ func TestSetIntegrations(t *testing.T) {
 	if cur, _ := h.svc.Integrations(ctx, ws.ID); cur.HelpdeskURL != "https://desk.example.com/in" {
 		t.Errorf("a refused change was applied: %+v", cur)
 	}
+	// Each change that was applied (three settings, one rotation) was
+	// announced, so no pod decides deliveries from a stale copy; refused
+	// ones were not.
+	if n := h.changes.count(); n != 4 {
+		t.Errorf("%d announcements, want 4", n)
+	}
 
 	// A helpdesk needs the handoff feature; events do not.
 	hobby := workspace(domain.PlanHobby, "", "")

@@ -87,3 +87,10 @@ func (c *authCache) forgetWorkspace(workspaceID string) {
 		}
 	}
 }
+
+// clear drops every entry.
+func (c *authCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.entries)
+}

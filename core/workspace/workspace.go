@@ -23,14 +23,39 @@ type Service struct {
 	clock      ports.Clock
 	log        *slog.Logger
 	cache      *authCache
+	changes    ports.WorkspaceNotifier
 }
 
 // NewService returns a Service. authCacheTTL is how long a successful API-key
 // authentication is reused without a database round trip (0 disables it); it
 // bounds how long a revocation or plan change made on another process takes
-// to reach this one.
-func NewService(workspaces ports.WorkspaceStore, keys ports.APIKeyStore, clock ports.Clock, log *slog.Logger, authCacheTTL time.Duration) *Service {
-	return &Service{workspaces: workspaces, keys: keys, clock: clock, log: log, cache: newAuthCache(authCacheTTL)}
+// to reach this one if its announcement to changes is lost.
+func NewService(workspaces ports.WorkspaceStore, keys ports.APIKeyStore, clock ports.Clock, log *slog.Logger, authCacheTTL time.Duration,
+	changes ports.WorkspaceNotifier) *Service {
+	return &Service{workspaces: workspaces, keys: keys, clock: clock, log: log, cache: newAuthCache(authCacheTTL), changes: changes}
+}
+
+// Forget drops this process's cached copies of the workspace, for a change
+// made by another use case or announced by another pod.
+func (s *Service) Forget(workspaceID string) {
+	s.cache.forgetWorkspace(workspaceID)
+}
+
+// ForgetAll drops every cached authentication, for when announcements of
+// changes may have been lost.
+func (s *Service) ForgetAll() {
+	s.cache.clear()
+}
+
+// changed drops this process's copies of the workspace at once and tells the
+// other pods. A failed announcement is logged, not returned: the change is
+// stored, and other pods' copies expire within the cache's lifetime anyway.
+func (s *Service) changed(ctx context.Context, workspaceID string) {
+	s.Forget(workspaceID)
+	if err := s.changes.WorkspaceChanged(ctx, workspaceID); err != nil {
+		s.log.WarnContext(ctx, "announcing a workspace change failed; other pods see it within the auth cache's lifetime",
+			"workspaceId", workspaceID, "error", err)
+	}
 }
 
 // Created is a new workspace with the secrets that are shown only once.
@@ -133,7 +158,7 @@ func (s *Service) update(ctx context.Context, id string, change func(*domain.Wor
 	if err := s.workspaces.UpdateWorkspace(ctx, ws); err != nil {
 		return domain.Workspace{}, err
 	}
-	s.cache.forgetWorkspace(ws.ID)
+	s.changed(ctx, ws.ID)
 	return ws, nil
 }
 
@@ -170,7 +195,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, workspaceID, keyID string) (
 	if err != nil {
 		return domain.APIKey{}, err
 	}
-	s.cache.forgetWorkspace(workspaceID)
+	s.changed(ctx, workspaceID)
 	return key, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,10 +122,29 @@ type clock struct{ t time.Time }
 
 func (c *clock) Now() time.Time { return c.t }
 
+// announcements records WorkspaceChanged calls.
+type announcements struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (a *announcements) WorkspaceChanged(_ context.Context, id string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ids = append(a.ids, id)
+	return nil
+}
+
+func (a *announcements) all() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.ids)
+}
+
 func newService(ttl time.Duration) (*Service, *memStore, *clock) {
 	store := newMemStore()
 	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	return NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), ttl), store, clk
+	return NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), ttl, &announcements{}), store, clk
 }
 
 func TestAuthenticateAPIKey(t *testing.T) {
@@ -202,7 +222,7 @@ func TestAuthCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The admin CLI is another process with its own Service on the same store.
-		admin := NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), 0)
+		admin := NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), 0, &announcements{})
 		if _, err := admin.RevokeAPIKey(ctx, ws.Workspace.ID, ws.APIKey.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -245,6 +265,28 @@ func TestAuthCache(t *testing.T) {
 			}
 		})
 	}
+
+	// Every change is announced, so other pods drop their copies at once
+	// rather than within the TTL; here the announcement is carried to the
+	// pod by hand, as the Redis fan-out does.
+	t.Run("an announced change elsewhere applies at once", func(t *testing.T) {
+		pod, store, clk := newService(time.Minute)
+		ws, _ := pod.CreateWorkspace(ctx, "Acme", domain.PlanStandard)
+		if _, err := pod.AuthenticateAPIKey(ctx, ws.APIKeySecret); err != nil {
+			t.Fatal(err)
+		}
+		fanOut := &forwarder{to: pod}
+		admin := NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), 0, fanOut)
+		if _, err := admin.SetPlan(ctx, ws.Workspace.ID, domain.PlanHobby); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pod.AuthenticateAPIKey(ctx, ws.APIKeySecret); !errors.Is(err, domain.ErrForbidden) {
+			t.Fatalf("after an announced downgrade: err = %v, want the plan error", err)
+		}
+		if fanOut.calls != 1 {
+			t.Fatalf("%d announcements, want 1", fanOut.calls)
+		}
+	})
 
 	t.Run("TTL zero disables the cache", func(t *testing.T) {
 		svc, store, _ := newService(0)
@@ -328,5 +370,47 @@ func TestCreateWorkspaceValidation(t *testing.T) {
 				t.Fatalf("created = %+v", c)
 			}
 		})
+	}
+}
+
+// forwarder hands announcements to another process's Service, as the
+// pods' Redis subscription does.
+type forwarder struct {
+	to    *Service
+	calls int
+}
+
+func (f *forwarder) WorkspaceChanged(_ context.Context, id string) error {
+	f.calls++
+	f.to.Forget(id)
+	return nil
+}
+
+// TestChangesAreAnnounced: every use case that changes a workspace tells the
+// other pods which one.
+func TestChangesAreAnnounced(t *testing.T) {
+	ctx := context.Background()
+	store := newMemStore()
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	rec := &announcements{}
+	svc := NewService(store, store, clk, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Minute, rec)
+	ws, err := svc.CreateWorkspace(ctx, "Acme", domain.PlanStandard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ws.Workspace.ID
+	steps := []func() error{
+		func() error { _, err := svc.SetPlan(ctx, id, domain.PlanEnterprise); return err },
+		func() error { _, err := svc.SetAddon(ctx, id, domain.FeatureIdentityVerification, true); return err },
+		func() error { _, err := svc.RotateWebhookSecret(ctx, id, time.Hour); return err },
+		func() error { _, err := svc.RevokeAPIKey(ctx, id, ws.APIKey.ID); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := rec.all(); len(got) != i+1 || got[i] != id {
+			t.Fatalf("after step %d announcements are %v, want one more for %s", i, got, id)
+		}
 	}
 }

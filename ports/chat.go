@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -86,4 +87,30 @@ type Retriever interface {
 	// Retrieve returns up to q.Limit chunks of the agent's READY sources that
 	// match q.Text, best first. Finding nothing is not an error.
 	Retrieve(ctx context.Context, q RetrievalQuery) ([]domain.Chunk, error)
+}
+
+// KeyedQuestions finds chat questions by their Idempotency-Key, so a retried
+// request gets the answer it already has instead of asking again.
+type KeyedQuestions interface {
+	// KeyedQuestion returns the question stored in the workspace under the
+	// scoped key (domain.Message.IdempotencyKey), and its reply when that
+	// is stored (nil while the answer is in progress). Returns
+	// domain.ErrNotFound when no question has the key.
+	KeyedQuestion(ctx context.Context, workspaceID, key string) (question domain.Message, reply *domain.Message, err error)
+}
+
+// InterruptedAnswers finds answers whose generation stopped without storing
+// them (their process died) and closes them.
+type InterruptedAnswers interface {
+	// AnswersStartedBefore returns answers in progress that started before
+	// t, oldest first, at most limit.
+	AnswersStartedBefore(ctx context.Context, t time.Time, limit int) ([]domain.AnswerInProgress, error)
+	// CloseAnswer stores reply, the outcome of the interrupted answer a
+	// (reply.ID is a.ReplyID), with its deliveries, ends the answer in
+	// progress and releases its question's Idempotency-Key, so that a retry
+	// asks again, in one transaction. closed is false and nothing is
+	// written when the reply was stored meanwhile (the answer finished
+	// after all) or the conversation is gone; the answer in progress is
+	// ended either way.
+	CloseAnswer(ctx context.Context, a domain.AnswerInProgress, reply domain.Message, deliveries ...domain.Delivery) (closed bool, err error)
 }

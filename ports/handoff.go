@@ -3,6 +3,7 @@ package ports
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -27,6 +28,17 @@ type StatusChange struct {
 	Contact *domain.HandoffContact
 	// Deliveries go to the outbox with the change, and only if it happened.
 	Deliveries []domain.Delivery
+	// Message, when not nil, is the message that motivated the move (a
+	// person's reply taking the conversation over, a visitor's question
+	// reopening it), stored in the same transaction: the move and the
+	// message are stored together or not at all (WithMessage). It comes
+	// after the notice, as the first act of the new state, unless
+	// MessageFirst: a question that reopens a conversation came before
+	// the move it caused. A message of an inbound event that is already
+	// stored makes the whole change a no-op: ChangeStatus returns
+	// domain.ErrMessageExists.
+	Message      *domain.Message
+	MessageFirst bool
 	// MessageCount, when not nil, is how many messages the conversation had
 	// when the caller read what the deliveries report (a handoff request's
 	// transcript): the change applies only if none was appended since, so a
@@ -65,6 +77,20 @@ func NewStatusChange(ws *domain.Workspace, conv domain.Conversation, to domain.C
 	}
 	change.Deliveries = domain.StatusDeliveries(ws, next, conv.Status, contact, messages, now)
 	return change
+}
+
+// WithMessage returns the change carrying msg (StatusChange.Message), first
+// or after the notice, with what reports msg in the state it is stored
+// under (conv's, as the change was built from, when first; the new one
+// otherwise) added to its deliveries.
+func (c StatusChange) WithMessage(ws *domain.Workspace, conv domain.Conversation, msg domain.Message, first bool) StatusChange {
+	under := conv
+	if !first {
+		under.Status = c.To
+	}
+	c.Message, c.MessageFirst = &msg, first
+	c.Deliveries = append(slices.Clip(c.Deliveries), domain.MessageDeliveries(ws, under, msg, msg.CreatedAt)...)
+	return c
 }
 
 // DeliveryQueue schedules outbox rows for delivery by the workers.

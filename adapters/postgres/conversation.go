@@ -106,6 +106,9 @@ type messageRow struct {
 	AuthorName     string    `gorm:"column:author_name"`
 	FallbackReason string    `gorm:"column:fallback_reason"`
 	OfferHandoff   bool      `gorm:"column:offer_handoff"`
+	ReplyID        *string   `gorm:"column:reply_id"`
+	IdempotencyKey *string   `gorm:"column:idempotency_key"`
+	RequestHash    *string   `gorm:"column:request_hash"`
 	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	// Feedback is set by SetFeedback only (migration 00006), hence read-only.
 	FeedbackRating  *string    `gorm:"column:feedback_rating;->"`
@@ -157,6 +160,9 @@ func messageFromDomain(m domain.Message) (messageRow, error) {
 		AuthorName:     m.AuthorName,
 		FallbackReason: string(m.FallbackReason),
 		OfferHandoff:   m.OfferHandoff,
+		ReplyID:        nullString(m.ReplyID),
+		IdempotencyKey: nullString(m.IdempotencyKey),
+		RequestHash:    nullString(m.RequestHash),
 		CreatedAt:      dbTime(m.CreatedAt),
 	}, nil
 }
@@ -180,6 +186,9 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		AuthorName:     r.AuthorName,
 		FallbackReason: domain.FallbackReason(r.FallbackReason),
 		OfferHandoff:   r.OfferHandoff,
+		ReplyID:        deref(r.ReplyID),
+		IdempotencyKey: deref(r.IdempotencyKey),
+		RequestHash:    deref(r.RequestHash),
 		CreatedAt:      r.CreatedAt.UTC(),
 	}
 	if r.FeedbackRating != nil && r.FeedbackAt != nil {
@@ -454,9 +463,12 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 	RETURNING id, workspace_id
-)
-INSERT INTO messages (` + batchColumns + `)
-SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDER BY v.ord`
+), ins AS (
+	INSERT INTO messages (` + batchColumns + `)
+	SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDER BY v.ord
+	` + batchReturning + `
+), ` + trackAnswers("$2", "$1") + `
+SELECT count(*) FROM ins`
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		_, err := q.Exec(ctx, query, args...)
 		return err == nil, err
@@ -465,7 +477,10 @@ SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDE
 		if foreignKeyViolation(err) {
 			return nil, domain.NotFound("agent")
 		}
-		if _, ok := uniqueViolation(err); ok {
+		if constraint, ok := uniqueViolation(err); ok {
+			if constraint == idempotencyKeyIndex {
+				return nil, messageConflict(constraint)
+			}
 			return nil, domain.Conflict("a conversation or message with this id already exists")
 		}
 		return nil, dbError("start conversation", err)
@@ -512,8 +527,8 @@ func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, whil
 		err := q.QueryRow(ctx, appendSQL(values), args...).Scan(&created, &status)
 		return created, err
 	})
-	if _, ok := uniqueViolation(err); ok {
-		return false, nil, domain.Conflict("a message with this id already exists")
+	if constraint, ok := uniqueViolation(err); ok {
+		return false, nil, messageConflict(constraint)
 	}
 	return created, status, dbError(op, err)
 }
@@ -538,8 +553,8 @@ func appendSQL(values string) string {
 	WHERE $3 = '' OR cur.status = $3
 	ORDER BY v.ord
 	ON CONFLICT (inbound_event_id) DO NOTHING
-	RETURNING 1
-), upd AS (
+	` + batchReturning + `
+), ` + trackAnswers("$1", "$2") + `, upd AS (
 	UPDATE conversations SET
 		message_count = message_count + (SELECT count(*) FROM ins),
 		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
@@ -548,6 +563,19 @@ func appendSQL(values string) string {
 	RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM ins), (SELECT status FROM cur)`
+}
+
+// idempotencyKeyIndex is the unique index on the questions' Idempotency-Keys.
+const idempotencyKeyIndex = "messages_idempotency_key_idx"
+
+// messageConflict is the error for a message refused by a unique index: a
+// question whose Idempotency-Key another request stored first (it is being
+// answered, or was), or a message id that exists.
+func messageConflict(constraint string) error {
+	if constraint == idempotencyKeyIndex {
+		return domain.ErrAnswerInProgress
+	}
+	return domain.Conflict("a message with this id already exists")
 }
 
 // refuseInboundEvents refuses batches holding an inbound event's message:
@@ -596,10 +624,31 @@ func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
 
 // batchColumns are the columns a batch inserts; batchSelect selects them
 // from the VALUES list v, with the conversation's keys as given.
-const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id`
+const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash`
 
 func batchSelect(workspaceID, conversationID string) string {
-	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.fallback_reason, v.offer_handoff, v.inbound_event_id`
+	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.fallback_reason, v.offer_handoff, v.inbound_event_id, v.reply_id, v.idempotency_key, v.request_hash`
+}
+
+// batchReturning is what a batch's INSERT returns for the statements that
+// keep answers_in_progress (see trackAnswers).
+const batchReturning = `RETURNING id, reply_id, created_at`
+
+// trackAnswers keeps answers_in_progress in step with a batch inserted by
+// the CTE ins (batchReturning) into a conversation (the SQL expressions
+// workspaceID and conversationID): a question whose reply is not in the same
+// batch starts an answer in progress, and a reply ends its own. Both run in
+// the statement that inserts the messages, so an answer is in progress
+// exactly while its question is stored and its reply is not.
+func trackAnswers(workspaceID, conversationID string) string {
+	return `started AS (
+	INSERT INTO answers_in_progress (reply_id, workspace_id, conversation_id, question_id, started_at)
+	SELECT i.reply_id, ` + workspaceID + `, ` + conversationID + `, i.id, i.created_at FROM ins i
+	WHERE i.reply_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins j WHERE j.id = i.reply_id)
+	ON CONFLICT (reply_id) DO NOTHING
+), ended AS (
+	DELETE FROM answers_in_progress p USING ins i WHERE p.reply_id = i.id
+)`
 }
 
 // values renders the batch as a VALUES list named v, with an ord column
@@ -614,12 +663,13 @@ func (b messageBatch) values(args []any) (string, []any) {
 			list.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean, $%d::text)",
-			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14)
+		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::boolean, $%d::text, $%d::text, $%d::text, $%d::text)",
+			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17)
 		args = append(args, r.ID, r.Role, r.Content, r.Citations, r.TokensIn, r.TokensOut, r.CreatedAt,
-			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff, r.InboundEventID)
+			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.FallbackReason, r.OfferHandoff, r.InboundEventID,
+			r.ReplyID, r.IdempotencyKey, r.RequestHash)
 	}
-	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id)")
+	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash)")
 	return list.String(), args
 }
 
@@ -687,12 +737,13 @@ func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversation
 }
 
 // ChangeStatus moves the conversation and appends its notice in one
-// conditional statement, then writes the deliveries, in one transaction
-// (the statement alone when there are none): concurrent changes serialize
-// on the conversation's row, and a change that does not apply writes
-// nothing. The notice counts as activity (the
-// conversation moves up the list) but keeps the last message's preview,
-// which shows what someone said.
+// conditional statement, then writes the message that motivated the move
+// (if any) and the deliveries, in one transaction (the statement alone when
+// there are neither): concurrent changes serialize on the conversation's
+// row, and a change that does not apply writes nothing. The notice counts
+// as activity (the conversation moves up the list) but keeps the last
+// message's preview, which shows what someone said; the motivating message
+// becomes the preview.
 func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
 	from := change.From
 	if len(from) == 0 {
@@ -706,6 +757,17 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 	if err != nil {
 		return domain.Conversation{}, false, err
 	}
+	var motive *messageBatch
+	if change.Message != nil {
+		b, err := newMessageBatch([]domain.Message{*change.Message})
+		if err != nil {
+			return domain.Conversation{}, false, err
+		}
+		if b.rows[0].WorkspaceID != change.WorkspaceID || b.rows[0].ConversationID != change.ConversationID {
+			return domain.Conversation{}, false, errors.New("postgres: change status: the message is another conversation's")
+		}
+		motive = &b
+	}
 	var name, email string
 	if change.Contact != nil {
 		name, email = change.Contact.Name, change.Contact.Email
@@ -714,7 +776,7 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 		conv    domain.Conversation
 		changed bool
 	)
-	err = s.withDeliveries(ctx, change.Deliveries, func(q querier) (bool, error) {
+	move := func(q querier) (bool, error) {
 		var channel, status string
 		var verified *string
 		err := q.QueryRow(ctx, changeStatusSQL,
@@ -732,10 +794,56 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
 		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
 		return true, nil
-	})
+	}
+	if motive != nil {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if change.MessageFirst {
+				// Under the state the change moves from; appendSQL locks
+				// the row, so the move that follows sees the message.
+				while := domain.ConversationStatus("")
+				if len(from) == 1 {
+					while = from[0]
+				}
+				if err := appendInTx(ctx, tx, *motive, while); err != nil {
+					return err
+				}
+			}
+			moved, err := move(tx)
+			if err != nil || !moved {
+				if err == nil {
+					err = errNotMoved // the message first, if any, goes too
+				}
+				return err
+			}
+			if !change.MessageFirst {
+				// The row is locked by the move, so the append sees the new state.
+				if err := appendInTx(ctx, tx, *motive, change.To); err != nil {
+					changed = false
+					return err
+				}
+				conv.MessageCount++
+				if !motive.latest.Before(conv.LastActivityAt) {
+					conv.LastMessage, conv.LastActivityAt = motive.preview, motive.latest
+				}
+			}
+			return insertDeliveries(ctx, tx, change.Deliveries)
+		})
+		if errors.Is(err, errNotMoved) {
+			err = nil
+		}
+	} else {
+		err = s.withDeliveries(ctx, change.Deliveries, move)
+	}
+	if errors.Is(err, domain.ErrMessageExists) {
+		current, gerr := s.GetConversation(ctx, change.WorkspaceID, change.ConversationID)
+		if gerr != nil {
+			return domain.Conversation{}, false, gerr
+		}
+		return current, false, err
+	}
 	if err != nil {
-		if _, ok := uniqueViolation(err); ok {
-			return domain.Conversation{}, false, domain.Conflict("a message with this id already exists")
+		if constraint, ok := uniqueViolation(err); ok {
+			return domain.Conversation{}, false, messageConflict(constraint)
 		}
 		return domain.Conversation{}, false, dbError("change status", err)
 	}
@@ -746,6 +854,37 @@ func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (do
 		return conv, false, err
 	}
 	return conv, true, nil
+}
+
+// errNotMoved rolls back a change that did not apply, with the message
+// stored before it.
+var errNotMoved = errors.New("the conversation was not in a state the change moves from")
+
+// appendInTx runs appendSQL for b inside tx, under state while (any when
+// empty): the message that motivated a state change. A message of an
+// inbound event that was stored before is domain.ErrMessageExists and a
+// conversation in another state errNotMoved; either rolls the change back
+// with it.
+func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.ConversationStatus) error {
+	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
+	values, args := b.values(args)
+	var (
+		created bool
+		status  *string
+	)
+	if err := tx.QueryRow(ctx, appendSQL(values), args...).Scan(&created, &status); err != nil {
+		return err
+	}
+	switch {
+	case created:
+		return nil
+	case status == nil:
+		return domain.NotFound("conversation")
+	case while != "" && *status != string(while):
+		return errNotMoved
+	default:
+		return domain.ErrMessageExists
+	}
 }
 
 // changeStatusSQL updates the conversation if its status is one of $7 and

@@ -41,6 +41,10 @@ const (
 	FallbackModelError      FallbackReason = "MODEL_ERROR"
 	FallbackToolError       FallbackReason = "TOOL_ERROR"
 	FallbackHumanActive     FallbackReason = "HUMAN_ACTIVE"
+	// FallbackInterrupted marks a reply stored for an answer whose
+	// generation stopped (its process died): its content is what reached
+	// the visitor, and its stream ended with an error event.
+	FallbackInterrupted FallbackReason = "INTERRUPTED"
 )
 
 // ToolCall is the model asking to run one of the tools it was offered.

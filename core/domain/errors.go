@@ -85,6 +85,15 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 // a retryable 409, never a 500.
 var ErrStatusChanged = &ConflictError{Message: "the conversation changed while this request ran; retry"}
 
+// ErrMessageExists says a message was stored before (an inbound event's,
+// by an earlier run of its task), so the write that would have stored it
+// again, and anything that depended on it, did nothing.
+var ErrMessageExists = &ConflictError{Message: "the message is already stored"}
+
+// ErrAnswerInProgress says a request with this Idempotency-Key is being
+// answered right now; a retry once it is done gets the answer.
+var ErrAnswerInProgress = &ConflictError{Message: "a request with this Idempotency-Key is still being answered; retry in a few seconds"}
+
 // Conflict returns a ConflictError with the given message.
 func Conflict(format string, args ...any) error {
 	return &ConflictError{Message: fmt.Sprintf(format, args...)}

@@ -50,8 +50,30 @@ type Message struct {
 	FallbackReason FallbackReason
 	OfferHandoff   bool
 	// Feedback is the visitor's rating of an ASSISTANT message; nil when none.
-	Feedback  *Feedback
-	CreatedAt time.Time
+	Feedback *Feedback
+	// ReplyID is, on a USER question the answer engine stored, the id of
+	// the reply it writes for it. While that reply is not stored the
+	// answer is in progress (AnswerInProgress); a retried request finds
+	// its answer through it.
+	ReplyID string
+	// IdempotencyKey is, on a question asked with an Idempotency-Key, the
+	// key scoped to its caller (the workspace's API, or one session), and
+	// RequestHash identifies the request, so a retry is told apart from a
+	// reused key.
+	IdempotencyKey string
+	RequestHash    string
+	CreatedAt      time.Time
+}
+
+// AnswerInProgress is a reply a stored question awaits: the engine is
+// generating it, or the process that was died. An answer outlives the
+// engine's time limit only in the second case.
+type AnswerInProgress struct {
+	ReplyID        string
+	WorkspaceID    string
+	ConversationID string
+	QuestionID     string
+	StartedAt      time.Time
 }
 
 // Citation points at the knowledge an answer used.

@@ -103,7 +103,7 @@ func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conve
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	conv, notices, err := s.move(ctx, &ws, conv, domain.StatusHandoffRequested, "", &contact, func(c domain.Conversation) error {
+	conv, notices, err := s.move(ctx, &ws, conv, domain.StatusHandoffRequested, "", &contact, nil, func(c domain.Conversation) error {
 		return &domain.ConflictError{
 			Message: "a person already owns this conversation",
 			Details: map[string]string{"status": string(c.Status)},
@@ -154,26 +154,30 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	if err != nil {
 		return domain.Message{}, err
 	}
-	conv, notices, err := s.move(ctx, ws, conv, domain.StatusHuman, author, nil, nil)
-	if err != nil {
-		return domain.Message{}, err
-	}
-	now := s.clock.Now()
 	msg := domain.Message{
 		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
-		Role: domain.RoleHuman, Content: m.Content, AuthorName: author, CreatedAt: now,
+		Role: domain.RoleHuman, Content: m.Content, AuthorName: author, CreatedAt: s.clock.Now(),
 	}
-	deliveries := domain.MessageDeliveries(ws, conv, msg, now)
-	// A person's reply is stored whatever happens to the state meanwhile.
-	stored, _, err := s.conversations.AppendMessage(ctx, msg, "", deliveries...)
+	// The takeover and the reply are stored together or not at all: a
+	// reply that fails must not leave the conversation taken from the
+	// agent with nobody answering.
+	conv, notices, err := s.move(ctx, ws, conv, domain.StatusHuman, author, nil, &msg, nil)
 	if err != nil {
 		return domain.Message{}, err
+	}
+	if len(notices) == 0 {
+		// A person owned it already: the reply is stored whatever happens
+		// to the state meanwhile.
+		deliveries := domain.MessageDeliveries(ws, conv, msg, msg.CreatedAt)
+		if msg, _, err = s.conversations.AppendMessage(ctx, msg, "", deliveries...); err != nil {
+			return domain.Message{}, err
+		}
+		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 	}
 	// The notice of the takeover, if this reply made it, goes out with the
 	// reply, in order.
-	s.publish(ctx, append(notices, stored)...)
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
-	return stored, nil
+	s.publish(ctx, append(notices, msg)...)
+	return msg, nil
 }
 
 // SetStatus moves the conversation to `to` if the state machine allows it
@@ -193,7 +197,7 @@ func (s *Service) SetStatus(ctx context.Context, ws *domain.Workspace, conversat
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	conv, notices, err := s.move(ctx, ws, conv, to, "", nil, nil)
+	conv, notices, err := s.move(ctx, ws, conv, to, "", nil, nil, nil)
 	s.publish(ctx, notices...)
 	return conv, err
 }
@@ -202,18 +206,20 @@ func (s *Service) SetStatus(ctx context.Context, ws *domain.Workspace, conversat
 // it; retrying is safe.
 var errBusy = domain.Conflict("the conversation changed while this request ran; retry")
 
-// move moves conv (as read) to `to` with its notice, the contact (if any)
+// move moves conv (as read) to `to` with its notice, the contact (if any),
+// the message that motivated the move (if any, stored after the notice)
 // and the move's deliveries (ports.NewStatusChange), in one ChangeStatus
 // from exactly the state conv was read in, then schedules the deliveries.
 // When another request changed the conversation first, it decides again on
 // the conversation as it is now, up to changeAttempts times. A
-// conversation already in `to` is returned unchanged. A move the state
-// machine forbids (domain.ConversationStatus.CanMoveTo) is refused's
-// error, or a ConflictError naming from and to when refused is nil. It
-// returns the notice it stored, if any, unpublished, so the caller can
-// publish it with what follows it.
+// conversation already in `to` is returned unchanged, with neither notice
+// nor message stored. A move the state machine forbids
+// (domain.ConversationStatus.CanMoveTo) is refused's error, or a
+// ConflictError naming from and to when refused is nil. It returns the
+// notice it stored, if any, unpublished, so the caller can publish it with
+// what follows it.
 func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Conversation, to domain.ConversationStatus, author string,
-	contact *domain.HandoffContact, refused func(domain.Conversation) error) (domain.Conversation, []domain.Message, error) {
+	contact *domain.HandoffContact, motive *domain.Message, refused func(domain.Conversation) error) (domain.Conversation, []domain.Message, error) {
 	for range changeAttempts {
 		if conv.Status == to {
 			return conv, nil, nil
@@ -236,6 +242,9 @@ func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Co
 			transcript = &read
 		}
 		change := ports.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
+		if motive != nil {
+			change = change.WithMessage(ws, conv, *motive, false)
+		}
 		current, changed, err := s.conversations.ChangeStatus(ctx, change)
 		if err != nil {
 			return domain.Conversation{}, nil, err

@@ -55,6 +55,10 @@ type memConversations struct {
 	// beforeChange, when set, runs before each ChangeStatus, for tests of
 	// a concurrent change.
 	beforeChange func(c *domain.Conversation)
+	// failMessage, when set, decides whether storing a message fails (with
+	// a change it carries, the whole change fails, as the real store's
+	// transaction does).
+	failMessage func(domain.Message) error
 }
 
 func (s *memConversations) GetConversation(_ context.Context, workspaceID, id string) (domain.Conversation, error) {
@@ -95,11 +99,24 @@ func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange
 	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
 		return c, false, nil
 	}
+	stored := []domain.Message{ch.Notice}
+	if m := ch.Message; m != nil {
+		if s.failMessage != nil {
+			if err := s.failMessage(*m); err != nil {
+				return domain.Conversation{}, false, err
+			}
+		}
+		if ch.MessageFirst {
+			stored = []domain.Message{*m, ch.Notice}
+		} else {
+			stored = append(stored, *m)
+		}
+	}
 	c.Status = ch.To
 	ch.Contact.ApplyTo(&c)
-	c.MessageCount++
+	c.MessageCount += len(stored)
 	s.convs[c.ID] = c
-	s.messages = append(s.messages, ch.Notice)
+	s.messages = append(s.messages, stored...)
 	s.deliveries = append(s.deliveries, ch.Deliveries...)
 	return c, true, nil
 }
@@ -113,6 +130,11 @@ func (s *memConversations) AppendMessage(_ context.Context, m domain.Message, wh
 	}
 	if while != "" && c.Status != while {
 		return domain.Message{}, false, domain.ErrStatusChanged
+	}
+	if s.failMessage != nil {
+		if err := s.failMessage(m); err != nil {
+			return domain.Message{}, false, err
+		}
 	}
 	c.MessageCount++
 	s.convs[c.ID] = c
@@ -433,6 +455,44 @@ func TestRequestHandoffRefusals(t *testing.T) {
 	var cerr *domain.ConflictError
 	if !errors.As(err, &cerr) || cerr.Message != "a person already owns this conversation" || cerr.Details["status"] != "HUMAN" {
 		t.Errorf("err = %#v", err)
+	}
+}
+
+// TestFailedReplyLeavesTheConversationAsItWas: a person's reply takes the
+// conversation over, so the move and the reply are one write. Before, the
+// move and its notice were committed and then the reply failed: the agent
+// stopped answering and nobody else did.
+func TestFailedReplyLeavesTheConversationAsItWas(t *testing.T) {
+	for _, from := range []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved} {
+		t.Run(string(from), func(t *testing.T) {
+			r := newRig(t)
+			r.setEventsURL(domain.PlanStandard, "https://hooks.example/e")
+			sess := r.session(domain.PlanStandard, from)
+			before := r.convs.of(sess)
+			broken := errors.New("the disk is full")
+			r.convs.failMessage = func(m domain.Message) error {
+				if m.Role == domain.RoleHuman {
+					return broken
+				}
+				return nil
+			}
+			_, err := r.svc.PostHumanMessage(t.Context(), r.ws[domain.PlanStandard], sess, HumanMessage{Role: "HUMAN", Content: "Hi, Marta here.", AuthorName: "Marta"})
+			if !errors.Is(err, broken) {
+				t.Fatalf("err = %v, want the store's", err)
+			}
+			if st := r.convs.conv(sess).Status; st != from {
+				t.Errorf("status %s after a failed reply, want %s as before", st, from)
+			}
+			if after := r.convs.of(sess); len(after) != len(before) {
+				t.Errorf("stored %d messages, want the %d there were", len(after), len(before))
+			}
+			if got := r.bus.types(); len(got) != 0 {
+				t.Errorf("published %v for a reply that failed", got)
+			}
+			if got := r.convs.written(); len(got) != 0 {
+				t.Errorf("deliveries %v for a reply that failed", describe(got))
+			}
+		})
 	}
 }
 

@@ -13,27 +13,69 @@ import (
 // whose state keeps changing under its writes.
 const StatusAttempts = 3
 
+// Appended is what AppendAsDecided stored.
+type Appended struct {
+	// Message is the message as stored (for an inbound event appended
+	// before, the earlier copy).
+	Message domain.Message
+	// Created is false when the message was stored before (an inbound
+	// event's, by an earlier run of its task).
+	Created bool
+	// Notice is the SYSTEM notice of the move back to AI when the message
+	// reopened a RESOLVED conversation; it follows the message.
+	Notice *domain.Message
+	// Deliveries were written with them, for the caller to schedule.
+	Deliveries []domain.Delivery
+}
+
 // AppendAsDecided stores a message a visitor wrote under the conversation's
 // state as conv was read, with what reports it in that state
-// (domain.MessageDeliveries). When the state moved first (a person took
-// over, say) it reads the conversation again and decides again, up to
-// StatusAttempts times, so the message goes where the state now sends it;
-// conv is left as the message was stored under. Returns the stored message,
-// whether it was created (ConversationStore.AppendMessage), the deliveries
-// written with it for the caller to schedule, and the store's errors
+// (domain.MessageDeliveries). A RESOLVED conversation is reopened by it: the
+// move back to AI and the message are one write (StatusChange.WithMessage),
+// so no question is stored that the agent then does not answer. When the
+// state moved first (a person took over, say) it reads the conversation
+// again and decides again, up to StatusAttempts times, so the message goes
+// where the state now sends it; conv is left as the message was stored
+// under. A question (ReplyID set) stored where the agent does not answer
+// awaits no reply: its ReplyID is cleared. Returns the store's errors
 // (domain.ErrStatusChanged when the state never held still).
-func AppendAsDecided(ctx context.Context, conversations ConversationStore, ws *domain.Workspace, conv *domain.Conversation, msg domain.Message) (domain.Message, bool, []domain.Delivery, error) {
+func AppendAsDecided(ctx context.Context, conversations ConversationStore, ws *domain.Workspace, conv *domain.Conversation, msg domain.Message, now time.Time) (Appended, error) {
 	for attempt := 1; ; attempt++ {
-		deliveries := domain.MessageDeliveries(ws, *conv, msg, msg.CreatedAt)
-		stored, created, err := conversations.AppendMessage(ctx, msg, conv.Status, deliveries...)
-		if !errors.Is(err, domain.ErrStatusChanged) || attempt == StatusAttempts {
-			return stored, created, deliveries, err
+		m := msg
+		if !conv.Status.AgentAnswers() {
+			m.ReplyID = ""
 		}
-		current, err := conversations.GetConversation(ctx, ws.ID, conv.ID)
-		if err != nil {
-			return domain.Message{}, false, nil, err
+		if conv.Status == domain.StatusResolved {
+			change := NewStatusChange(ws, *conv, domain.StatusAI, "", nil, nil, now).WithMessage(ws, *conv, m, true)
+			current, changed, err := conversations.ChangeStatus(ctx, change)
+			switch {
+			case errors.Is(err, domain.ErrMessageExists):
+				// An inbound event's message an earlier run stored: this
+				// append is a no-op that returns it.
+				stored, _, err := conversations.AppendMessage(ctx, m, "")
+				return Appended{Message: stored}, err
+			case err != nil:
+				return Appended{}, err
+			case changed:
+				*conv = current
+				return Appended{Message: m, Created: true, Notice: &change.Notice, Deliveries: change.Deliveries}, nil
+			}
+			*conv = current
+		} else {
+			deliveries := domain.MessageDeliveries(ws, *conv, m, m.CreatedAt)
+			stored, created, err := conversations.AppendMessage(ctx, m, conv.Status, deliveries...)
+			if !errors.Is(err, domain.ErrStatusChanged) {
+				return Appended{Message: stored, Created: created, Deliveries: deliveries}, err
+			}
+			current, err := conversations.GetConversation(ctx, ws.ID, conv.ID)
+			if err != nil {
+				return Appended{}, err
+			}
+			*conv = current
 		}
-		*conv = current
+		if attempt == StatusAttempts {
+			return Appended{}, domain.ErrStatusChanged
+		}
 	}
 }
 

@@ -127,3 +127,70 @@ func MessageEvent(m domain.Message) SessionEvent {
 	}
 	return SessionEvent{Type: EventMessage, SessionID: m.ConversationID, MessageID: m.ID, Seq: 1, Message: &m}
 }
+
+// InterruptedMessage is what the error event ending an interrupted answer
+// says (domain.FallbackInterrupted).
+const InterruptedMessage = "the answer was interrupted before it was finished; please ask again"
+
+// InterruptedSeq is the seq of the error event that ends an interrupted
+// answer: above any token's (an answer is capped far below it), so however
+// many of its tokens a client saw, and whatever the session's log still
+// holds of them, the end is never taken for an event the client has.
+const InterruptedSeq = 1 << 20
+
+// StoredEvents are the live events of a stored message, as they were
+// published: an ASSISTANT reply's tokens (seq 1..T, cut where
+// Message.TokenEnds says) and its done (seq T+1), or, for a reply whose
+// generation was interrupted, the tokens that reached the visitor and the
+// error event that ended its stream; the message or status event of any
+// other message (seq 1). The live relay replays stored messages with them,
+// and the answer engine a request it already answered (Idempotency-Key).
+func StoredEvents(m domain.Message) []SessionEvent {
+	if m.Role != domain.RoleAssistant {
+		return []SessionEvent{MessageEvent(m)}
+	}
+	ends := m.TokenEnds
+	if !validEnds(ends, len(m.Content)) {
+		// A reply stored without usable token ends (older releases):
+		// one token for the lot.
+		ends = nil
+		if m.Content != "" {
+			ends = []int{len(m.Content)}
+		}
+	}
+	events := make([]SessionEvent, 0, len(ends)+1)
+	start := 0
+	for i, end := range ends {
+		events = append(events, SessionEvent{
+			Type: EventToken, SessionID: m.ConversationID, MessageID: m.ID, Seq: i + 1, Content: m.Content[start:end],
+		})
+		start = end
+	}
+	if m.FallbackReason == domain.FallbackInterrupted {
+		return append(events, SessionEvent{
+			Type: EventError, SessionID: m.ConversationID, MessageID: m.ID, Seq: InterruptedSeq,
+			ErrorCode: domain.CodeInternal, ErrorMessage: InterruptedMessage,
+		})
+	}
+	answer := &domain.Answer{SessionID: m.ConversationID, Reply: m, IsFallback: m.FallbackReason != domain.FallbackNone,
+		FallbackReason: m.FallbackReason, OfferHandoff: m.OfferHandoff}
+	return append(events, SessionEvent{
+		Type: EventDone, SessionID: m.ConversationID, MessageID: m.ID, Seq: len(ends) + 1, Answer: answer,
+	})
+}
+
+// validEnds reports whether ends cut content into non-empty tokens that
+// cover it exactly.
+func validEnds(ends []int, length int) bool {
+	if len(ends) == 0 || ends[len(ends)-1] != length {
+		return false
+	}
+	prev := 0
+	for _, e := range ends {
+		if e <= prev {
+			return false
+		}
+		prev = e
+	}
+	return true
+}

@@ -54,8 +54,9 @@ type clusterProc struct {
 	cmd    *exec.Cmd
 	output *syncBuffer
 	exited chan struct{}
-	// stopped marks an exit the test asked for.
-	stopped bool
+	// stopped marks an exit the test asked for; killed, one by SIGKILL,
+	// whose exit status says nothing.
+	stopped, killed bool
 }
 
 // newCluster starts the processes and waits until every pod is ready.
@@ -156,6 +157,17 @@ func (c *cluster) stop(p *clusterProc) time.Duration {
 	return time.Since(start)
 }
 
+// kill ends a process at once, as a crash or an out-of-memory kill does:
+// nothing of its shutdown runs.
+func (c *cluster) kill(p *clusterProc) {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.stopped, p.killed = true, true
+	p.mu.Unlock()
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
 // stopAll stops every process and reports what went wrong in them: a
 // non-zero exit the test did not cause, or a data race.
 func (c *cluster) stopAll() {
@@ -170,7 +182,7 @@ func (c *cluster) stopAll() {
 		text := out.String()
 		if strings.Contains(text, "WARNING: DATA RACE") {
 			c.t.Errorf("%s had a data race:\n%s", p.name, text)
-		} else if code := cmd.ProcessState.ExitCode(); code != 0 {
+		} else if code := cmd.ProcessState.ExitCode(); code != 0 && !p.killed {
 			c.t.Errorf("%s exited with %d:\n%s", p.name, code, text)
 		} else if c.t.Failed() {
 			c.t.Logf("%s output:\n%s", p.name, text)

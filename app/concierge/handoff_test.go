@@ -17,11 +17,12 @@ import (
 // server, PostgreSQL and Redis of an in-process stack.
 
 type wireMessage struct {
-	ID         string `json:"id"`
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	AuthorName string `json:"authorName"`
-	Status     string `json:"status"`
+	ID             string `json:"id"`
+	Role           string `json:"role"`
+	Content        string `json:"content"`
+	AuthorName     string `json:"authorName"`
+	Status         string `json:"status"`
+	FallbackReason string `json:"fallbackReason"`
 }
 
 type pollBody struct {

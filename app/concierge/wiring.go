@@ -135,7 +135,8 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	}
 	s.chat, err = chat.NewService(chat.Deps{
 		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: s.retriever,
-		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Deliveries: s.enqueuer, Clock: s.clock, Log: log,
+		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Deliveries: s.enqueuer,
+		Keyed: s.store, Interrupted: s.store, Recent: redisadapter.NewEventLog(rdb), Clock: s.clock, Log: log,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
 		HistoryMessages: cfg.HistoryMessages, MaxToolRounds: cfg.MaxToolRounds, Timeout: cfg.ChatTimeout,
@@ -358,6 +359,15 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
+		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
 	}
 	return srv, sweepers
+}
+
+// interruptedAnswers runs the answer engine's close of answers whose process
+// died (chat.Service.CloseInterrupted) as a sweep.
+type interruptedAnswers struct{ chat *chat.Service }
+
+func (i interruptedAnswers) RequeueStale(ctx context.Context) (int, error) {
+	return i.chat.CloseInterrupted(ctx)
 }

@@ -7,6 +7,8 @@ package chat
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,8 +65,14 @@ type Deps struct {
 	// Deliveries schedules the outbox rows written with messages and state
 	// changes (handoffs, outbound events).
 	Deliveries ports.DeliveryQueue
-	Clock      ports.Clock
-	Log        *slog.Logger
+	// Keyed finds questions asked before with an Idempotency-Key.
+	Keyed ports.KeyedQuestions
+	// Interrupted and Recent serve CloseInterrupted: the answers whose
+	// process died, and the session logs holding what they had said.
+	Interrupted ports.InterruptedAnswers
+	Recent      ports.EventLog
+	Clock       ports.Clock
+	Log         *slog.Logger
 }
 
 // Service answers messages.
@@ -77,6 +85,9 @@ type Service struct {
 	defaultModel  string
 	bus           ports.EventBus
 	deliveries    ports.DeliveryQueue
+	keyed         ports.KeyedQuestions
+	interrupted   ports.InterruptedAnswers
+	recent        ports.EventLog
 	clock         ports.Clock
 	log           *slog.Logger
 	limits        Limits
@@ -97,7 +108,8 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 	}
 	return &Service{
 		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, retriever: d.Retriever,
-		models: d.Models, defaultModel: d.DefaultModel, bus: d.Bus, deliveries: d.Deliveries, clock: d.Clock, log: d.Log,
+		models: d.Models, defaultModel: d.DefaultModel, bus: d.Bus, deliveries: d.Deliveries,
+		keyed: d.Keyed, interrupted: d.Interrupted, recent: d.Recent, clock: d.Clock, log: d.Log,
 		limits: limits.withDefaults(), tools: tb,
 	}, nil
 }
@@ -116,6 +128,10 @@ type Request struct {
 	// X-Service-Signature values, verified against the session's workspace.
 	IdentityHeader  string
 	SignatureHeader string
+	// IdempotencyKey, when set, makes the request answer once: a retry with
+	// the same key and request gets the stored answer. It is scoped to the
+	// caller: the workspace's API, or the session for keyless callers.
+	IdempotencyKey string
 }
 
 // Emit receives an answer's events in order, as they happen: the USER
@@ -132,6 +148,18 @@ type Pending struct {
 	message string
 	// fresh is set when Start created the conversation: it has no history.
 	fresh bool
+	// key and hash are the question's scoped Idempotency-Key and request
+	// hash ("" without a key).
+	key, hash string
+	// answered, when set, is the turn a retried request already got: Run
+	// replays it instead of asking again.
+	answered *storedTurn
+}
+
+// storedTurn is a question and its reply as stored (no reply: it was
+// asked while a person owned the conversation).
+type storedTurn struct {
+	question, reply domain.Message
 }
 
 // SessionID is the conversation the turn belongs to.
@@ -146,11 +174,62 @@ func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
 	if err := domain.ValidateMessageText(req.Message, s.limits.MaxMessageChars); err != nil {
 		return nil, err
 	}
+	if err := domain.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+		return nil, err
+	}
 	ws, agent, conv, err := s.resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.SessionID == ""}, nil
+	p := &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.SessionID == ""}
+	if req.IdempotencyKey != "" {
+		p.key, p.hash = scopedKey(req), requestHash(req)
+		if p.answered, err = s.answeredBefore(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// scopedKey is where an Idempotency-Key is unique: the workspace's API for
+// callers with a key, one session for those who hold only its id (a
+// visitor's key must never reach another visitor's answer).
+func scopedKey(req Request) string {
+	if req.Workspace != nil {
+		return "api:" + req.IdempotencyKey
+	}
+	return "session:" + req.SessionID + ":" + req.IdempotencyKey
+}
+
+// requestHash identifies what was asked: the same key with another request
+// is the caller's mistake, not a retry. Streaming or not is left out, so a
+// stream that broke may be retried as a JSON call.
+func requestHash(req Request) string {
+	sum := sha256.Sum256([]byte(req.AgentSlug + "\x00" + req.SessionID + "\x00" + req.Message))
+	return hex.EncodeToString(sum[:])
+}
+
+// answeredBefore looks a keyed request up: nil when it is new, the stored
+// turn when it was answered, and a ConflictError when the key was used for
+// another request or its answer is still being written.
+func (s *Service) answeredBefore(ctx context.Context, p *Pending) (*storedTurn, error) {
+	q, reply, err := s.keyed.KeyedQuestion(ctx, p.ws.ID, p.key)
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case q.RequestHash != p.hash:
+		return nil, &domain.ConflictError{
+			Message: "this Idempotency-Key was already used with a different request; use a new key for a new question",
+			Details: map[string]string{"Idempotency-Key": "was used with a different request"},
+		}
+	case reply == nil && q.ReplyID == "":
+		return &storedTurn{question: q}, nil // asked while a person owned the conversation
+	case reply == nil:
+		return nil, domain.ErrAnswerInProgress
+	}
+	return &storedTurn{question: q, reply: *reply}, nil
 }
 
 // Answer runs one chat turn: Start, then Run. The caller leaving (ctx
@@ -180,6 +259,9 @@ func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.An
 // the caller, who got no answer, asks again. Events wait for the store too,
 // so no follower sees a message that was never stored.
 func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
+	if p.answered != nil {
+		return p.answered.replay(emit), nil
+	}
 	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
 	s.inflight.Add(1)
 	defer s.inflight.Done()
@@ -204,17 +286,19 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	}
 	pub := newPublisher(ctx, s.bus, s.log, emit)
 	defer pub.close()
+	replyID := domain.NewID(domain.PrefixMessage)
 	t := &turn{
 		ws: &ws, agent: &agent, conv: &conv, fresh: p.fresh,
 		question: domain.Message{
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
+			ReplyID: replyID, IdempotencyKey: p.key, RequestHash: p.hash,
 		},
 	}
 	// together: the question waits to be stored with the reply, and the
 	// answer's events wait with it (gathered into one token).
 	together := emit == nil && conv.Status == domain.StatusAI
-	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: domain.NewID(domain.PrefixMessage), whole: together}
+	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: replyID, whole: together}
 	answer := domain.Answer{SessionID: conv.ID}
 	if together {
 		pub.hold()
@@ -263,6 +347,19 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		case err == nil:
 			t.question, reply, deliveries, stored = msgs[0], msgs[1], delivered, true
 			pub.release(ports.MessageEvent(t.question))
+		case errors.Is(err, domain.ErrAnswerInProgress):
+			// Another request with the same key stored its turn first:
+			// this one is its retry, and gets that answer (or learns it is
+			// still being written). Nothing held is published.
+			pub.discard()
+			answered, aerr := s.answeredBefore(storeCtx, p)
+			if aerr != nil {
+				return answer, aerr
+			}
+			if answered == nil {
+				return answer, err
+			}
+			return answered.replay(nil), nil
 		case !errors.Is(err, domain.ErrStatusChanged):
 			return answer, err // nothing stored: nothing held is published
 		default:
@@ -301,44 +398,36 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 
 // storeQuestion stores the turn's question on its own, under the
 // conversation's state as the turn last read it (and again as it now is,
-// when that moved: ports.AppendAsDecided), publishes it ahead of anything
-// the answer held back, and reopens a resolved conversation with the agent.
-// A new conversation is stored with it. It leaves t.conv as it now is.
+// when that moved: ports.AppendAsDecided; a resolved conversation is
+// reopened with the agent in the same write), and publishes it ahead of
+// anything the answer held back. A new conversation is stored with it. It
+// leaves t.conv as it now is.
 func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
-	var (
-		deliveries []domain.Delivery
-		err        error
-	)
+	var deliveries []domain.Delivery
 	if t.fresh {
 		deliveries = t.deliveries(t.question)
-		var stored []domain.Message
-		if stored, err = s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...); err == nil {
-			t.question = stored[0]
+		stored, err := s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...)
+		if err != nil {
+			return err
 		}
+		t.question = stored[0]
+		t.out.pub.release(ports.MessageEvent(t.question))
 	} else {
-		t.question, _, deliveries, err = ports.AppendAsDecided(ctx, s.conversations, t.ws, t.conv, t.question)
-	}
-	if err != nil {
-		return err
+		// A resolved conversation is reopened with the question, in the
+		// same write.
+		appended, err := ports.AppendAsDecided(ctx, s.conversations, t.ws, t.conv, t.question, s.clock.Now())
+		if err != nil {
+			return err
+		}
+		t.question, deliveries = appended.Message, appended.Deliveries
+		events := []ports.SessionEvent{ports.MessageEvent(t.question)}
+		if appended.Notice != nil {
+			events = append(events, ports.MessageEvent(*appended.Notice))
+		}
+		t.out.pub.release(events...)
 	}
 	t.questionStored, t.fresh = true, false
-	t.out.pub.release(ports.MessageEvent(t.question))
 	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
-	if t.conv.Status != domain.StatusResolved {
-		return nil
-	}
-	// A new question reopens the conversation with the agent, unless a
-	// person took it over meanwhile.
-	change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusAI, "", nil, nil, s.clock.Now())
-	current, changed, err := s.conversations.ChangeStatus(ctx, change)
-	if err != nil {
-		return err
-	}
-	if changed {
-		t.out.pub.send(ports.MessageEvent(change.Notice))
-		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-	}
-	t.conv.Status = current.Status
 	return nil
 }
 
@@ -381,9 +470,15 @@ func (t *turn) deliveries(msgs ...domain.Message) []domain.Delivery {
 func (s *Service) silent(t *turn, answer domain.Answer, emit Emit) domain.Answer {
 	answer.UserMessage, answer.FallbackReason = t.question, domain.FallbackHumanActive
 	if emit != nil {
-		emit(ports.SessionEvent{Type: ports.EventDone, SessionID: t.conv.ID, MessageID: t.question.ID, Seq: 2, Answer: &answer})
+		emit(silentDone(&answer))
 	}
 	return answer
+}
+
+// silentDone ends the stream of a question nobody will answer here; it
+// takes its id from the question (seq 2: the question's own event is 1).
+func silentDone(answer *domain.Answer) ports.SessionEvent {
+	return ports.SessionEvent{Type: ports.EventDone, SessionID: answer.UserMessage.ConversationID, MessageID: answer.UserMessage.ID, Seq: 2, Answer: answer}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or
@@ -641,4 +736,35 @@ func snippet(text string) string {
 		return string(r[:199]) + "…"
 	}
 	return text
+}
+
+// replay answers a retried request with the turn it already got: the stored
+// question's event and the reply's, as they were first sent (token by token,
+// then done), to emit, and the answer as Run first returned it. Nothing is
+// stored or published: followers saw this turn the first time.
+func (st *storedTurn) replay(emit Emit) domain.Answer {
+	if st.reply.ID == "" {
+		answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question, FallbackReason: domain.FallbackHumanActive}
+		if emit != nil {
+			emit(ports.MessageEvent(st.question))
+			emit(silentDone(&answer))
+		}
+		return answer
+	}
+	events := ports.StoredEvents(st.reply)
+	answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question}
+	if last := events[len(events)-1]; last.Answer != nil {
+		answer = *last.Answer
+		answer.UserMessage = st.question
+	}
+	if emit != nil {
+		emit(ports.MessageEvent(st.question))
+		for _, ev := range events {
+			if ev.Type == ports.EventDone {
+				ev.Answer = &answer
+			}
+			emit(ev)
+		}
+	}
+	return answer
 }

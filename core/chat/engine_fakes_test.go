@@ -259,10 +259,26 @@ func (s *memConversations) ChangeStatus(ctx context.Context, ch ports.StatusChan
 	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
 		return c, false, nil
 	}
+	// The message that motivated the change goes in the same write, before
+	// or after the notice.
+	stored := []domain.Message{ch.Notice}
+	if m := ch.Message; m != nil {
+		if s.failAppend != nil {
+			if err := s.failAppend(*m); err != nil {
+				return domain.Conversation{}, false, err
+			}
+		}
+		if ch.MessageFirst {
+			stored = []domain.Message{*m, ch.Notice}
+		} else {
+			stored = append(stored, *m)
+		}
+		s.writes++
+	}
 	c.Status = ch.To
-	c.MessageCount++
+	c.MessageCount += len(stored)
 	s.convs[c.ID] = c
-	s.messages = append(s.messages, ch.Notice)
+	s.messages = append(s.messages, stored...)
 	s.deliveries = append(s.deliveries, ch.Deliveries...)
 	s.statusChanges = append(s.statusChanges, ch.To)
 	return c, true, nil

@@ -176,51 +176,34 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 	}
 	// Stored under the state as read, with what reports it in that state; a
 	// state that changed first (a handoff, say) is decided again, so the
-	// helpdesk gets the message. Still changing after that: the task is
-	// retried.
-	stored, created, deliveries, err := ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, msg)
+	// helpdesk gets the message; a resolved conversation is reopened with
+	// it, in the same write. Still changing after that: the task is retried.
+	appended, err := ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, msg, now)
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.sessionGone(ctx, ev)
 	}
 	if err != nil {
 		return err
 	}
-	if created {
-		events := []ports.SessionEvent{ports.MessageEvent(stored)}
-		if conv.Status == domain.StatusResolved {
-			events = append(events, s.reopen(ctx, &ws, conv)...)
+	if appended.Created {
+		events := []ports.SessionEvent{ports.MessageEvent(appended.Message)}
+		if appended.Notice != nil {
+			events = append(events, ports.MessageEvent(*appended.Notice))
 		}
 		// The live relay is best effort; PostgreSQL holds the durable copy that
 		// resuming clients replay from.
 		if err := s.bus.Publish(ctx, events...); err != nil {
 			s.log.WarnContext(ctx, "publishing inbound message failed", "eventId", ev.ID, "sessionId", ev.SessionID, "error", err)
 		}
-		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, appended.Deliveries)
 	}
-	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, stored.ID, "", s.clock.Now())
+	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, appended.Message.ID, "", s.clock.Now())
 }
 
 // sessionGone records that the conversation was deleted after the event
 // was accepted: nothing to append to, ever, so retrying is pointless.
 func (s *Service) sessionGone(ctx context.Context, ev domain.InboundEvent) error {
 	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundFailed, "", "session no longer exists", s.clock.Now())
-}
-
-// reopen moves a RESOLVED conversation that received a user message back to
-// AI, returning the notice's event. A failure is logged, not returned: the
-// message is stored, and a retry of the task would not append it again.
-func (s *Service) reopen(ctx context.Context, ws *domain.Workspace, conv domain.Conversation) []ports.SessionEvent {
-	change := ports.NewStatusChange(ws, conv, domain.StatusAI, "", nil, nil, s.clock.Now())
-	_, changed, err := s.conversations.ChangeStatus(ctx, change)
-	if err != nil {
-		s.log.WarnContext(ctx, "reopening a resolved conversation failed", "sessionId", conv.ID, "error", err)
-		return nil
-	}
-	if !changed {
-		return nil
-	}
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-	return []ports.SessionEvent{ports.MessageEvent(change.Notice)}
 }
 
 // RequeueStale enqueues PENDING events older than StaleAfter again, for events

@@ -40,6 +40,10 @@ func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (d
 func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.appendLocked(m, while, deliveries...)
+}
+
+func (f *fakeConversations) appendLocked(m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	if err := f.failNext; err != nil {
 		f.failNext = nil
 		return domain.Message{}, false, err
@@ -68,6 +72,15 @@ func (f *fakeConversations) ChangeStatus(_ context.Context, ch ports.StatusChang
 	}
 	if !slices.Contains(ch.From, c.Status) {
 		return c, false, nil
+	}
+	if m := ch.Message; m != nil {
+		// Stored in the same write, as the real store's transaction does.
+		if _, created, err := f.appendLocked(*m, ""); err != nil || !created {
+			if err == nil {
+				err = domain.ErrMessageExists
+			}
+			return c, false, err
+		}
 	}
 	c.Status = ch.To
 	f.convs[c.ID] = c
@@ -442,5 +455,51 @@ func TestProcessFollowsConversationState(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProcessReopensTogether: a message that reopens a resolved conversation
+// and the reopening are one write. A failed write leaves the conversation
+// resolved without the message (the task is retried); before, the message
+// was stored and the reopening, failing after it, only logged, leaving a
+// resolved conversation with a question nobody answers. A task run again
+// after the conversation was resolved once more stores nothing twice.
+func TestProcessReopensTogether(t *testing.T) {
+	f := newFixture()
+	c := f.convs.convs[f.sessID]
+	c.Status = domain.StatusResolved
+	f.convs.convs[f.sessID] = c
+	ctx := context.Background()
+	ev, err := f.svc.Receive(ctx, &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "one more thing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.convs.failNext = errors.New("connection reset")
+	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err == nil {
+		t.Fatal("a failed write was not returned for a retry")
+	}
+	if st := f.convs.convs[f.sessID].Status; st != domain.StatusResolved || len(f.convs.messages) != 0 || len(f.convs.notices) != 0 {
+		t.Fatalf("after a failed write: status %s, %d messages, %d notices; want it untouched", st, len(f.convs.messages), len(f.convs.notices))
+	}
+	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.convs.convs[f.sessID].Status; st != domain.StatusAI || len(f.convs.messages) != 1 || len(f.convs.notices) != 1 {
+		t.Fatalf("after the retry: status %s, %d messages, %d notices; want AI, one of each", st, len(f.convs.messages), len(f.convs.notices))
+	}
+
+	// Resolved again, and the task runs once more (at-least-once delivery
+	// after a crash before the event was marked): nothing moves.
+	c = f.convs.convs[f.sessID]
+	c.Status = domain.StatusResolved
+	f.convs.convs[f.sessID] = c
+	stored := f.events.events[ev.ID]
+	stored.Status = domain.InboundPending
+	f.events.events[ev.ID] = stored
+	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.convs.convs[f.sessID].Status; st != domain.StatusResolved || len(f.convs.messages) != 1 || len(f.convs.notices) != 1 {
+		t.Fatalf("a rerun reopened or stored again: status %s, %d messages, %d notices", st, len(f.convs.messages), len(f.convs.notices))
 	}
 }

@@ -502,52 +502,12 @@ func (st *Stream) fill(ctx context.Context, ev *ports.LiveEvent) error {
 }
 
 // StoredEvents are the live events of a stored message, as they were
-// published: an ASSISTANT reply's tokens (seq 1..T, cut where
-// Message.TokenEnds says) and its done (seq T+1); the message or status
-// event of any other message (seq 1). A done rebuilt from storage carries
-// the reply and its citations; whether it was a fallback or offered a
-// handoff is not stored, so it says false.
+// published (ports.StoredEvents), ready for the relay.
 func StoredEvents(m domain.Message) []*ports.LiveEvent {
-	if m.Role != domain.RoleAssistant {
-		return []*ports.LiveEvent{{SessionEvent: ports.MessageEvent(m)}}
+	events := ports.StoredEvents(m)
+	out := make([]*ports.LiveEvent, len(events))
+	for i, ev := range events {
+		out[i] = &ports.LiveEvent{SessionEvent: ev}
 	}
-	ends := m.TokenEnds
-	if !validEnds(ends, len(m.Content)) {
-		// A reply stored without usable token ends (older releases):
-		// one token for the lot.
-		ends = nil
-		if m.Content != "" {
-			ends = []int{len(m.Content)}
-		}
-	}
-	events := make([]*ports.LiveEvent, 0, len(ends)+1)
-	start := 0
-	for i, end := range ends {
-		events = append(events, &ports.LiveEvent{SessionEvent: ports.SessionEvent{
-			Type: ports.EventToken, SessionID: m.ConversationID, MessageID: m.ID, Seq: i + 1, Content: m.Content[start:end],
-		}})
-		start = end
-	}
-	answer := &domain.Answer{SessionID: m.ConversationID, Reply: m, IsFallback: m.FallbackReason != domain.FallbackNone,
-		FallbackReason: m.FallbackReason, OfferHandoff: m.OfferHandoff}
-	events = append(events, &ports.LiveEvent{SessionEvent: ports.SessionEvent{
-		Type: ports.EventDone, SessionID: m.ConversationID, MessageID: m.ID, Seq: len(ends) + 1, Answer: answer,
-	}})
-	return events
-}
-
-// validEnds reports whether ends cut content into non-empty tokens that
-// cover it exactly.
-func validEnds(ends []int, length int) bool {
-	if len(ends) == 0 || ends[len(ends)-1] != length {
-		return false
-	}
-	prev := 0
-	for _, e := range ends {
-		if e <= prev {
-			return false
-		}
-		prev = e
-	}
-	return true
+	return out
 }

@@ -87,12 +87,17 @@ func (h *Handlers) message(c *fiber.Ctx) error {
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
 	}
+	key, err := wire.Header(c, wire.HeaderIdempotencyKey)
+	if err != nil {
+		return err
+	}
 	ctx := c.UserContext()
 	pending, err := h.engine.Start(ctx, chat.Request{
 		SessionID:       strings.Clone(c.Params("sessionId")),
 		Message:         body.Message,
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
 		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
+		IdempotencyKey:  key,
 	})
 	if err != nil {
 		return err

@@ -41,6 +41,10 @@ func (h *ChatHandlers) chat(c *fiber.Ctx) error {
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
 	}
+	key, err := wire.Header(c, wire.HeaderIdempotencyKey)
+	if err != nil {
+		return err
+	}
 	p, _ := wire.Principal(c)
 	ctx := c.UserContext()
 	pending, err := h.engine.Start(ctx, chat.Request{
@@ -50,6 +54,7 @@ func (h *ChatHandlers) chat(c *fiber.Ctx) error {
 		Message:         body.Message,
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
 		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
+		IdempotencyKey:  key,
 	})
 	if err != nil {
 		return err

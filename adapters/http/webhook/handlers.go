@@ -16,11 +16,8 @@ import (
 	"github.com/conciergehq/concierge/core/workspace"
 )
 
-// Headers the webhook reads.
-const (
-	HeaderSecret         = "x-webhook-secret"
-	HeaderIdempotencyKey = "Idempotency-Key"
-)
+// HeaderSecret authenticates the webhook's sender.
+const HeaderSecret = "x-webhook-secret"
 
 // Limits counts webhook calls: accepted ones against their workspace, and
 // refused secrets against the client IP, so guessing secrets is slow. Each
@@ -77,7 +74,7 @@ func (h *Handlers) receive(c *fiber.Ctx) error {
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
 	}
-	key, err := wire.Header(c, HeaderIdempotencyKey)
+	key, err := wire.Header(c, wire.HeaderIdempotencyKey)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,10 @@ const (
 	HeaderSignature = "X-Service-Signature"
 )
 
+// HeaderIdempotencyKey makes a request that stores something do so once:
+// the webhook's events and the chat routes' turns.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
 type principalKey struct{}
 
 // SetPrincipal records the authenticated API caller on the request.

@@ -13,8 +13,11 @@ type MessageDTO struct {
 	// Status is, on a SYSTEM notice, the state the conversation entered.
 	Status string `json:"status,omitempty"`
 	// Feedback is the visitor's rating of an answer; absent when none.
-	Feedback  *FeedbackDTO `json:"feedback,omitempty"`
-	CreatedAt string       `json:"createdAt"`
+	Feedback *FeedbackDTO `json:"feedback,omitempty"`
+	// FallbackReason is, on an ASSISTANT fallback, why; absent on a real
+	// answer. History shows an interrupted answer as such with it.
+	FallbackReason string `json:"fallbackReason,omitempty"`
+	CreatedAt      string `json:"createdAt"`
 }
 
 // FeedbackDTO is a visitor's rating of an answer. Rating is null only in
@@ -44,7 +47,7 @@ type CitationDTO struct {
 func Message(m domain.Message) MessageDTO {
 	dto := MessageDTO{
 		ID: m.ID, Role: string(m.Role), Content: m.Content, Citations: Citations(m.Citations),
-		AuthorName: m.AuthorName, Status: string(m.Status), CreatedAt: Time(m.CreatedAt),
+		AuthorName: m.AuthorName, Status: string(m.Status), FallbackReason: string(m.FallbackReason), CreatedAt: Time(m.CreatedAt),
 	}
 	if m.Feedback != nil {
 		fb := Feedback(*m.Feedback)

@@ -12,10 +12,12 @@ BIN       := bin
 run: services
 	$(GO) run ./app/concierge dev
 
-## test: the whole test suite with the race detector
+## test: the whole test suite with the race detector, then every fuzz
+## target for FUZZTIME (default 5s) each (scripts/fuzz.sh)
 test: services mock-llm browser
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	GO=$(GO) bash scripts/fuzz.sh
 
 ## bench: load benchmarks against real PostgreSQL/Redis, each paired with a
 ## baseline in the same run; figures and method in docs/benchmarks.md

@@ -77,7 +77,7 @@ func decodeCursor(raw, scope, idPrefix string) (domain.Position, error) {
 	if len(raw) > 256 {
 		return domain.Position{}, bad()
 	}
-	b, err := base64.RawURLEncoding.DecodeString(raw)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(raw) // Strict: one encoding per cursor
 	if err != nil || len(b) <= cursorHeader || b[0] != cursorVersion {
 		return domain.Position{}, bad()
 	}

@@ -19,11 +19,12 @@ import (
 // sender never wrote.
 var errBodyNotUTF8 = domain.Invalid("the request body must be valid UTF-8")
 
-// checkDecodedText applies the text rule to every string a decoded DTO
-// holds. Invalid UTF-8 was refused on the raw body already; what remains is
-// NUL, which JSON can only carry escaped (\u0000), so it is found here, on
-// the decoded values, with the field's JSON path for the error.
-func checkDecodedText(dst any) error {
+// CheckText applies the text rule to every string a decoded DTO holds,
+// naming the first that breaks it by its JSON path. Decode runs it: invalid
+// UTF-8 was refused on the raw body already, and what remains is NUL, which
+// JSON can only carry escaped (\u0000), so it is found on the decoded
+// values.
+func CheckText(dst any) error {
 	return walkText(reflect.ValueOf(dst), "")
 }
 

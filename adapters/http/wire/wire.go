@@ -96,14 +96,18 @@ var errEmptyBody = domain.Invalid("request body is required")
 func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 	// The raw body: c.Body() would inflate a Content-Encoding, which the
 	// body-limit middleware refuses before this runs anyway.
-	body := c.Request().Body()
+	return d.DecodeBytes(c.Request().Body(), c.Get(fiber.HeaderContentType), dst, allowEmpty)
+}
+
+// DecodeBytes is Decode on a body and its Content-Type header as received.
+func (d *Decoder) DecodeBytes(body []byte, contentType string, dst any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if !allowEmpty {
 			return errEmptyBody
 		}
 		body = []byte("{}")
-	} else if ct := c.Get(fiber.HeaderContentType); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
+	} else if contentType != "" {
+		mt, _, err := mime.ParseMediaType(contentType)
 		if err != nil || (mt != fiber.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json")) {
 			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		}
@@ -122,7 +126,7 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return domain.Invalid("invalid JSON: unexpected data after the JSON object")
 	}
-	if err := checkDecodedText(dst); err != nil {
+	if err := CheckText(dst); err != nil {
 		return err
 	}
 	return d.Validate(dst)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module (func FuzzXxx in a _test.go file) for
+# a bounded time, one after the other: `go test -fuzz` takes one target of
+# one package at a time. Their seed corpora already run as ordinary tests in
+# `go test ./...`; this is the coverage-guided part. A failure leaves the
+# crashing input under the package's testdata/fuzz/, which then runs as a
+# regression test: commit it with the fix.
+#
+# FUZZTIME (default 5s) is each target's budget.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${FUZZTIME:-5s}"
+go="${GO:-go}"
+
+targets=$(git ls-files --cached --others --exclude-standard '*_test.go' | xargs grep -l '^func Fuzz' | sort || true)
+if [ -z "$targets" ]; then
+	echo "fuzz: no fuzz targets found" >&2
+	exit 1
+fi
+count=0
+for file in $targets; do
+	pkg="./$(dirname "$file")"
+	for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //'); do
+		echo "fuzz: $pkg $name ($fuzztime)"
+		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/fuzz.$$.log 2>&1 || {
+			cat /tmp/fuzz.$$.log
+			rm -f /tmp/fuzz.$$.log
+			echo "fuzz: $pkg $name failed; the input is in $pkg/testdata/fuzz/$name" >&2
+			exit 1
+		}
+		count=$((count + 1))
+	done
+done
+rm -f /tmp/fuzz.$$.log
+echo "fuzz: $count targets ran for $fuzztime each without a failure"

@@ -42,6 +42,7 @@ export const strings = {
 		errorTooLong: 'Your message is too long (at most {max} characters).',
 		errorIdentity: 'Your sign-in could not be verified. Reload the page and try again.',
 		errorAnswer: 'The answer could not be completed. Please try again.',
+		answerInterrupted: 'This answer was interrupted before it was finished. Please ask again.',
 		errorUnavailable: 'This chat is not available right now.',
 		notSent: 'Not sent.',
 		retry: 'Retry',

@@ -464,6 +464,12 @@ function finishAnswer(view, m) {
 			el('span', { class: 'cw-cites-label', text: t('sources') + ':' }),
 			el('ul', {}, cites.map((c) => el('li', {}, citation(c))))));
 	}
+	if (m.fallbackReason === 'INTERRUPTED') {
+		// The server answering stopped: what came is shown, marked as such;
+		// there is nothing to rate.
+		if (!view.node.querySelector('.cw-interrupted')) view.node.append(el('p', { class: 'cw-interrupted', text: t('answerInterrupted') }));
+		return;
+	}
 	if (view.id && !view.node.querySelector('.cw-feedback')) view.node.append(feedbackButtons(view, m.feedback && m.feedback.rating));
 	if (m.offerHandoff && cfg.handoffAvailable && state.status !== 'HUMAN' && state.status !== 'HANDOFF_REQUESTED') {
 		view.node.append(el('div', { class: 'cw-offer' },
@@ -719,6 +725,16 @@ function onLiveEvent(gen, data, eventId) {
 			if (id && !state.byId.has(id)) addNotice(id, data.status);
 			setStatus(data.status);
 			break;
+		case 'error': {
+			// An answer whose server stopped ends here, on whichever stream
+			// still follows it (the POST stream died with its server).
+			const view = id && state.byId.get(id);
+			if (view && !view.final && view.role === 'ASSISTANT') {
+				finishAnswer(view, { id, content: view.text, fallbackReason: 'INTERRUPTED' });
+				if (!state.sending) showError('');
+			}
+			break;
+		}
 		case 'done': {
 			// Our own answers arrive on the POST stream (tokens too): this is
 			// another tab's, shown whole.

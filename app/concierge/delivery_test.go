@@ -255,8 +255,10 @@ func TestDeliveryLog(t *testing.T) {
 		len(got.Log) != 1 || got.Log[0].Attempt != 1 || got.Log[0].StatusCode != nil || got.Log[0].Error != nil {
 		t.Fatalf("inbox delivery: %s", r.Body)
 	}
+	// Each conversation's conversation.created and handoff.requested: the
+	// events URL applied to the calls right after it was set.
 	r, failed := list(tn, "?target=events&status=FAILED")
-	if len(failed.Data) != 3 || failed.Data[0].LastError == nil || !strings.Contains(*failed.Data[0].LastError, "no events URL") {
+	if len(failed.Data) != 6 || failed.Data[0].LastError == nil || !strings.Contains(*failed.Data[0].LastError, "no events URL") {
 		t.Fatalf("failed events: %s", r.Body)
 	}
 	if r := s.do("POST", "/api/v2/deliveries/"+mine+"/retry", nil, tn.auth()); r.Status != 409 {

@@ -57,6 +57,13 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	if _, err := s.sys.workspaces.RevokeAPIKey(ctx, tn.ID, k3.ID); err != nil {
 		t.Fatal(err)
 	}
+	// An answer in progress: rows of answers_in_progress live only while a
+	// reply streams, so one is started by hand.
+	question := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: tn.ID, ConversationID: sess, Role: domain.RoleUser,
+		Content: "Still there?", ReplyID: domain.NewID(domain.PrefixMessage), CreatedAt: time.Now()}
+	if _, _, err := s.sys.store.AppendMessage(ctx, question, ""); err != nil {
+		t.Fatal(err)
+	}
 
 	var tables []string
 	if err := s.sys.db.Raw(`SELECT table_name FROM information_schema.tables

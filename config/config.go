@@ -128,8 +128,8 @@ type Config struct {
 	RelayLogTTL    time.Duration `env:"RELAY_LOG_TTL" envDefault:"10m"`
 	RelayLogMaxLen int           `env:"RELAY_LOG_MAX_LEN" envDefault:"2000"`
 	// RelayBuffer is how many events a live stream may fall behind before
-	// it is cut off (its client resumes with Last-Event-ID), so a slow
-	// client never holds up the others.
+	// it catches up from the log instead, so a slow client never holds up
+	// the others.
 	RelayBuffer int `env:"RELAY_BUFFER" envDefault:"256"`
 }
 

@@ -19,10 +19,10 @@ import (
 
 // HubOptions tune a Hub; zero fields take the defaults.
 type HubOptions struct {
-	// Buffer is how many events a follower may fall behind before it is cut
-	// off (default 256). Small on purpose: a follower that cannot keep up
-	// resumes from the log, and big buffers only hide it while costing
-	// memory on every stream.
+	// Buffer is how many events a follower may fall behind before it gets a
+	// Gap instead (default 256). Small on purpose: a follower that cannot
+	// keep up catches up from the log, and big buffers only hide it while
+	// costing memory on every stream.
 	Buffer int
 	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm
 	// a subscription (default 5 s).
@@ -56,6 +56,10 @@ func (o HubOptions) withDefaults() HubOptions {
 // published meanwhile is lost: the hub then tells the followers of every
 // channel (a Gap event) once the new subscriptions are confirmed, and they
 // catch up from the log.
+//
+// A follower that falls behind (its buffer is full, as when a publisher
+// sends at once what it queued while Redis was away) is not cut off: it
+// gets a Gap and catches up from the log too.
 type Hub struct {
 	log  *slog.Logger
 	opts HubOptions
@@ -143,7 +147,9 @@ func NewHub(client goredis.UniversalClient, log *slog.Logger, opts HubOptions) *
 // Close.
 func (h *Hub) Subscribe(ctx context.Context, sessionID string) (ports.Subscription, error) {
 	name := ChannelFor(sessionID)
-	sub := &hubSub{hub: h, events: make(chan *ports.LiveEvent, h.opts.Buffer), done: make(chan struct{})}
+	// One slot more than the buffer: it is kept for the Gap of a follower
+	// that fell behind.
+	sub := &hubSub{hub: h, buffer: h.opts.Buffer, events: make(chan *ports.LiveEvent, h.opts.Buffer+1), done: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -436,10 +442,15 @@ func (h *Hub) leave(s *hubSub) {
 type hubSub struct {
 	hub     *Hub
 	channel *hubChannel
-	events  chan *ports.LiveEvent
-	done    chan struct{}
-	once    sync.Once
-	err     error
+	// events holds up to buffer events, and one slot more for a Gap.
+	events chan *ports.LiveEvent
+	buffer int
+	// behind is set while a Gap for falling behind waits in events; only
+	// the reader, the one sender, touches it.
+	behind bool
+	done   chan struct{}
+	once   sync.Once
+	err    error
 }
 
 func (s *hubSub) Events() <-chan *ports.LiveEvent { return s.events }
@@ -465,13 +476,29 @@ func (s *hubSub) end(err error) {
 	})
 }
 
-// send offers an event without ever blocking the reader: a follower whose
-// buffer is full is cut off, and resumes from the log.
+// send offers an event without ever blocking the reader. A follower whose
+// buffer is full gets a Gap, in the slot kept for it, and misses what comes
+// until it has taken the Gap: every event is in the session's log before
+// it is published, and the follower reads the log when it takes the Gap.
+// Once the Gap is taken (the follower's queue is empty, as nothing was
+// added behind it) events flow again. Only the reader calls send, so
+// nothing else fills the queue between the length check and the send.
 func (s *hubSub) send(ev *ports.LiveEvent) {
 	select {
 	case <-s.done:
-	case s.events <- ev:
+		return
 	default:
-		s.end(ports.ErrSlowConsumer)
 	}
+	if s.behind {
+		if len(s.events) > 0 {
+			return // ev is in the log, which the follower reads after the Gap
+		}
+		s.behind = false
+	}
+	if len(s.events) < s.buffer {
+		s.events <- ev
+		return
+	}
+	s.events <- gapMarker
+	s.behind = true
 }

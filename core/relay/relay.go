@@ -238,19 +238,16 @@ func (st *Stream) position(ctx context.Context, from *Position, lastEventID stri
 // Close ends the stream's subscription; Run does it when it returns.
 func (st *Stream) Close() { st.sub.Close() }
 
-// Reasons a stream ends that its client is told about, in a terminal error
-// event without an id.
-const (
-	fellBehind  = "the stream fell behind; reconnect with Last-Event-ID to continue"
-	unavailable = "the live stream is unavailable; reconnect with Last-Event-ID to continue"
-)
+// unavailable is what a client is told, in a terminal error event without
+// an id, when its stream cannot go on.
+const unavailable = "the live stream is unavailable; reconnect with Last-Event-ID to continue"
 
 // Run replays what the client missed and relays live events to sink until
 // ctx ends, the client leaves (sink fails) or the feed ends the
-// subscription. A subscription cut off for falling behind, or a replay
-// that fails, ends with an error event (code UNAVAILABLE) telling the
-// client to reconnect with its Last-Event-ID; the feed shutting down ends it
-// without one, so the client simply reconnects. The returned error is for
+// subscription. A feed that fails, or a replay that fails, ends it with an
+// error event (code UNAVAILABLE) telling the client to reconnect with its
+// Last-Event-ID; the feed shutting down ends it without one, so the client
+// simply reconnects. The returned error is for
 // logs; nil when the client or the server went away.
 func (st *Stream) Run(ctx context.Context, sink Sink) error {
 	defer st.sub.Close()
@@ -273,8 +270,7 @@ func (st *Stream) Run(ctx context.Context, sink Sink) error {
 				return st.fail(err)
 			}
 		case <-st.sub.Done():
-			err := st.sub.Err()
-			if errors.Is(err, ports.ErrSlowConsumer) {
+			if err := st.sub.Err(); err != nil && !errors.Is(err, ports.ErrFeedClosed) {
 				return st.fail(err)
 			}
 			return nil
@@ -297,12 +293,8 @@ func (st *Stream) fail(err error) error {
 	if errors.Is(err, errClientGone) {
 		return nil
 	}
-	text := unavailable
-	if errors.Is(err, ports.ErrSlowConsumer) {
-		text = fellBehind
-	}
 	_ = st.sink.Send(&ports.LiveEvent{SessionEvent: ports.SessionEvent{
-		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: text,
+		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: unavailable,
 	}})
 	st.s.d.Log.Info("live stream ended with an error; the client resumes", "sessionId", st.conv.ID, "error", err)
 	return fmt.Errorf("live stream of %s: %w", st.conv.ID, err)
@@ -360,8 +352,8 @@ func (st *Stream) deliverLog(ctx context.Context, events []*ports.LiveEvent, aft
 	return nil
 }
 
-// catchUp follows a Gap: the feed was reconnected and may have missed
-// events. They are in the log after the stream's position if it still has
+// catchUp follows a Gap: the feed was reconnected, or the stream fell
+// behind, and events were not delivered. They are in the log after the stream's position if it still has
 // it; otherwise (Redis lost it) the stored messages since the last one sent
 // come first, then the whole log.
 func (st *Stream) catchUp(ctx context.Context) error {

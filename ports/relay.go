@@ -56,8 +56,9 @@ type Subscription interface {
 	// Events delivers the session's events in publish order, and Gap
 	// markers. It is never closed: watch Done.
 	Events() <-chan *LiveEvent
-	// Done is closed when the subscription ends: Close or the feed
-	// shutting down (ErrFeedClosed).
+	// Done is closed when the subscription ends: Close, the feed shutting
+	// down (ErrFeedClosed) or losing Redis for longer than it waits (Err
+	// wraps domain.ErrUnavailable).
 	Done() <-chan struct{}
 	// Err says why Done was closed; nil after Close or while open.
 	Err() error

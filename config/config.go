@@ -128,9 +128,14 @@ type Config struct {
 	RelayLogTTL    time.Duration `env:"RELAY_LOG_TTL" envDefault:"10m"`
 	RelayLogMaxLen int           `env:"RELAY_LOG_MAX_LEN" envDefault:"2000"`
 	// RelayBuffer is how many events a live stream may fall behind before
-	// it is cut off (its client resumes with Last-Event-ID), so a slow
-	// client never holds up the others.
+	// it catches up from the log instead, so a slow client never holds up
+	// the others.
 	RelayBuffer int `env:"RELAY_BUFFER" envDefault:"256"`
+	// RelayOutageLimit is how long live streams stay open while Redis
+	// cannot be reached; they catch up when it is back. Past it they end
+	// with an UNAVAILABLE error event and their clients resume with
+	// Last-Event-ID.
+	RelayOutageLimit time.Duration `env:"RELAY_OUTAGE_LIMIT" envDefault:"30s"`
 }
 
 // Prefix starts every variable name.
@@ -314,6 +319,9 @@ func (c Config) validate() error {
 	}
 	if c.RelayBuffer < 16 || c.RelayBuffer > 65536 {
 		return fmt.Errorf("%sRELAY_BUFFER=%d must be between 16 and 65536 (events per live stream)", Prefix, c.RelayBuffer)
+	}
+	if c.RelayOutageLimit < time.Second || c.RelayOutageLimit > 10*time.Minute {
+		return fmt.Errorf("%sRELAY_OUTAGE_LIMIT=%s must be between 1s and 10m", Prefix, c.RelayOutageLimit)
 	}
 	for _, p := range c.TrustedProxies {
 		if net.ParseIP(p) == nil {

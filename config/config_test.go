@@ -82,6 +82,19 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "negative widget sessions limit", env: map[string]string{"CONCIERGE_RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE": "-1"}, wantErr: "CONCIERGE_RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE=-1"},
 		{name: "relay buffer too small", env: map[string]string{"CONCIERGE_RELAY_BUFFER": "1"}, wantErr: "CONCIERGE_RELAY_BUFFER=1"},
+		{name: "relay outage limit default", check: func(t *testing.T, c Config) {
+			if c.RelayOutageLimit != 30*time.Second {
+				t.Fatalf("RelayOutageLimit = %s, want 30s", c.RelayOutageLimit)
+			}
+		}},
+		{name: "relay outage limit set", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "2m"}, check: func(t *testing.T, c Config) {
+			if c.RelayOutageLimit != 2*time.Minute {
+				t.Fatalf("RelayOutageLimit = %s, want 2m", c.RelayOutageLimit)
+			}
+		}},
+		{name: "relay outage limit under a second", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "500ms"}, wantErr: "CONCIERGE_RELAY_OUTAGE_LIMIT=500ms must be between 1s and 10m"},
+		{name: "relay outage limit over ten minutes", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "1h"}, wantErr: "CONCIERGE_RELAY_OUTAGE_LIMIT=1h0m0s must be between 1s and 10m"},
+		{name: "relay outage limit not a duration", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "thirty"}, wantErr: "RELAY_OUTAGE_LIMIT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

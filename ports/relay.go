@@ -27,8 +27,9 @@ type LiveEvent struct {
 	// "" for an event rebuilt from stored messages.
 	LogID string
 	// Gap marks not an event but a hole before this point in a
-	// subscription: the feed lost its connection, and events published
-	// meanwhile were not delivered. The follower catches up from the log.
+	// subscription: the feed lost its connection, or the follower fell
+	// behind, and events published meanwhile were not delivered. The
+	// follower catches up from the log.
 	Gap bool
 
 	frame atomic.Pointer[[]byte]
@@ -46,11 +47,6 @@ func (e *LiveEvent) Frame(render func(*LiveEvent) []byte) []byte {
 	return f
 }
 
-// ErrSlowConsumer ends a subscription whose follower fell behind: its
-// buffer filled up, and it was cut off rather than hold up the others.
-// The client resumes with Last-Event-ID.
-var ErrSlowConsumer = errors.New("the live stream fell behind")
-
 // ErrFeedClosed ends every subscription when the feed shuts down (the
 // server is stopping). The client resumes on another pod.
 var ErrFeedClosed = errors.New("the live feed is shutting down")
@@ -60,9 +56,9 @@ type Subscription interface {
 	// Events delivers the session's events in publish order, and Gap
 	// markers. It is never closed: watch Done.
 	Events() <-chan *LiveEvent
-	// Done is closed when the subscription ends: Close, the follower
-	// falling behind (Err is ErrSlowConsumer) or the feed shutting down
-	// (ErrFeedClosed).
+	// Done is closed when the subscription ends: Close, the feed shutting
+	// down (ErrFeedClosed) or losing Redis for longer than it waits (Err
+	// wraps domain.ErrUnavailable).
 	Done() <-chan struct{}
 	// Err says why Done was closed; nil after Close or while open.
 	Err() error

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -19,18 +20,26 @@ import (
 
 // HubOptions tune a Hub; zero fields take the defaults.
 type HubOptions struct {
-	// Buffer is how many events a follower may fall behind before it is cut
-	// off (default 256). Small on purpose: a follower that cannot keep up
-	// resumes from the log, and big buffers only hide it while costing
-	// memory on every stream.
+	// Buffer is how many events a follower may fall behind before it gets a
+	// Gap instead (default 256). Small on purpose: a follower that cannot
+	// keep up catches up from the log, and big buffers only hide it while
+	// costing memory on every stream.
 	Buffer int
 	// ConfirmTimeout bounds how long Subscribe waits for Redis to confirm
 	// a subscription (default 5 s).
 	ConfirmTimeout time.Duration
 	// HealthInterval is how long the connection may stay silent before the
-	// hub pings it; a ping unanswered for as long again means the
-	// connection is dead and is replaced (default 15 s).
+	// hub pings it (default 15 s). Any ping of the hub unanswered for
+	// ConfirmTimeout means the connection is dead (Redis hung, or the
+	// network path to it is gone): it is replaced.
 	HealthInterval time.Duration
+	// OutageLimit is how long the hub keeps its followers while Redis
+	// cannot be reached (default 30 s): they wait, and catch up when it is
+	// back. Past it every subscription ends with an error wrapping
+	// domain.ErrUnavailable, so its client resumes (with Last-Event-ID)
+	// once Redis is back, instead of waiting on a stream that may stay
+	// silent for long; until Redis answers again, Subscribe fails at once.
+	OutageLimit time.Duration
 }
 
 func (o HubOptions) withDefaults() HubOptions {
@@ -42,6 +51,9 @@ func (o HubOptions) withDefaults() HubOptions {
 	}
 	if o.HealthInterval <= 0 {
 		o.HealthInterval = 15 * time.Second
+	}
+	if o.OutageLimit <= 0 {
+		o.OutageLimit = 30 * time.Second
 	}
 	return o
 }
@@ -55,7 +67,12 @@ func (o HubOptions) withDefaults() HubOptions {
 // go-redis resubscribes by itself after the connection drops, but what was
 // published meanwhile is lost: the hub then tells the followers of every
 // channel (a Gap event) once the new subscriptions are confirmed, and they
-// catch up from the log.
+// catch up from the log. Followers wait through an outage of up to
+// OutageLimit; a longer one ends their subscriptions.
+//
+// A follower that falls behind (its buffer is full, as when a publisher
+// sends at once what it queued while Redis was away) is not cut off: it
+// gets a Gap and catches up from the log too.
 type Hub struct {
 	log  *slog.Logger
 	opts HubOptions
@@ -71,8 +88,13 @@ type Hub struct {
 	// resyncSeq is the ping whose answer ends a resync after a lost
 	// connection; 0 when none is going on.
 	resyncSeq uint64
-	// healthSeq is an unanswered health ping; 0 when none.
-	healthSeq uint64
+	// unanswered are the pings written or queued and not answered yet,
+	// oldest first: one left unanswered for ConfirmTimeout means the
+	// connection is dead.
+	unanswered []sentPing
+	// downSince is when the hub lost Redis (the connection failed, or a
+	// ping went unanswered); zero while it is connected.
+	downSince time.Time
 	closed    bool
 
 	wake chan struct{}
@@ -113,6 +135,11 @@ type hubOp struct {
 	seq     uint64
 }
 
+type sentPing struct {
+	seq uint64
+	at  time.Time
+}
+
 // pingPrefix marks the hub's own pings among the pongs.
 const pingPrefix = "concierge-hub:"
 
@@ -138,16 +165,24 @@ func NewHub(client goredis.UniversalClient, log *slog.Logger, opts HubOptions) *
 
 // Subscribe follows a session: it returns once Redis confirmed the
 // channel's subscription, so every event published from then on is
-// delivered. Returns an error wrapping domain.ErrUnavailable if that takes
-// longer than the confirmation timeout or ctx, and ports.ErrFeedClosed after
-// Close.
+// delivered. Returns an error wrapping domain.ErrUnavailable at once while
+// the hub has lost Redis, and if the confirmation takes longer than the
+// confirmation timeout or ctx; ports.ErrFeedClosed after Close.
 func (h *Hub) Subscribe(ctx context.Context, sessionID string) (ports.Subscription, error) {
 	name := ChannelFor(sessionID)
-	sub := &hubSub{hub: h, events: make(chan *ports.LiveEvent, h.opts.Buffer), done: make(chan struct{})}
+	// One slot more than the buffer: it is kept for the Gap of a follower
+	// that fell behind.
+	sub := &hubSub{hub: h, buffer: h.opts.Buffer, events: make(chan *ports.LiveEvent, h.opts.Buffer+1), done: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, ports.ErrFeedClosed
+	}
+	if !h.downSince.IsZero() {
+		// Redis is known to be away: waiting for a confirmation would only
+		// hold the client up.
+		h.mu.Unlock()
+		return nil, domain.Unavailable("redis subscribe", errors.New("Redis is unreachable"))
 	}
 	c := h.channels[name]
 	if c == nil {
@@ -213,6 +248,7 @@ func (h *Hub) queue(op hubOp) {
 func (h *Hub) ping() uint64 {
 	h.pingSeq++
 	h.queue(hubOp{kind: opPing, seq: h.pingSeq})
+	h.unanswered = append(h.unanswered, sentPing{seq: h.pingSeq, at: time.Now()})
 	return h.pingSeq
 }
 
@@ -257,22 +293,17 @@ func (h *Hub) read() {
 	ctx := context.Background()
 	backoff := time.Duration(0)
 	for {
-		timeout := h.opts.HealthInterval
-		h.mu.Lock()
-		if h.resyncSeq != 0 {
-			timeout = resyncRetry
-		}
-		h.mu.Unlock()
-		msg, err := h.ps.ReceiveTimeout(ctx, timeout)
+		msg, err := h.ps.ReceiveTimeout(ctx, h.readTimeout())
 		if h.isClosed() {
 			return
 		}
+		h.endOutage()
 		if err != nil {
 			if netErr, ok := errors.AsType[net.Error](err); ok && netErr.Timeout() {
 				h.idle(ctx)
 				continue
 			}
-			h.lost(err)
+			h.lost(err, time.Now())
 			// Redis is down (every read fails at once): retry gently.
 			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
 			select {
@@ -292,37 +323,66 @@ func (h *Hub) read() {
 	}
 }
 
-// idle runs when the connection was silent for a while: a resync not yet
-// answered is pinged again; a health ping not answered means the connection
-// is dead; otherwise a health ping is sent.
-func (h *Hub) idle(ctx context.Context) {
+// readTimeout is how long the next read may wait: until the oldest
+// unanswered ping is overdue, a resync retry, or a silence worth a health
+// ping.
+func (h *Hub) readTimeout() time.Duration {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	timeout := h.opts.HealthInterval
+	if h.resyncSeq != 0 {
+		timeout = resyncRetry
+	}
+	if len(h.unanswered) > 0 {
+		// At least a millisecond: go-redis reads without a deadline at 0.
+		timeout = min(timeout, max(time.Until(h.unanswered[0].at.Add(h.opts.ConfirmTimeout)), time.Millisecond))
+	}
+	return timeout
+}
+
+// idle runs when the connection was silent for a while: a ping unanswered
+// for ConfirmTimeout means the connection is dead (Redis hung, or the path
+// to it is gone), and it is replaced; a resync not yet answered is pinged
+// again; otherwise a health ping is sent.
+func (h *Hub) idle(ctx context.Context) {
+	now := time.Now()
+	h.mu.Lock()
+	overdue := len(h.unanswered) > 0 && !now.Before(h.unanswered[0].at.Add(h.opts.ConfirmTimeout))
 	switch {
+	case overdue:
+		since, resyncing := h.unanswered[0].at, h.resyncSeq != 0
+		h.mu.Unlock()
+		if !resyncing {
+			h.log.Warn("live feed: Redis did not answer a ping; reconnecting")
+		}
+		// A read past its deadline makes go-redis drop the connection; the
+		// next read dials a new one and resubscribes.
+		dead, cancel := context.WithDeadline(ctx, now)
+		_, _ = h.ps.Receive(dead)
+		cancel()
+		h.lost(errors.New("ping unanswered"), since)
 	case h.resyncSeq != 0:
 		h.resync()
 		h.mu.Unlock()
-	case h.healthSeq != 0:
+	case len(h.unanswered) == 0:
+		h.ping()
 		h.mu.Unlock()
-		h.log.Warn("live feed: Redis did not answer a ping; reconnecting")
-		// A read past its deadline makes go-redis drop the connection; the
-		// next read dials a new one and resubscribes.
-		dead, cancel := context.WithDeadline(ctx, time.Now())
-		_, _ = h.ps.Receive(dead)
-		cancel()
-		h.lost(errors.New("ping unanswered"))
 	default:
-		h.healthSeq = h.ping()
 		h.mu.Unlock()
 	}
 }
 
 // lost marks every channel as needing confirmation on the connection that
-// replaces the lost one, and starts a resync.
-func (h *Hub) lost(err error) {
+// replaces the lost one, and starts a resync. since is when Redis stopped
+// answering, as far as the hub knows.
+func (h *Hub) lost(err error, since time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.resyncSeq == 0 && !h.closed {
 		h.log.Warn("live feed: Redis connection lost; resubscribing", "error", err)
+	}
+	if h.downSince.IsZero() {
+		h.downSince = since
 	}
 	for _, c := range h.channels {
 		if c.confirmed {
@@ -330,8 +390,35 @@ func (h *Hub) lost(err error) {
 			c.ready = make(chan struct{})
 		}
 	}
-	h.healthSeq = 0
+	// Pings of the lost connection will never be answered.
+	h.unanswered = nil
 	h.resync()
+}
+
+// endOutage ends every subscription once Redis has been away for longer
+// than OutageLimit: their clients resume when it is back, with
+// Last-Event-ID, rather than wait on a stream that says nothing.
+func (h *Hub) endOutage() {
+	h.mu.Lock()
+	if h.downSince.IsZero() || time.Since(h.downSince) < h.opts.OutageLimit {
+		h.mu.Unlock()
+		return
+	}
+	var subs []*hubSub
+	for _, c := range h.channels {
+		subs = append(subs, c.subs...)
+	}
+	down := time.Since(h.downSince).Round(time.Second)
+	h.mu.Unlock()
+	if len(subs) == 0 {
+		return
+	}
+	h.log.Warn("live feed: Redis unreachable for longer than the outage limit; ending live streams",
+		"for", down, "limit", h.opts.OutageLimit, "streams", len(subs))
+	err := domain.Unavailable("redis live feed", fmt.Errorf("Redis unreachable for %s", down))
+	for _, s := range subs {
+		s.end(err)
+	}
 }
 
 // resync pings the (new) connection; its answer confirms every channel
@@ -355,12 +442,15 @@ func (h *Hub) pong(payload string) {
 	}
 	var gapped []*hubSub
 	h.mu.Lock()
-	if n >= h.healthSeq {
-		h.healthSeq = 0
+	answered := 0
+	for answered < len(h.unanswered) && h.unanswered[answered].seq <= n {
+		answered++
 	}
+	h.unanswered = h.unanswered[answered:]
 	if h.resyncSeq != 0 && n >= h.resyncSeq {
 		h.resyncSeq = 0
-		h.log.Info("live feed: Redis subscriptions restored", "channels", len(h.channels))
+		h.log.Info("live feed: Redis subscriptions restored", "channels", len(h.channels), "after", time.Since(h.downSince).Round(time.Millisecond))
+		h.downSince = time.Time{}
 	}
 	for _, c := range h.channels {
 		if c.confirmed || c.needPing == 0 || c.needPing > n {
@@ -383,11 +473,13 @@ func (h *Hub) pong(payload string) {
 var gapMarker = &ports.LiveEvent{Gap: true}
 
 // dispatch decodes a message once and offers it to every follower of its
-// channel.
+// channel. Followers of a channel resubscribed after a lost connection get
+// nothing until their Gap: what arrives before it is in the log they read
+// then, and delivered ahead of it would only look like a hole.
 func (h *Hub) dispatch(m *goredis.Message) {
 	h.mu.Lock()
 	var subs []*hubSub
-	if c := h.channels[m.Channel]; c != nil {
+	if c := h.channels[m.Channel]; c != nil && !c.stale {
 		subs = c.subs
 	}
 	h.mu.Unlock()
@@ -436,10 +528,15 @@ func (h *Hub) leave(s *hubSub) {
 type hubSub struct {
 	hub     *Hub
 	channel *hubChannel
-	events  chan *ports.LiveEvent
-	done    chan struct{}
-	once    sync.Once
-	err     error
+	// events holds up to buffer events, and one slot more for a Gap.
+	events chan *ports.LiveEvent
+	buffer int
+	// behind is set while a Gap for falling behind waits in events; only
+	// the reader, the one sender, touches it.
+	behind bool
+	done   chan struct{}
+	once   sync.Once
+	err    error
 }
 
 func (s *hubSub) Events() <-chan *ports.LiveEvent { return s.events }
@@ -465,13 +562,29 @@ func (s *hubSub) end(err error) {
 	})
 }
 
-// send offers an event without ever blocking the reader: a follower whose
-// buffer is full is cut off, and resumes from the log.
+// send offers an event without ever blocking the reader. A follower whose
+// buffer is full gets a Gap, in the slot kept for it, and misses what comes
+// until it has taken the Gap: every event is in the session's log before
+// it is published, and the follower reads the log when it takes the Gap.
+// Once the Gap is taken (the follower's queue is empty, as nothing was
+// added behind it) events flow again. Only the reader calls send, so
+// nothing else fills the queue between the length check and the send.
 func (s *hubSub) send(ev *ports.LiveEvent) {
 	select {
 	case <-s.done:
-	case s.events <- ev:
+		return
 	default:
-		s.end(ports.ErrSlowConsumer)
 	}
+	if s.behind {
+		if len(s.events) > 0 {
+			return // ev is in the log, which the follower reads after the Gap
+		}
+		s.behind = false
+	}
+	if len(s.events) < s.buffer {
+		s.events <- ev
+		return
+	}
+	s.events <- gapMarker
+	s.behind = true
 }

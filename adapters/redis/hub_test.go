@@ -126,42 +126,6 @@ func TestHubFansOutInOrder(t *testing.T) {
 	}
 }
 
-// A follower that does not read is cut off when its buffer is full; the
-// others keep getting everything.
-func TestHubCutsOffASlowFollower(t *testing.T) {
-	t.Parallel()
-	client := connect(t, redistest.URL(t))
-	hub := newHub(t, client, redisadapter.HubOptions{Buffer: 8})
-	bus := redisadapter.NewEventBus(client)
-	slow := subscribeHub(t, hub, sess("slow"))
-	fast := subscribeHub(t, hub, sess("slow"))
-
-	// In lock step with the fast follower, so only the slow one can fall
-	// behind.
-	for seq := 1; seq <= 50; seq++ {
-		if err := bus.Publish(t.Context(), token(sess("slow"), seq)); err != nil {
-			t.Fatal(err)
-		}
-		if ev := next(t, fast); ev.Seq != seq {
-			t.Fatalf("fast follower: seq %d, want %d", ev.Seq, seq)
-		}
-	}
-	select {
-	case <-slow.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the slow follower was not cut off")
-	}
-	if !errors.Is(slow.Err(), ports.ErrSlowConsumer) {
-		t.Errorf("slow follower ended with %v, want ErrSlowConsumer", slow.Err())
-	}
-	// What it had buffered is still readable, in order, up to the cut.
-	for seq := 1; seq <= 8; seq++ {
-		if ev := <-slow.Events(); ev.Seq != seq {
-			t.Fatalf("buffered event %d has seq %d", seq, ev.Seq)
-		}
-	}
-}
-
 // numSub is how many subscribers Redis counts on a session's channel.
 func numSub(t *testing.T, client *goredis.Client, session string) int64 {
 	t.Helper()

@@ -11,10 +11,11 @@ import (
 // by themselves, and closing it ends them (their clients resume on another
 // pod) so the drain of connections can finish.
 func (s *system) startRelay() *redisadapter.Hub {
-	hub := redisadapter.NewHub(s.redis, s.log.With("component", "relay"), redisadapter.HubOptions{Buffer: s.cfg.RelayBuffer})
+	hub := redisadapter.NewHub(s.redis, s.log.With("component", "relay"),
+		redisadapter.HubOptions{Buffer: s.cfg.RelayBuffer, OutageLimit: s.cfg.RelayOutageLimit})
 	s.relay = relay.NewService(relay.Deps{
 		Feed: hub, Recent: redisadapter.NewEventLog(s.redis), Transcript: s.store,
 		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Clock: s.clock, Log: s.log,
-	}, relay.Options{})
+	}, relay.Options{OutageLimit: s.cfg.RelayOutageLimit})
 	return hub
 }

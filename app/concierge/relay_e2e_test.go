@@ -3,17 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
+	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -162,84 +159,13 @@ func goredisClient(t testing.TB, url string) *goredis.Client {
 	return client
 }
 
-// redisServer is a private redis-server the test may kill and restart,
-// never the shared one other test packages use.
-type redisServer struct {
-	t    testing.TB
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startRedisServer(t testing.TB) *redisServer {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	_, portText, _ := net.SplitHostPort(freeAddr(t))
-	port, _ := strconv.Atoi(portText)
-	r := &redisServer{t: t, port: port}
-	r.start(path)
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
-
-func (r *redisServer) start(path string) {
-	r.t.Helper()
-	// No persistence: a restart loses every key, the hardest case for the relay.
-	r.cmd = exec.Command(path, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no")
-	r.cmd.Stdout, r.cmd.Stderr = nil, nil
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("starting redis-server: %v", err)
-	}
-	r.done = make(chan struct{})
-	cmd, done := r.cmd, r.done
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", r.port), 100*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server on port %d did not start: %v", r.port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server at once, as a crash would.
-func (r *redisServer) kill() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGKILL)
-	<-r.done
-}
-
-// restart kills the server and starts it again on the same port after down.
-func (r *redisServer) restart(down time.Duration) {
-	r.t.Helper()
-	r.kill()
-	time.Sleep(down)
-	path, _ := exec.LookPath("redis-server")
-	r.start(path)
-}
-
 // Redis restarts (without persistence) in the middle of an answer: the
 // streams that were open stay open and get the whole answer, subscribers
 // come back for what follows, and a client that was away resumes without
 // losing anything, although the log of the answer died with Redis.
 func TestRelaySurvivesARedisRestart(t *testing.T) {
-	redis := startRedisServer(t)
-	c := newCluster(t, clusterOptions{pods: 2, workers: 1, redisURL: redis.url(), env: map[string]string{
+	redis := redistest.StartServer(t)
+	c := newCluster(t, clusterOptions{pods: 2, workers: 1, redisURL: redis.URL(), env: map[string]string{
 		"CONCIERGE_LOCAL_TOKEN_DELAY": "40ms",
 		// The hub's recovery is logged at info.
 		"CONCIERGE_LOG_LEVEL": "info",
@@ -259,7 +185,7 @@ func TestRelaySurvivesARedisRestart(t *testing.T) {
 	away.close()
 	firstOnB := onB.nextN(4)
 	// Down long enough for tokens to be generated meanwhile.
-	redis.restart(700 * time.Millisecond)
+	redis.Restart(700 * time.Millisecond)
 
 	want := post.until(isDone)
 	for name, stream := range map[string]*liveStream{"v2 on pod B": onB, "widget on pod A": widgetOnA} {

@@ -83,8 +83,9 @@ const publishTimeout = time.Second
 
 // Publication retries: a Redis restart or failover takes seconds, and an
 // answer's events published late are still in order and complete, which a
-// follower needs. Past the budget the rest of the answer is dropped from
-// the bus (followers replay it from PostgreSQL once it is stored).
+// follower needs. Past the budget what is queued is dropped from the bus,
+// and what comes next is published again: a follower sees the hole and
+// fills it from PostgreSQL once the answer is stored.
 const (
 	publishRetryBudget = 30 * time.Second
 	publishBackoffMin  = 50 * time.Millisecond
@@ -100,8 +101,8 @@ const (
 // publisher hands events to the caller at once and to the event bus in
 // order on a goroutine of its own, so the bus can never delay an answer.
 // A failed publication is retried, with the events queued since, in order,
-// with backoff, for up to retryBudget of failures in a row; then the rest
-// of the answer is not published.
+// with backoff, for up to budget of failures in a row; then what is queued
+// is skipped, and publishing goes on with what is sent next.
 type publisher struct {
 	emit   Emit
 	bus    ports.EventBus
@@ -111,6 +112,8 @@ type publisher struct {
 	mu      sync.Mutex
 	pending []ports.SessionEvent
 	closed  bool
+	// dropped is set when the queue overflowed: the rest of the answer is
+	// not published.
 	dropped bool
 	// held keeps pending events off the bus until release.
 	held bool
@@ -246,12 +249,16 @@ func (p *publisher) run(ctx context.Context) {
 			p.log.WarnContext(ctx, "publishing session events failed; retrying", "sessionId", batch[0].SessionID, "error", err)
 		}
 		if now.Sub(failingSince) >= p.budget {
-			p.log.WarnContext(ctx, "publishing session events kept failing; skipping the rest of this answer on the bus",
-				"sessionId", batch[0].SessionID, "for", now.Sub(failingSince).Round(time.Millisecond), "error", err)
+			p.log.WarnContext(ctx, "publishing session events kept failing; skipping what is queued on the bus",
+				"sessionId", batch[0].SessionID, "events", len(batch), "for", now.Sub(failingSince).Round(time.Millisecond), "error", err)
+			// Followers still live when the bus is back see a hole and
+			// fill it from the stored reply, at its done: that done, and
+			// the rest of the answer, must still reach them.
 			p.mu.Lock()
-			p.dropped, p.pending = true, nil
+			p.pending = nil
 			p.mu.Unlock()
-			return
+			batch, failingSince, backoff = batch[:0], time.Time{}, 0
+			continue
 		}
 		backoff = min(max(2*backoff, publishBackoffMin), publishBackoffMax)
 		time.Sleep(backoff)

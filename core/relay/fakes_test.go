@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,12 +40,32 @@ type world struct {
 	beforeRead func()
 	// transcriptReads counts MessagesFrom calls.
 	transcriptReads int
+	// failReads fails that many of the next log reads with ErrUnavailable,
+	// as Redis does while it restarts; logReads counts the reads.
+	failReads int
+	logReads  int
+	clock     *fakeClock
+	// keepAlive is the streams' keep-alive period.
+	keepAlive time.Duration
 }
 
 func (w *world) reads() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.transcriptReads
+}
+
+// failLogReads makes the next n log reads fail.
+func (w *world) failLogReads(n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.failReads = n
+}
+
+func (w *world) logReadCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.logReads
 }
 
 func (w *world) readHook() {
@@ -61,14 +82,15 @@ func newWorld(t *testing.T) *world {
 	ws := domain.Workspace{ID: "ws_1", Plan: domain.PlanStandard, WebhookSecret: "whsec_test"}
 	agent := domain.Agent{ID: "agt_1", WorkspaceID: ws.ID, Slug: "support", Config: domain.AgentConfig{Published: true}}
 	conv := domain.Conversation{ID: domain.NewID(domain.PrefixSession), WorkspaceID: ws.ID, AgentID: agent.ID, AgentSlug: agent.Slug, Status: domain.StatusAI}
-	return &world{t: t, ws: ws, conv: conv, agent: agent, buffer: 64}
+	return &world{t: t, ws: ws, conv: conv, agent: agent, buffer: 64,
+		clock: &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}, keepAlive: time.Hour}
 }
 
 func (w *world) service() *Service {
 	return NewService(Deps{
 		Feed: w, Recent: w, Transcript: w, Conversations: &fakeConversations{w: w}, Workspaces: &fakeWorkspaces{w: w},
-		Agents: &fakeAgents{w: w}, Clock: fixedClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, Options{KeepAlive: time.Hour, PageSize: 3})
+		Agents: &fakeAgents{w: w}, Clock: w.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, Options{KeepAlive: w.keepAlive, PageSize: 3, OutageLimit: 30 * time.Second})
 }
 
 // store appends a message to the transcript, as a store commits it.
@@ -153,6 +175,11 @@ func (w *world) Since(_ context.Context, _ string, logID string) ([]*ports.LiveE
 	w.readHook()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.logReads++
+	if w.failReads > 0 {
+		w.failReads--
+		return nil, false, domain.Unavailable("redis log read", errors.New("connection refused"))
+	}
 	if logID == "" {
 		return slices.Clone(w.log), true, nil
 	}
@@ -233,14 +260,24 @@ func (f *fakeConversations) GetConversation(_ context.Context, workspaceID, id s
 	if workspaceID != f.w.ws.ID || id != f.w.conv.ID {
 		return domain.Conversation{}, domain.NotFound("conversation")
 	}
-	return f.w.conv, nil
+	return f.w.conversation(), nil
 }
 
 func (f *fakeConversations) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
 	if id != f.w.conv.ID {
 		return domain.Conversation{}, domain.NotFound("conversation")
 	}
-	return f.w.conv, nil
+	return f.w.conversation(), nil
+}
+
+// conversation is the conversation as a store reads it, counting its
+// messages.
+func (w *world) conversation() domain.Conversation {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	conv := w.conv
+	conv.MessageCount = len(w.stored)
+	return conv
 }
 
 type fakeWorkspaces struct {
@@ -267,9 +304,23 @@ func (f *fakeAgents) GetAgentByID(_ context.Context, workspaceID, id string) (do
 	return f.w.agent, nil
 }
 
-type fixedClock struct{}
+// fakeClock is a clock tests move.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (fixedClock) Now() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
 
 // sink records what a stream wrote, as "<id> <type> <content>" lines.
 type sink struct {

@@ -12,6 +12,11 @@
 // event already sent is dropped, and a jump in a message's seq (events lost
 // while the feed was reconnecting) holds the message back until it is
 // stored, when the missing part is read from PostgreSQL.
+//
+// A stream outlives a Redis outage: it keeps sending keep-alives, and when
+// the feed reports the Gap it catches up from the log and the stored
+// messages, retrying while Redis is still coming back, for up to
+// Options.OutageLimit.
 package relay
 
 import (
@@ -48,6 +53,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// PageSize is how many stored messages one replay read takes (default 100).
 	PageSize int
+	// OutageLimit is how long a stream retries a catch-up that Redis (or
+	// PostgreSQL) cannot serve before it ends with an error event (default
+	// 30 s); the feed bounds its own wait for Redis the same way.
+	OutageLimit time.Duration
 }
 
 // Service opens live streams.
@@ -63,6 +72,9 @@ func NewService(d Deps, opts Options) *Service {
 	}
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
+	}
+	if opts.OutageLimit <= 0 {
+		opts.OutageLimit = 30 * time.Second
 	}
 	return &Service{d: d, opts: opts}
 }
@@ -131,7 +143,7 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &Stream{s: s, conv: conv, sub: sub, seen: map[string]int{}, held: map[string]bool{}}
+	st := &Stream{s: s, conv: conv, sub: sub, seen: map[string]int{}, held: map[string]bool{}, openCount: conv.MessageCount}
 	if err := st.position(ctx, from, req.LastEventID); err != nil {
 		sub.Close()
 		return nil, err
@@ -186,6 +198,10 @@ type Stream struct {
 	// into account; lastStored the latest stored message it sent.
 	lastLog    string
 	lastStored string
+	// openCount is how many messages the conversation had when the stream
+	// opened: until it sends a stored message, a catch-up reads the stored
+	// messages after them.
+	openCount int
 
 	// The replay Open planned: the stored messages from fromStored on
 	// (none when the log still had the client's position), then the log's
@@ -238,20 +254,25 @@ func (st *Stream) position(ctx context.Context, from *Position, lastEventID stri
 // Close ends the stream's subscription; Run does it when it returns.
 func (st *Stream) Close() { st.sub.Close() }
 
-// Reasons a stream ends that its client is told about, in a terminal error
-// event without an id.
+// unavailable is what a client is told, in a terminal error event without
+// an id, when its stream cannot go on.
+const unavailable = "the live stream is unavailable; reconnect with Last-Event-ID to continue"
+
+// Catch-up retries while Redis comes back: soon at first, then every few
+// seconds.
 const (
-	fellBehind  = "the stream fell behind; reconnect with Last-Event-ID to continue"
-	unavailable = "the live stream is unavailable; reconnect with Last-Event-ID to continue"
+	catchUpRetryMin = 100 * time.Millisecond
+	catchUpRetryMax = 2 * time.Second
 )
 
 // Run replays what the client missed and relays live events to sink until
 // ctx ends, the client leaves (sink fails) or the feed ends the
-// subscription. A subscription cut off for falling behind, or a replay
-// that fails, ends with an error event (code UNAVAILABLE) telling the
-// client to reconnect with its Last-Event-ID; the feed shutting down ends it
-// without one, so the client simply reconnects. The returned error is for
-// logs; nil when the client or the server went away.
+// subscription. The feed giving up on Redis, a replay that fails, or a
+// catch-up that still fails after OutageLimit ends the stream with an error
+// event (code UNAVAILABLE) telling the client to reconnect with its
+// Last-Event-ID; the feed shutting down ends it without one, so the client
+// simply reconnects. The returned error is for logs; nil when the client or
+// the server went away.
 func (st *Stream) Run(ctx context.Context, sink Sink) error {
 	defer st.sub.Close()
 	st.sink = sink
@@ -260,21 +281,29 @@ func (st *Stream) Run(ctx context.Context, sink Sink) error {
 	}
 	keepAlive := time.NewTicker(st.s.opts.KeepAlive)
 	defer keepAlive.Stop()
+	var lag lagging
+	defer lag.stop()
 	for {
 		select {
 		case ev := <-st.sub.Events():
 			var err error
-			if ev.Gap {
-				err = st.catchUp(ctx)
-			} else {
+			switch {
+			case ev.Gap:
+				err = st.catchUpOrWait(ctx, &lag)
+			case lag.pending():
+				// In the log, which the pending catch-up reads.
+			default:
 				err = st.deliver(ctx, ev)
 			}
 			if err != nil {
 				return st.fail(err)
 			}
+		case <-lag.retry():
+			if err := st.catchUpOrWait(ctx, &lag); err != nil {
+				return st.fail(err)
+			}
 		case <-st.sub.Done():
-			err := st.sub.Err()
-			if errors.Is(err, ports.ErrSlowConsumer) {
+			if err := st.sub.Err(); err != nil && !errors.Is(err, ports.ErrFeedClosed) {
 				return st.fail(err)
 			}
 			return nil
@@ -297,12 +326,8 @@ func (st *Stream) fail(err error) error {
 	if errors.Is(err, errClientGone) {
 		return nil
 	}
-	text := unavailable
-	if errors.Is(err, ports.ErrSlowConsumer) {
-		text = fellBehind
-	}
 	_ = st.sink.Send(&ports.LiveEvent{SessionEvent: ports.SessionEvent{
-		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: text,
+		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: unavailable,
 	}})
 	st.s.d.Log.Info("live stream ended with an error; the client resumes", "sessionId", st.conv.ID, "error", err)
 	return fmt.Errorf("live stream of %s: %w", st.conv.ID, err)
@@ -360,30 +385,121 @@ func (st *Stream) deliverLog(ctx context.Context, events []*ports.LiveEvent, aft
 	return nil
 }
 
-// catchUp follows a Gap: the feed was reconnected and may have missed
-// events. They are in the log after the stream's position if it still has
-// it; otherwise (Redis lost it) the stored messages since the last one sent
-// come first, then the whole log.
+// lagging is a catch-up that has not succeeded yet, and its retry.
+type lagging struct {
+	since   time.Time
+	backoff time.Duration
+	timer   *time.Timer
+}
+
+func (l *lagging) pending() bool { return l.timer != nil }
+
+// retry fires when the catch-up is due again; never while none waits.
+func (l *lagging) retry() <-chan time.Time {
+	if l.timer == nil {
+		return nil
+	}
+	return l.timer.C
+}
+
+func (l *lagging) stop() {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	*l = lagging{}
+}
+
+// catchUpOrWait catches up after a Gap. A catch-up that Redis or
+// PostgreSQL cannot serve yet (Redis is still coming back) is retried with
+// backoff, and live events wait in the log meanwhile, for up to
+// OutageLimit; then its error ends the stream.
+func (st *Stream) catchUpOrWait(ctx context.Context, lag *lagging) error {
+	err := st.catchUp(ctx)
+	if err == nil || errors.Is(err, errClientGone) || !errors.Is(err, domain.ErrUnavailable) {
+		lag.stop()
+		return err
+	}
+	now := st.s.d.Clock.Now()
+	if lag.since.IsZero() {
+		lag.since = now
+	}
+	if now.Sub(lag.since) >= st.s.opts.OutageLimit {
+		return err
+	}
+	if lag.timer != nil {
+		lag.timer.Stop()
+	}
+	lag.backoff = min(max(2*lag.backoff, catchUpRetryMin), catchUpRetryMax)
+	lag.timer = time.NewTimer(lag.backoff)
+	st.s.d.Log.DebugContext(ctx, "live stream: catch-up failed; retrying", "sessionId", st.conv.ID, "in", lag.backoff, "error", err)
+	return nil
+}
+
+// catchUp follows a Gap: the feed was reconnected, or the stream fell
+// behind, and events were not delivered. They are in the log after the
+// stream's position if it still has it; otherwise (Redis lost it) the log
+// has at most what was published since. Either way the stored messages the
+// stream has not sent come first: a publication that failed while Redis was
+// away left the stored copy alone.
 func (st *Stream) catchUp(ctx context.Context) error {
 	events, found, err := st.s.d.Recent.Since(ctx, st.conv.ID, st.lastLog)
 	if err != nil {
 		return err
 	}
-	afterStored := false
 	if !found {
 		st.continuous = false
-		if st.lastStored != "" {
-			msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, st.lastStored, st.s.opts.PageSize)
-			if err != nil {
-				return err
-			}
-			if err := st.storedFrom(ctx, msgs); err != nil {
-				return err
-			}
-			afterStored = true
-		}
 	}
-	return st.deliverLog(ctx, events, afterStored)
+	if err := st.storedSince(ctx); err != nil {
+		return err
+	}
+	// Without the position the log may start before it: what it has of
+	// stored messages was just read from PostgreSQL, or is older.
+	return st.deliverLog(ctx, events, !found)
+}
+
+// storedSince sends the stored messages the stream has not sent: those
+// after the last one it sent or, before it sent any, those appended since
+// it opened.
+func (st *Stream) storedSince(ctx context.Context) error {
+	if st.lastStored != "" {
+		msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, st.lastStored, st.s.opts.PageSize)
+		if err != nil {
+			return err
+		}
+		return st.storedFrom(ctx, msgs)
+	}
+	size := st.s.opts.PageSize
+	var before *domain.Message // the last message older than the stream
+	for read, from := 0, ""; ; {
+		page, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, from, size)
+		if err != nil {
+			return err
+		}
+		next := page
+		if from != "" {
+			next = page[1:] // later pages start with the last message read
+		}
+		for _, m := range next {
+			if read < st.openCount {
+				before = &m
+			} else if err := st.deliverStored(m); err != nil {
+				return err
+			}
+			read++
+		}
+		if len(page) < size {
+			break
+		}
+		from = page[len(page)-1].ID
+	}
+	if st.lastStored == "" && before != nil {
+		// The client had it when the stream opened: the next catch-up
+		// starts there, in one read.
+		events := StoredEvents(*before)
+		st.seen[before.ID] = max(st.seen[before.ID], events[len(events)-1].Seq)
+		st.lastStored = before.ID
+	}
+	return nil
 }
 
 // storedFrom sends stored messages from the first page given on, reading

@@ -385,9 +385,9 @@ func TestOpenRefuses(t *testing.T) {
 	})
 }
 
-// How a stream ends: a follower cut off for falling behind gets a terminal
-// error event; the feed shutting down and the client leaving end it
-// quietly. The subscription is closed every time.
+// How a stream ends: a feed that fails gives a terminal error event; the
+// feed shutting down and the client leaving end it quietly. The
+// subscription is closed every time.
 func TestStreamEnds(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -395,7 +395,9 @@ func TestStreamEnds(t *testing.T) {
 		wantEvent string // the last line written, "" for none
 		wantErr   bool
 	}{
-		{"slow consumer", func(w *world, _ *sink) { w.subs[0].end(ports.ErrSlowConsumer) }, " error UNAVAILABLE", true},
+		{"feed failed", func(w *world, _ *sink) {
+			w.subs[0].end(domain.Unavailable("redis live feed", errors.New("Redis unreachable")))
+		}, " error UNAVAILABLE", true},
 		{"feed closed", func(w *world, _ *sink) { w.subs[0].end(ports.ErrFeedClosed) }, "", false},
 		{"client gone", func(w *world, s *sink) {
 			s.mu.Lock()
@@ -427,7 +429,7 @@ func TestStreamEnds(t *testing.T) {
 			case tt.wantEvent != "" && (len(got) != 1 || got[0] != tt.wantEvent):
 				t.Errorf("wrote %v, want %q", got, tt.wantEvent)
 			}
-			if tt.wantEvent != "" && !strings.Contains(s.events[0].ErrorMessage, "Last-Event-ID") {
+			if tt.wantEvent != "" && len(s.events) == 1 && !strings.Contains(s.events[0].ErrorMessage, "Last-Event-ID") {
 				t.Errorf("error message %q does not say how to resume", s.events[0].ErrorMessage)
 			}
 			if n := w.open(); n != 0 {

@@ -36,6 +36,58 @@ type keyword string
 // a recoverable panic instead of a fatal process crash.
 const maxObjectDepth = 1000
 
+// maxTokenBytes caps one string, name or keyword. Past it the token is
+// malformed, as any other: the objects being read fail, and an operand of
+// a content stream is skipped.
+const maxTokenBytes = 256 << 10
+
+// Limits bound what reading one PDF may cost, against files made to
+// expand: a few kB of flate data can inflate to gigabytes, and a short
+// cross-reference entry can ask for a table of billions of objects. Zero
+// fields take the defaults of defaultLimits.
+type Limits struct {
+	// MaxStreamBytes caps the decoded bytes of one stream.
+	MaxStreamBytes int64
+	// MaxObjects caps the cross-reference table (object numbers).
+	MaxObjects int
+	// MaxElements caps the values of one object read, counting those nested
+	// in its arrays and dictionaries, and the operands waiting on the stack
+	// of a content stream.
+	MaxElements int
+}
+
+// defaultLimits are the limits of a zero Limits field.
+func defaultLimits() Limits {
+	return Limits{MaxStreamBytes: 64 << 20, MaxObjects: 1 << 20, MaxElements: 1 << 18}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := defaultLimits()
+	if l.MaxStreamBytes <= 0 {
+		l.MaxStreamBytes = d.MaxStreamBytes
+	}
+	if l.MaxObjects <= 0 {
+		l.MaxObjects = d.MaxObjects
+	}
+	if l.MaxElements <= 0 {
+		l.MaxElements = d.MaxElements
+	}
+	return l
+}
+
+// A LimitError says the file went over one of its Limits. It is returned
+// by NewReader, and is the value of the panic of any other reading (the
+// package reports malformed input by panicking).
+type LimitError struct {
+	// What is over the limit: "stream", "objects" or "elements".
+	What  string
+	Limit int64
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("pdf: %s over the limit of %d", e.What, e.Limit)
+}
+
 // A buffer holds buffered input bytes from the PDF file.
 type buffer struct {
 	r           io.Reader // source of data
@@ -52,17 +104,28 @@ type buffer struct {
 	useAES      bool
 	objptr      objptr
 	depth       int // current object nesting depth
+	lim         *Limits
+	elements    int // values read of the current top-level object
 }
 
 // newBuffer returns a new buffer reading from r at the given offset.
-func newBuffer(r io.Reader, offset int64) *buffer {
+func newBuffer(r io.Reader, offset int64, lim *Limits) *buffer {
 	return &buffer{
 		r:           r,
 		offset:      offset,
 		buf:         make([]byte, 0, 4096),
 		allowObjptr: true,
 		allowStream: true,
+		lim:         lim,
 	}
+}
+
+// grow appends c to a token, which fails past maxTokenBytes.
+func (b *buffer) grow(tmp []byte, c ...byte) []byte {
+	if len(tmp)+len(c) > maxTokenBytes {
+		b.errorf("malformed PDF: token longer than %d bytes", maxTokenBytes)
+	}
+	return append(tmp, c...)
 }
 
 func (b *buffer) readByte() byte {
@@ -90,6 +153,9 @@ func (b *buffer) reload() bool {
 		if b.allowEOF && err == io.EOF {
 			b.eof = true
 			return false
+		}
+		if le, ok := err.(*LimitError); ok {
+			panic(le)
 		}
 		b.errorf("malformed PDF: reading at offset %d: %v", b.offset, err)
 		return false
@@ -183,10 +249,10 @@ func (b *buffer) readToken() token {
 
 func (b *buffer) readHexString() token {
 	tmp := b.tmp[:0]
-	for {
+	for !b.eof {
 	Loop:
 		c := b.readByte()
-		if c == '>' {
+		if c == '>' || b.eof {
 			break
 		}
 		if isSpace(c) {
@@ -194,7 +260,7 @@ func (b *buffer) readHexString() token {
 		}
 	Loop2:
 		c2 := b.readByte()
-		if isSpace(c2) {
+		if isSpace(c2) && !b.eof {
 			goto Loop2
 		}
 		x := unhex(c)<<4 | unhex(c2)
@@ -202,7 +268,7 @@ func (b *buffer) readHexString() token {
 			b.errorf("malformed hex string %c %c %s", c, c2, b.buf[b.pos:])
 			break
 		}
-		tmp = append(tmp, byte(x))
+		tmp = b.grow(tmp, byte(x))
 	}
 	b.tmp = tmp
 	return string(tmp)
@@ -228,32 +294,32 @@ Loop:
 		c := b.readByte()
 		switch c {
 		default:
-			tmp = append(tmp, c)
+			tmp = b.grow(tmp, c)
 		case '(':
 			depth++
-			tmp = append(tmp, c)
+			tmp = b.grow(tmp, c)
 		case ')':
 			if depth--; depth == 0 {
 				break Loop
 			}
-			tmp = append(tmp, c)
+			tmp = b.grow(tmp, c)
 		case '\\':
 			switch c = b.readByte(); c {
 			default:
 				b.errorf("invalid escape sequence \\%c", c)
-				tmp = append(tmp, '\\', c)
+				tmp = b.grow(tmp, '\\', c)
 			case 'n':
-				tmp = append(tmp, '\n')
+				tmp = b.grow(tmp, '\n')
 			case 'r':
-				tmp = append(tmp, '\r')
+				tmp = b.grow(tmp, '\r')
 			case 'b':
-				tmp = append(tmp, '\b')
+				tmp = b.grow(tmp, '\b')
 			case 't':
-				tmp = append(tmp, '\t')
+				tmp = b.grow(tmp, '\t')
 			case 'f':
-				tmp = append(tmp, '\f')
+				tmp = b.grow(tmp, '\f')
 			case '(', ')', '\\':
-				tmp = append(tmp, c)
+				tmp = b.grow(tmp, c)
 			case '\r':
 				if b.readByte() != '\n' {
 					b.unreadByte()
@@ -274,7 +340,7 @@ Loop:
 				if x > 255 {
 					b.errorf("invalid octal escape \\%03o", x)
 				}
-				tmp = append(tmp, byte(x))
+				tmp = b.grow(tmp, byte(x))
 			}
 		}
 	}
@@ -295,10 +361,10 @@ func (b *buffer) readName() token {
 			if x < 0 {
 				b.errorf("malformed name")
 			}
-			tmp = append(tmp, byte(x))
+			tmp = b.grow(tmp, byte(x))
 			continue
 		}
-		tmp = append(tmp, c)
+		tmp = b.grow(tmp, c)
 	}
 	b.tmp = tmp
 	return name(string(tmp))
@@ -312,7 +378,7 @@ func (b *buffer) readKeyword() token {
 			b.unreadByte()
 			break
 		}
-		tmp = append(tmp, c)
+		tmp = b.grow(tmp, c)
 	}
 	b.tmp = tmp
 	s := string(tmp)
@@ -415,6 +481,12 @@ func (b *buffer) readObject() object {
 		b.errorf("object nesting exceeds maximum depth %d", maxObjectDepth)
 		return nil
 	}
+	if b.depth == 1 {
+		b.elements = 0
+	}
+	if b.elements++; b.elements > b.lim.MaxElements {
+		panic(&LimitError{What: "elements", Limit: int64(b.lim.MaxElements)})
+	}
 
 	tok := b.readToken()
 	if kw, ok := tok.(keyword); ok {
@@ -499,7 +571,7 @@ func (b *buffer) readDict() object {
 		}
 		n, ok := tok.(name)
 		if !ok {
-			if DebugOn {
+			if debugOn {
 				fmt.Printf("DEBUG: %T(%v)\n. Skip dict", tok, tok)
 			}
 			b.errorf("unexpected non-name key %T(%v) parsing dictionary", tok, tok)

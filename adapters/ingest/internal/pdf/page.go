@@ -5,11 +5,7 @@
 package pdf
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
 )
 
@@ -19,118 +15,15 @@ type Page struct {
 	V Value
 }
 
-// Page returns the page for the given page number.
-// Page numbers are indexed starting at 1, not 0.
-// If the page is not found, Page returns a Page with p.V.IsNull().
-func (r *Reader) Page(num int) Page {
-	num-- // now 0-indexed
-	page := r.Trailer().Key("Root").Key("Pages")
-Search:
-	for page.Key("Type").Name() == "Pages" {
-		count := int(page.Key("Count").Int64())
-		if count < num {
-			return Page{}
-		}
-		kids := page.Key("Kids")
-		for i := 0; i < kids.Len(); i++ {
-			kid := kids.Index(i)
-			if kid.Key("Type").Name() == "Pages" {
-				c := int(kid.Key("Count").Int64())
-				if num < c {
-					page = kid
-					continue Search
-				}
-				num -= c
-				continue
-			}
-			if kid.Key("Type").Name() == "Page" {
-				if num == 0 {
-					return Page{kid}
-				}
-				num--
-			}
-		}
-		break
-	}
-	return Page{}
-}
-
-// NumPage returns the number of pages in the PDF file.
-func (r *Reader) NumPage() int {
-	return int(r.Trailer().Key("Root").Key("Pages").Key("Count").Int64())
-}
-
-// GetPlainText returns all the text in the PDF file
-func (r *Reader) GetPlainText() (reader io.Reader, err error) {
-	pages := r.NumPage()
-	var buf bytes.Buffer
-	fonts := make(map[string]*Font)
-	for i := 1; i <= pages; i++ {
-		p := r.Page(i)
-		for name, f := range p.fontCache() { // cache fonts so we don't continually parse charmap
-			if _, ok := fonts[name]; !ok {
-				fonts[name] = f
-			}
-		}
-		text, err := p.GetPlainText(fonts)
-		if err != nil {
-			return nil, err
-		}
-		buf.WriteString(text)
-	}
-	return &buf, nil
-}
-
-// GetStyledTexts returns list all sentences in an array, that are included styles
-func (r *Reader) GetStyledTexts() (sentences []Text, err error) {
-	totalPage := r.NumPage()
-	for pageIndex := 1; pageIndex <= totalPage; pageIndex++ {
-		p := r.Page(pageIndex)
-
-		if p.V.IsNull() || p.V.Key("Contents").Kind() == Null {
-			continue
-		}
-		var lastTextStyle Text
-		texts := p.Content().Text
-		for _, text := range texts {
-			if lastTextStyle == (Text{}) {
-				lastTextStyle = text
-				continue
-			}
-
-			if IsSameSentence(lastTextStyle, text) {
-				lastTextStyle.S = lastTextStyle.S + text.S
-			} else {
-				sentences = append(sentences, lastTextStyle)
-				lastTextStyle = text
-			}
-		}
-		if len(lastTextStyle.S) > 0 {
-			sentences = append(sentences, lastTextStyle)
-		}
-	}
-
-	return sentences, err
-}
-
 func (p Page) findInherited(key string) Value {
-	for v := p.V; !v.IsNull(); v = v.Key("Parent") {
+	// maxTreeDepth hops: a Parent chain may loop.
+	for v, hops := p.V, 0; !v.IsNull() && hops < maxTreeDepth; v, hops = v.Key("Parent"), hops+1 {
 		if r := v.Key(key); !r.IsNull() {
 			return r
 		}
 	}
 	return Value{}
 }
-
-/*
-func (p Page) MediaBox() Value {
-	return p.findInherited("MediaBox")
-}
-
-func (p Page) CropBox() Value {
-	return p.findInherited("CropBox")
-}
-*/
 
 // Resources returns the resources dictionary associated with the page.
 func (p Page) Resources() Value {
@@ -145,19 +38,6 @@ func (p Page) Fonts() []string {
 // Font returns the font with the given name associated with the page.
 func (p Page) Font(name string) Font {
 	return Font{p.Resources().Key("Font").Key(name), nil}
-}
-
-// fontCache returns the page's fonts keyed by name, parsing each font only
-// once so that repeated text operations don't re-parse its charmap.
-func (p Page) fontCache() map[string]*Font {
-	fonts := make(map[string]*Font)
-	for _, name := range p.Fonts() {
-		if _, ok := fonts[name]; !ok {
-			f := p.Font(name)
-			fonts[name] = &f
-		}
-	}
-	return fonts
 }
 
 // A Font represent a font in a PDF file.
@@ -229,7 +109,7 @@ func (f Font) getEncoder() TextEncoding {
 		case "UniGB-UCS2-H":
 			return &ucs2Encoder{}
 		default:
-			if DebugOn {
+			if debugOn {
 				println("unknown encoding", enc.Name())
 			}
 			return &nopEncoder{}
@@ -239,7 +119,7 @@ func (f Font) getEncoder() TextEncoding {
 	case Null:
 		return f.charmapEncoding()
 	default:
-		if DebugOn {
+		if debugOn {
 			println("unexpected encoding", enc.String())
 		}
 		return &nopEncoder{}
@@ -356,7 +236,7 @@ Parse:
 					raw = raw[n:]
 					for _, bfchar := range m.bfchar { // check for matching bfchar
 						if len(bfchar.orig) == n && bfchar.orig == text {
-							r = append(r, []rune(utf16Decode(bfchar.repl))...)
+							r = appendRepl(r, bfchar.repl)
 							continue Parse
 						}
 					}
@@ -364,27 +244,26 @@ Parse:
 						if len(bfrange.lo) == n && bfrange.lo <= text && text <= bfrange.hi {
 							if bfrange.dst.Kind() == String {
 								s := bfrange.dst.RawString()
-								if bfrange.lo != text { // value isn't at the beginning of the range so scale result
+								if bfrange.lo != text && s != "" { // value isn't at the beginning of the range so scale result
 									b := []byte(s)
 									b[len(b)-1] += text[len(text)-1] - bfrange.lo[len(bfrange.lo)-1] // increment last byte by difference
 									s = string(b)
 								}
-								r = append(r, []rune(utf16Decode(s))...)
+								r = appendRepl(r, s)
 								continue Parse
 							}
 							if bfrange.dst.Kind() == Array {
 								n := text[len(text)-1] - bfrange.lo[len(bfrange.lo)-1]
 								v := bfrange.dst.Index(int(n))
 								if v.Kind() == String {
-									s := v.RawString()
-									r = append(r, []rune(utf16Decode(s))...)
+									r = appendRepl(r, v.RawString())
 									continue Parse
 								}
-								if DebugOn {
+								if debugOn {
 									fmt.Printf("array %v\n", bfrange.dst)
 								}
 							} else {
-								if DebugOn {
+								if debugOn {
 									fmt.Printf("unknown dst %v\n", bfrange.dst)
 								}
 							}
@@ -397,13 +276,25 @@ Parse:
 				}
 			}
 		}
-		if DebugOn {
+		if debugOn {
 			println("no code space found")
 		}
 		r = append(r, noRune)
 		raw = raw[1:]
 	}
 	return string(r)
+}
+
+// maxReplacement caps the UTF-16 bytes a character code maps to in a
+// ToUnicode cmap: a ligature is a few characters, and a long replacement
+// would multiply the text of every string that uses the code.
+const maxReplacement = 32
+
+func appendRepl(r []rune, s string) []rune {
+	if len(s) > maxReplacement {
+		s = s[:maxReplacement]
+	}
+	return append(r, []rune(utf16Decode(s))...)
 }
 
 func readCmap(toUnicode Value) *cmap {
@@ -427,7 +318,7 @@ func readCmap(toUnicode Value) *cmap {
 			n = int(stk.Pop().Int64())
 		case "endcodespacerange":
 			if n < 0 {
-				if DebugOn {
+				if debugOn {
 					println("missing begincodespacerange")
 				}
 				ok = false
@@ -435,8 +326,8 @@ func readCmap(toUnicode Value) *cmap {
 			}
 			for i := 0; i < n; i++ {
 				hi, lo := stk.Pop().RawString(), stk.Pop().RawString()
-				if len(lo) == 0 || len(lo) != len(hi) {
-					if DebugOn {
+				if len(lo) == 0 || len(lo) > len(m.space) || len(lo) != len(hi) {
+					if debugOn {
 						println("bad codespace range")
 					}
 					ok = false
@@ -471,7 +362,7 @@ func readCmap(toUnicode Value) *cmap {
 			stk.Pop().Name() // key
 			stk.Push(value)
 		default:
-			if DebugOn {
+			if debugOn {
 				println("interp\t", op)
 			}
 		}
@@ -508,23 +399,6 @@ type Text struct {
 	S        string  // the actual UTF-8 text
 }
 
-// A Rect represents a rectangle.
-type Rect struct {
-	Min, Max Point
-}
-
-// A Point represents an X, Y pair.
-type Point struct {
-	X float64
-	Y float64
-}
-
-// Content describes the basic content on a page: the text and any drawn rectangles.
-type Content struct {
-	Text []Text
-	Rect []Rect
-}
-
 type gstate struct {
 	Tc    float64
 	Tw    float64
@@ -552,320 +426,101 @@ func popArgs(stk *Stack) []Value {
 	return args
 }
 
-// recoverTo recovers from a panic raised while parsing PDF content and stores
-// it in err, after calling reset to discard any partially built result. It is
-// meant to be deferred by methods that use panic-based parse error handling.
-func recoverTo(err *error, reset func()) {
-	if r := recover(); r != nil {
-		reset()
-		*err = errors.New(fmt.Sprint(r))
-	}
+// maxGlyphWidths caps the widths read of a font (one per character code).
+const maxGlyphWidths = 1 << 16
+
+// maxGraphicsStates caps the graphics states saved with q and not yet
+// restored with Q.
+const maxGraphicsStates = 1024
+
+// walkFont is a font as the text walk uses it: parsed once per page.
+type walkFont struct {
+	font   Font
+	enc    TextEncoding
+	name   string // the base font without its subset prefix
+	first  int
+	widths []float64
 }
 
-// decodeText decodes raw font code points with enc and returns UTF-8 text.
-func decodeText(enc TextEncoding, raw string) string {
-	var b strings.Builder
-	for _, ch := range enc.Decode(raw) {
-		b.WriteRune(ch)
+func (f *walkFont) width(code int) float64 {
+	if i := code - f.first; i >= 0 && i < len(f.widths) {
+		return f.widths[i]
 	}
-	return b.String()
+	return 0
 }
 
-// GetPlainText returns the page's all text without format.
-// fonts can be passed in (to improve parsing performance) or left nil
-func (p Page) GetPlainText(fonts map[string]*Font) (result string, err error) {
-	defer recoverTo(&err, func() { result = "" })
+// stopWalk is the panic that ends a walk when emit returns false.
+type stopWalk struct{}
 
-	// Handle in case the content page is empty
-	if p.V.IsNull() || p.V.Key("Contents").Kind() == Null {
-		return "", nil
-	}
-	strm := p.V.Key("Contents")
-	var enc TextEncoding = &nopEncoder{}
-
-	if fonts == nil {
-		fonts = p.fontCache()
-	}
-
-	var textBuilder bytes.Buffer
-	showText := func(s string) {
-		textBuilder.WriteString(s)
-	}
-	showEncodedText := func(s string) {
-		textBuilder.WriteString(decodeText(enc, s))
-	}
-
-	Interpret(strm, func(stk *Stack, op string) {
-		args := popArgs(stk)
-
-		switch op {
-		default:
-			// Easier debug
-			// fmt.Println("<DEBUG><op>", op, "</op><args>", args, "</args>")
-			return
-		case "BT": // add a space between text objects
-			showText("\n")
-		case "T*": // move to start of next line
-			showEncodedText("\n")
-		case "Tf": // set text font and size
-			if len(args) != 2 {
-				panic("bad TL")
-			}
-			if font, ok := fonts[args[0].Name()]; ok {
-				enc = font.Encoder()
-			} else {
-				enc = &nopEncoder{}
-			}
-		case "\"": // set spacing, move to next line, and show text
-			if len(args) != 3 {
-				panic("bad \" operator")
-			}
-			fallthrough
-		case "'": // move to next line and show text
-			if len(args) != 1 {
-				panic("bad ' operator")
-			}
-			fallthrough
-		case "Tj": // show text
-			if len(args) != 1 {
-				panic("bad Tj operator")
-			}
-			showEncodedText(args[0].RawString())
-		case "TJ": // show text, allowing individual glyph positioning
-			v := args[0]
-			for i := 0; i < v.Len(); i++ {
-				x := v.Index(i)
-				if x.Kind() == String {
-					showEncodedText(x.RawString())
-				}
-			}
-		}
-	})
-	return textBuilder.String(), nil
-}
-
-// Column represents the contents of a column
-type Column struct {
-	Position int64
-	Content  TextVertical
-}
-
-// Columns is a list of column
-type Columns []*Column
-
-// GetTextByColumn returns the page's all text grouped by column
-func (p Page) GetTextByColumn() (result Columns, err error) {
-	defer recoverTo(&err, func() { result = Columns{} })
-
-	showText := func(enc TextEncoding, currentX, currentY float64, s string) {
-		text := Text{
-			S: decodeText(enc, s),
-			X: currentX,
-			Y: currentY,
-		}
-
-		var currentColumn *Column
-		columnFound := false
-		for _, column := range result {
-			if int64(currentX) == column.Position {
-				currentColumn = column
-				columnFound = true
-				break
-			}
-		}
-
-		if !columnFound {
-			currentColumn = &Column{
-				Position: int64(currentX),
-				Content:  TextVertical{},
-			}
-			result = append(result, currentColumn)
-		}
-
-		currentColumn.Content = append(currentColumn.Content, text)
-	}
-
-	p.walkTextBlocks(showText)
-
-	for _, column := range result {
-		sort.Sort(column.Content)
-	}
-
-	sort.Slice(result, func(i, j int) bool {
-		return result[i].Position < result[j].Position
-	})
-
-	return result, err
-}
-
-// Row represents the contents of a row
-type Row struct {
-	Position int64
-	Content  TextHorizontal
-}
-
-// Rows is a list of rows
-type Rows []*Row
-
-// GetTextByRow returns the page's all text grouped by rows
-func (p Page) GetTextByRow() (result Rows, err error) {
-	defer recoverTo(&err, func() { result = Rows{} })
-
-	showText := func(enc TextEncoding, currentX, currentY float64, s string) {
-		text := Text{
-			S: decodeText(enc, s),
-			X: currentX,
-			Y: currentY,
-		}
-
-		var currentRow *Row
-		rowFound := false
-		for _, row := range result {
-			if int64(currentY) == row.Position {
-				currentRow = row
-				rowFound = true
-				break
-			}
-		}
-
-		if !rowFound {
-			currentRow = &Row{
-				Position: int64(currentY),
-				Content:  TextHorizontal{},
-			}
-			result = append(result, currentRow)
-		}
-
-		currentRow.Content = append(currentRow.Content, text)
-	}
-
-	p.walkTextBlocks(showText)
-
-	for _, row := range result {
-		sort.Sort(row.Content)
-	}
-
-	sort.Slice(result, func(i, j int) bool {
-		return result[i].Position > result[j].Position
-	})
-
-	return result, err
-}
-
-func (p Page) walkTextBlocks(walker func(enc TextEncoding, x, y float64, s string)) {
-	// Handle in case the content page is empty
+// WalkText interprets the page's content streams and calls emit for each
+// character shown, in content order, until emit returns false. It replaces
+// upstream's Content, which collected every character of a page in memory
+// first. Each font is read once per page. Like the rest of the package, it
+// panics on malformed content.
+func (p Page) WalkText(emit func(Text) bool) {
 	if p.V.IsNull() || p.V.Key("Contents").Kind() == Null {
 		return
 	}
-
-	strm := p.V.Key("Contents")
-
-	fonts := p.fontCache()
-
-	var enc TextEncoding = &nopEncoder{}
-	var currentX, currentY float64
-	Interpret(strm, func(stk *Stack, op string) {
-		args := popArgs(stk)
-
-		// if DebugOn {
-		// 	fmt.Println(op, "->", args)
-		// }
-
-		switch op {
-		default:
-			return
-		case "T*": // move to start of next line
-		case "Tf": // set text font and size
-			if len(args) != 2 {
-				panic("bad TL")
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(stopWalk); !ok {
+				panic(r)
 			}
-
-			if font, ok := fonts[args[0].Name()]; ok {
-				enc = font.Encoder()
-			} else {
-				enc = &nopEncoder{}
-			}
-		case "\"": // set spacing, move to next line, and show text
-			if len(args) != 3 {
-				panic("bad \" operator")
-			}
-			fallthrough
-		case "'": // move to next line and show text
-			if len(args) != 1 {
-				panic("bad ' operator")
-			}
-			fallthrough
-		case "Tj": // show text
-			if len(args) != 1 {
-				panic("bad Tj operator")
-			}
-
-			walker(enc, currentX, currentY, args[0].RawString())
-		case "TJ": // show text, allowing individual glyph positioning
-			v := args[0]
-			for i := 0; i < v.Len(); i++ {
-				x := v.Index(i)
-				if x.Kind() == String {
-					walker(enc, currentX, currentY, x.RawString())
-				}
-			}
-		case "Td":
-			walker(enc, currentX, currentY, "")
-		case "Tm":
-			currentX = args[4].Float64()
-			currentY = args[5].Float64()
 		}
-	})
-}
-
-// Content returns the page's content.
-func (p Page) Content() Content {
-	// Handle in case the content page is empty
-	if p.V.IsNull() || p.V.Key("Contents").Kind() == Null {
-		return Content{}
-	}
+	}()
 	strm := p.V.Key("Contents")
-	var enc TextEncoding = &nopEncoder{}
-
-	var g = gstate{
-		Th:  1,
-		CTM: ident,
+	fonts := map[string]*walkFont{}
+	font := func(name string) *walkFont {
+		if f, ok := fonts[name]; ok {
+			return f
+		}
+		f := &walkFont{font: p.Font(name)}
+		f.enc = f.font.Encoder()
+		if f.enc == nil {
+			f.enc = &nopEncoder{}
+		}
+		f.name = f.font.BaseFont()
+		if i := strings.Index(f.name, "+"); i >= 0 {
+			f.name = f.name[i+1:]
+		}
+		f.first = f.font.FirstChar()
+		if w := f.font.V.Key("Widths"); w.Kind() == Array {
+			n := min(w.Len(), maxGlyphWidths)
+			f.widths = make([]float64, n)
+			for i := range n {
+				f.widths[i] = w.Index(i).Float64()
+			}
+		}
+		fonts[name] = f
+		return f
 	}
+	none := &walkFont{enc: &nopEncoder{}}
+	cur := none
 
-	var text []Text
+	g := gstate{Th: 1, CTM: ident}
 	showText := func(s string) {
 		n := 0
-		decoded := enc.Decode(s)
-		for _, ch := range decoded {
+		for _, ch := range cur.enc.Decode(s) {
 			var w0 float64
 			if n < len(s) {
-				w0 = g.Tf.Width(int(s[n]))
+				w0 = cur.width(int(s[n]))
 			}
 			n++
-
-			f := g.Tf.BaseFont()
-			if i := strings.Index(f, "+"); i >= 0 {
-				f = f[i+1:]
-			}
-
 			Trm := matrix{{g.Tfs * g.Th, 0, 0}, {0, g.Tfs, 0}, {0, g.Trise, 1}}.mul(g.Tm).mul(g.CTM)
-			text = append(text, Text{f, Trm[0][0], Trm[2][0], Trm[2][1], w0 / 1000 * Trm[0][0], string(ch)})
-
+			if !emit(Text{cur.name, Trm[0][0], Trm[2][0], Trm[2][1], w0 / 1000 * Trm[0][0], string(ch)}) {
+				panic(stopWalk{})
+			}
 			tx := w0/1000*g.Tfs + g.Tc
 			tx *= g.Th
 			g.Tm = matrix{{1, 0, 0}, {0, 1, 0}, {tx, 0, 1}}.mul(g.Tm)
 		}
 	}
 
-	var rect []Rect
 	var gstack []gstate
 	Interpret(strm, func(stk *Stack, op string) {
 		args := popArgs(stk)
 		switch op {
 		default:
-			// if DebugOn {
-			// 	fmt.Println(op, args)
-			// }
 			return
 
 		case "cm": // update g.CTM
@@ -879,43 +534,21 @@ func (p Page) Content() Content {
 			m[2][2] = 1
 			g.CTM = m.mul(g.CTM)
 
-		case "gs": // set parameters from graphics state resource
-			//gs := p.Resources().Key("ExtGState").Key(args[0].Name())
-			//font := gs.Key("Font")
-			//if font.Kind() == Array && font.Len() == 2 {
-			// if DebugOn {
-			// 	fmt.Println("FONT", font)
-			// }
-			//}
-
-		case "f": // fill
-		case "g": // setgray
-		case "l": // lineto
-		case "m": // moveto
-
-		case "cs": // set colorspace non-stroking
-		case "scn": // set color non-stroking
-
-		case "re": // append rectangle to path
-			if len(args) != 4 {
-				panic("bad re")
-			}
-			x, y, w, h := args[0].Float64(), args[1].Float64(), args[2].Float64(), args[3].Float64()
-			rect = append(rect, Rect{Point{x, y}, Point{x + w, y + h}})
-
 		case "q": // save graphics state
+			if len(gstack) >= maxGraphicsStates {
+				panic("too many saved graphics states")
+			}
 			gstack = append(gstack, g)
 
 		case "Q": // restore graphics state
-			n := len(gstack) - 1
-			g = gstack[n]
-			gstack = gstack[:n]
+			if n := len(gstack) - 1; n >= 0 {
+				g = gstack[n]
+				gstack = gstack[:n]
+			}
 
 		case "BT": // begin text (reset text matrix and line matrix)
 			g.Tm = ident
 			g.Tlm = g.Tm
-
-		case "ET": // end text
 
 		case "T*": // move to start of next line
 			x := matrix{{1, 0, 0}, {0, 1, 0}, {0, -g.Tl, 1}}
@@ -938,9 +571,7 @@ func (p Page) Content() Content {
 			if len(args) != 2 {
 				panic("bad Td")
 			}
-			tx := args[0].Float64()
-			ty := args[1].Float64()
-			x := matrix{{1, 0, 0}, {0, 1, 0}, {tx, ty, 1}}
+			x := matrix{{1, 0, 0}, {0, 1, 0}, {args[0].Float64(), args[1].Float64(), 1}}
 			g.Tlm = x.mul(g.Tlm)
 			g.Tm = g.Tlm
 
@@ -948,15 +579,8 @@ func (p Page) Content() Content {
 			if len(args) != 2 {
 				panic("bad TL")
 			}
-			f := args[0].Name()
-			g.Tf = p.Font(f)
-			enc = g.Tf.Encoder()
-			if enc == nil {
-				if DebugOn {
-					println("no cmap for", f)
-				}
-				enc = &nopEncoder{}
-			}
+			cur = font(args[0].Name())
+			g.Tf = cur.font
 			g.Tfs = args[1].Float64()
 
 		case "\"": // set spacing, move to next line, and show text
@@ -982,6 +606,9 @@ func (p Page) Content() Content {
 			showText(args[0].RawString())
 
 		case "TJ": // show text, allowing individual glyph positioning
+			if len(args) != 1 {
+				panic("bad TJ operator")
+			}
 			v := args[0]
 			for i := 0; i < v.Len(); i++ {
 				x := v.Index(i)
@@ -1037,56 +664,4 @@ func (p Page) Content() Content {
 			g.Th = args[0].Float64() / 100
 		}
 	})
-	return Content{text, rect}
-}
-
-// TextVertical implements sort.Interface for sorting
-// a slice of Text values in vertical order, top to bottom,
-// and then left to right within a line.
-type TextVertical []Text
-
-func (x TextVertical) Len() int      { return len(x) }
-func (x TextVertical) Swap(i, j int) { x[i], x[j] = x[j], x[i] }
-func (x TextVertical) Less(i, j int) bool {
-	if x[i].Y != x[j].Y {
-		return x[i].Y > x[j].Y
-	}
-	return x[i].X < x[j].X
-}
-
-// TextHorizontal implements sort.Interface for sorting
-// a slice of Text values in horizontal order, left to right,
-// and then top to bottom within a column.
-type TextHorizontal []Text
-
-func (x TextHorizontal) Len() int      { return len(x) }
-func (x TextHorizontal) Swap(i, j int) { x[i], x[j] = x[j], x[i] }
-func (x TextHorizontal) Less(i, j int) bool {
-	if x[i].X != x[j].X {
-		return x[i].X < x[j].X
-	}
-	return x[i].Y > x[j].Y
-}
-
-// An Outline is a tree describing the outline (also known as the table of contents)
-// of a document.
-type Outline struct {
-	Title string    // title for this element
-	Child []Outline // child elements
-}
-
-// Outline returns the document outline.
-// The Outline returned is the root of the outline tree and typically has no Title itself.
-// That is, the children of the returned root are the top-level entries in the outline.
-func (r *Reader) Outline() Outline {
-	return buildOutline(r.Trailer().Key("Root").Key("Outlines"))
-}
-
-func buildOutline(entry Value) Outline {
-	var x Outline
-	x.Title = entry.Key("Title").Text()
-	for child := entry.Key("First"); child.Kind() == Dict; child = child.Key("Next") {
-		x.Child = append(x.Child, buildOutline(child))
-	}
-	return x
 }

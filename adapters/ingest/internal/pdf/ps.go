@@ -12,6 +12,7 @@ import (
 // A Stack represents a stack of values.
 type Stack struct {
 	stack []Value
+	max   int // 0: no limit
 }
 
 func (stk *Stack) Len() int {
@@ -19,6 +20,9 @@ func (stk *Stack) Len() int {
 }
 
 func (stk *Stack) Push(v Value) {
+	if stk.max > 0 && len(stk.stack) >= stk.max {
+		panic(&LimitError{What: "elements", Limit: int64(stk.max)})
+	}
 	stk.stack = append(stk.stack, v)
 }
 
@@ -54,20 +58,23 @@ func newDict() Value {
 //
 // There is no support for executable blocks, among other limitations.
 func Interpret(strm Value, do func(stk *Stack, op string)) {
-	var stk Stack
+	lim := defaultLimits()
+	if strm.r != nil {
+		lim = strm.r.lim
+	}
+	stk := Stack{max: lim.MaxElements}
 	var dicts []dict
 	var rd io.Reader
 	if strm.Kind() == Array {
-		readers := make([]io.Reader, 0, strm.Len())
-		for i := 0; i < strm.Len(); i++ {
-			readers = append(readers, strm.Index(i).Reader())
-		}
-		rd = io.MultiReader(readers...)
+		// Each part is opened when the one before it is done: a decoder
+		// holds tens of kB, and an array may list many thousands of parts.
+		rd = &partsReader{parts: strm}
 	} else {
 		rd = strm.Reader()
 	}
+	defs := 0 // names defined with def, against lim.MaxElements
 
-	b := newBuffer(rd, 0)
+	b := newBuffer(rd, 0, &lim)
 	b.allowEOF = true
 	b.allowObjptr = false
 	b.allowStream = false
@@ -90,6 +97,9 @@ Reading:
 					}
 				}
 				do(&stk, string(kw))
+				if kw == "ID" {
+					skipInlineImage(b)
+				}
 				continue
 			case "dict":
 				stk.Pop()
@@ -105,6 +115,9 @@ Reading:
 				d := stk.Pop()
 				if d.Kind() != Dict {
 					panic("cannot begin non-dict")
+				}
+				if len(dicts) >= maxObjectDepth {
+					panic("too many nested begin")
 				}
 				dicts = append(dicts, d.data.(dict))
 				continue
@@ -134,6 +147,9 @@ Reading:
 					// panic(fmt.Sprintf("def of non-name: %+v", stk.Pop().data))
 					// Skip the value if it has key without value
 					continue
+				}
+				if defs++; defs > lim.MaxElements {
+					panic(&LimitError{What: "elements", Limit: int64(lim.MaxElements)})
 				}
 				dicts[len(dicts)-1][key] = val.data
 				continue
@@ -174,8 +190,59 @@ func readObjectRecover(b *buffer) (obj object, ok bool) {
 			if _, isRuntime := r.(runtime.Error); isRuntime {
 				panic(r)
 			}
+			if _, isLimit := r.(*LimitError); isLimit {
+				panic(r)
+			}
 			obj, ok = nil, false
 		}
 	}()
 	return b.readObject(), true
+}
+
+// skipInlineImage skips the data of an inline image (BI ... ID data EI),
+// which is binary and not made of tokens, up to its EI keyword: white
+// space, "EI", then white space or the end. Upstream read the data as
+// tokens, which a stray "(" turns into one string to the end of the stream.
+func skipInlineImage(b *buffer) {
+	// The single white-space byte after ID belongs to the operator.
+	b.readByte()
+	var prev [3]byte // the last bytes read, prev[2] the latest
+	for !b.eof {
+		c := b.readByte()
+		if b.eof {
+			return
+		}
+		if isSpace(prev[0]) && prev[1] == 'E' && prev[2] == 'I' && (isSpace(c) || isDelim(c)) {
+			b.unreadByte()
+			return
+		}
+		prev = [3]byte{prev[1], prev[2], c}
+	}
+}
+
+// partsReader reads the streams of an array one after the other.
+type partsReader struct {
+	parts Value
+	next  int
+	cur   io.Reader
+}
+
+func (p *partsReader) Read(b []byte) (int, error) {
+	for {
+		if p.cur == nil {
+			if p.next >= p.parts.Len() {
+				return 0, io.EOF
+			}
+			p.cur = p.parts.Index(p.next).Reader()
+			p.next++
+		}
+		n, err := p.cur.Read(b)
+		if err == io.EOF {
+			p.cur = nil
+			err = nil
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
+	}
 }

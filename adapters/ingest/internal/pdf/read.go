@@ -4,6 +4,28 @@
 
 // Package pdf implements reading of PDF files.
 //
+// It is a trimmed copy of github.com/ledongthuc/pdf (pseudo-version
+// v0.0.0-20260907135840-6c8c28e0e8a0, itself a fork of rsc.io/pdf; BSD
+// licence in LICENSE), kept here because its reading cannot be bounded from
+// outside: a few kB of a PDF can make it inflate, tokenize and hold
+// gigabytes. The changes:
+//
+//   - Limits (NewReader's new argument): decoded bytes per stream, objects
+//     in the cross-reference table, values per object and on the content
+//     interpreter's stack; going over is a *LimitError.
+//   - Tokens (strings, names, keywords) are capped at maxTokenBytes; a hex
+//     string at the end of a stream no longer loops forever; inline image
+//     data (BI ... ID ... EI) is skipped, not tokenized.
+//   - Chains that may loop (/Prev, /Extends, /Parent) stop after
+//     maxTreeDepth links; an object stream's index stops at its end.
+//   - Page.WalkText calls back for each character instead of Content
+//     collecting a page's characters; it reads each font once per page.
+//     The other text helpers (GetPlainText, GetTextByRow, Outline and the
+//     like), Reader.Page and NumPage, and Open are gone.
+//   - A content stream's array of parts is opened part by part; a PNG
+//     predictor's row and a ToUnicode replacement are capped; DebugOn is a
+//     constant.
+//
 // # Overview
 //
 // PDF is Adobe's Portable Document Format, ubiquitous on the internet.
@@ -69,13 +91,16 @@ import (
 	"encoding/ascii85"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 )
 
-// DebugOn is responsible for logging messages into stdout. If problems arise during reading, set it true.
-var DebugOn = false
+// debugOn prints what the reader skips (upstream's DebugOn, a variable).
+const debugOn = false
+
+// maxTreeDepth caps the links followed in chains that may loop: /Prev
+// cross-reference sections, /Extends object streams, /Parent pages.
+const maxTreeDepth = 64
 
 // A Reader is a single PDF file open for reading.
 type Reader struct {
@@ -86,6 +111,7 @@ type Reader struct {
 	trailerptr objptr
 	key        []byte
 	useAES     bool
+	lim        Limits
 }
 
 type xref struct {
@@ -95,36 +121,17 @@ type xref struct {
 	offset   int64
 }
 
-// Open opens a file for reading.
-func Open(file string) (*os.File, *Reader, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		// f is nil here; calling f.Close() would panic.
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	reader, err := NewReader(f, fi.Size())
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	return f, reader, err
-}
-
-// NewReader opens a file for reading, using the data in f with the given total size.
-func NewReader(f io.ReaderAt, size int64) (*Reader, error) {
-	return NewReaderEncrypted(f, size, nil)
+// NewReader opens a file for reading, using the data in f with the given
+// total size, within lim.
+func NewReader(f io.ReaderAt, size int64, lim Limits) (*Reader, error) {
+	return NewReaderEncrypted(f, size, lim, nil)
 }
 
 // NewReaderEncrypted opens a file for reading, using the data in f with the given total size.
 // If the PDF is encrypted, NewReaderEncrypted calls pw repeatedly to obtain passwords
 // to try. If pw returns the empty string, NewReaderEncrypted stops trying to decrypt
 // the file and returns an error.
-func NewReaderEncrypted(f io.ReaderAt, size int64, pw func() string) (r *Reader, err error) {
+func NewReaderEncrypted(f io.ReaderAt, size int64, lim Limits, pw func() string) (r *Reader, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			r = nil
@@ -160,9 +167,10 @@ func NewReaderEncrypted(f io.ReaderAt, size int64, pw func() string) (r *Reader,
 	r = &Reader{
 		f:   f,
 		end: end,
+		lim: lim.withDefaults(),
 	}
 	pos := end - endChunk + int64(i)
-	b := newBuffer(io.NewSectionReader(f, pos, end-pos), pos)
+	b := newBuffer(io.NewSectionReader(f, pos, end-pos), pos, &r.lim)
 	if b.readToken() != keyword("startxref") {
 		return nil, fmt.Errorf("malformed PDF file: missing startxref")
 	}
@@ -170,7 +178,7 @@ func NewReaderEncrypted(f io.ReaderAt, size int64, pw func() string) (r *Reader,
 	if !ok {
 		return nil, fmt.Errorf("malformed PDF file: startxref not followed by integer")
 	}
-	b = newBuffer(io.NewSectionReader(r.f, startxref, r.end-startxref), startxref)
+	b = newBuffer(io.NewSectionReader(r.f, startxref, r.end-startxref), startxref, &r.lim)
 	xref, trailerptr, trailer, err := readXref(r, b)
 	if err != nil {
 		return nil, err
@@ -222,12 +230,15 @@ func readXref(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 // positioned at the start of each previous section and must return that
 // section's own /Prev entry (or nil) to continue the chain.
 func readPrevXrefs(r *Reader, first object, parse func(b *buffer) (object, error)) error {
-	for prev := first; prev != nil; {
+	for prev, hops := first, 0; prev != nil; hops++ {
 		off, ok := prev.(int64)
 		if !ok {
 			return fmt.Errorf("malformed PDF: xref Prev is not integer: %v", prev)
 		}
-		b := newBuffer(io.NewSectionReader(r.f, off, r.end-off), off)
+		if hops >= maxTreeDepth {
+			return fmt.Errorf("malformed PDF: more than %d xref sections", maxTreeDepth)
+		}
+		b := newBuffer(io.NewSectionReader(r.f, off, r.end-off), off, &r.lim)
 		next, err := parse(b)
 		if err != nil {
 			return err
@@ -252,14 +263,17 @@ func readXrefStream(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: xref stream does not have type XRef")
 	}
 	size, ok := strm.hdr["Size"].(int64)
-	if !ok {
+	if !ok || size < 0 {
 		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: xref stream missing Size")
+	}
+	if size > int64(r.lim.MaxObjects) {
+		return nil, objptr{}, nil, &LimitError{What: "objects", Limit: int64(r.lim.MaxObjects)}
 	}
 	table := make([]xref, size)
 
 	table, err := readXrefStreamData(r, strm, table, size)
 	if err != nil {
-		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: %v", err)
+		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: %w", err)
 	}
 
 	err = readPrevXrefs(r, strm.hdr["Prev"], func(b *buffer) (object, error) {
@@ -286,7 +300,7 @@ func readXrefStream(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 		var dataErr error
 		table, dataErr = readXrefStreamData(r, prev.data.(stream), table, psize)
 		if dataErr != nil {
-			return nil, fmt.Errorf("malformed PDF: reading xref prev stream: %v", dataErr)
+			return nil, fmt.Errorf("malformed PDF: reading xref prev stream: %w", dataErr)
 		}
 		return prevstrm.hdr["Prev"], nil
 	})
@@ -336,10 +350,13 @@ func readXrefStreamData(r *Reader, strm stream, table []xref, size int64) ([]xre
 			return nil, fmt.Errorf("malformed Index pair %v %v %T %T", objfmt(index[0]), objfmt(index[1]), index[0], index[1])
 		}
 		index = index[2:]
+		if start < 0 || n < 0 || start+n > int64(r.lim.MaxObjects) {
+			return nil, &LimitError{What: "objects", Limit: int64(r.lim.MaxObjects)}
+		}
 		for i := 0; i < int(n); i++ {
 			_, err := io.ReadFull(data, buf)
 			if err != nil {
-				return nil, fmt.Errorf("error reading xref stream: %v", err)
+				return nil, fmt.Errorf("error reading xref stream: %w", err)
 			}
 			v1 := decodeInt(buf[0:w[0]])
 			if w[0] == 0 {
@@ -360,7 +377,7 @@ func readXrefStreamData(r *Reader, strm stream, table []xref, size int64) ([]xre
 			case 2:
 				table[x] = xref{ptr: objptr{uint32(x), 0}, inStream: true, stream: objptr{uint32(v2), 0}, offset: int64(v3)}
 			default:
-				if DebugOn {
+				if debugOn {
 					fmt.Printf("invalid xref stream type %d: %x\n", v1, buf)
 				}
 			}
@@ -390,9 +407,9 @@ func ensureXrefLen(table []xref, x int) []xref {
 func readXrefTable(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 	var table []xref
 
-	table, err := readXrefTableData(b, table)
+	table, err := readXrefTableData(r, b, table)
 	if err != nil {
-		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: %v", err)
+		return nil, objptr{}, nil, fmt.Errorf("malformed PDF: %w", err)
 	}
 
 	trailer, ok := b.readObject().(dict)
@@ -405,9 +422,9 @@ func readXrefTable(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 			return nil, fmt.Errorf("malformed PDF: xref Prev does not point to xref")
 		}
 		var dataErr error
-		table, dataErr = readXrefTableData(b, table)
+		table, dataErr = readXrefTableData(r, b, table)
 		if dataErr != nil {
-			return nil, fmt.Errorf("malformed PDF: %v", dataErr)
+			return nil, fmt.Errorf("malformed PDF: %w", dataErr)
 		}
 		prevTrailer, ok := b.readObject().(dict)
 		if !ok {
@@ -431,7 +448,7 @@ func readXrefTable(r *Reader, b *buffer) ([]xref, objptr, dict, error) {
 	return table, objptr{}, trailer, nil
 }
 
-func readXrefTableData(b *buffer, table []xref) ([]xref, error) {
+func readXrefTableData(r *Reader, b *buffer, table []xref) ([]xref, error) {
 	for {
 		tok := b.readToken()
 		if tok == keyword("trailer") {
@@ -441,6 +458,9 @@ func readXrefTableData(b *buffer, table []xref) ([]xref, error) {
 		n, ok2 := b.readToken().(int64)
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("malformed xref table")
+		}
+		if start < 0 || n < 0 || start+n > int64(r.lim.MaxObjects) {
+			return nil, &LimitError{What: "objects", Limit: int64(r.lim.MaxObjects)}
 		}
 		for i := 0; i < int(n); i++ {
 			off, ok1 := b.readToken().(int64)
@@ -753,8 +773,12 @@ func (r *Reader) resolve(parent objptr, x interface{}) Value {
 		var obj object
 		if xref.inStream {
 			strm := r.resolve(parent, xref.stream)
+			hops := 0
 		Search:
 			for {
+				if hops++; hops > maxTreeDepth {
+					panic("object stream Extends chain too long")
+				}
 				if strm.Kind() != Stream {
 					panic("not a stream")
 				}
@@ -766,10 +790,14 @@ func (r *Reader) resolve(parent objptr, x interface{}) Value {
 				if first == 0 {
 					panic("missing First")
 				}
-				b := newBuffer(strm.Reader(), 0)
+				b := newBuffer(strm.Reader(), 0, &r.lim)
 				b.allowEOF = true
 				for i := 0; i < n; i++ {
-					id, _ := b.readToken().(int64)
+					tok := b.readToken()
+					if tok == io.EOF {
+						break
+					}
+					id, _ := tok.(int64)
 					off, _ := b.readToken().(int64)
 					if uint32(id) == ptr.id {
 						b.seekForward(first + off)
@@ -784,7 +812,7 @@ func (r *Reader) resolve(parent objptr, x interface{}) Value {
 				strm = ext
 			}
 		} else {
-			b := newBuffer(io.NewSectionReader(r.f, xref.offset, r.end-xref.offset), xref.offset)
+			b := newBuffer(io.NewSectionReader(r.f, xref.offset, r.end-xref.offset), xref.offset, &r.lim)
 			b.key = r.key
 			b.useAES = r.useAES
 			obj = b.readObject()
@@ -857,7 +885,25 @@ func (v Value) Reader() io.ReadCloser {
 		}
 	}
 
-	return io.NopCloser(rd)
+	return io.NopCloser(&streamLimit{r: rd, left: v.r.lim.MaxStreamBytes, limit: v.r.lim.MaxStreamBytes})
+}
+
+// streamLimit fails a stream's reads once it decoded more than its limit:
+// flate expands up to a thousandfold.
+type streamLimit struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (s *streamLimit) Read(p []byte) (int, error) {
+	if s.left < 0 {
+		return 0, &LimitError{What: "stream", Limit: s.limit}
+	}
+	n, err := s.r.Read(p)
+	if s.left -= int64(n); s.left < 0 {
+		return 0, &LimitError{What: "stream", Limit: s.limit}
+	}
+	return n, err
 }
 
 func applyFilter(rd io.Reader, name string, param Value) io.Reader {
@@ -874,9 +920,12 @@ func applyFilter(rd io.Reader, name string, param Value) io.Reader {
 			return zr
 		}
 		columns := param.Key("Columns").Int64()
+		if columns < 1 || columns > maxPredictorColumns {
+			panic("bad predictor columns")
+		}
 		switch pred.Int64() {
 		default:
-			if DebugOn {
+			if debugOn {
 				fmt.Println("unknown predictor", pred)
 			}
 			panic("pred")
@@ -889,7 +938,7 @@ func applyFilter(rd io.Reader, name string, param Value) io.Reader {
 
 		switch param.Keys() {
 		default:
-			if DebugOn {
+			if debugOn {
 				fmt.Println("param=", param)
 			}
 			panic("not expected DecodeParms for ascii85")
@@ -898,6 +947,10 @@ func applyFilter(rd io.Reader, name string, param Value) io.Reader {
 		}
 	}
 }
+
+// maxPredictorColumns caps a PNG predictor's row, which is allocated as
+// the file says.
+const maxPredictorColumns = 1 << 16
 
 type pngUpReader struct {
 	r    io.Reader

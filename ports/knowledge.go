@@ -12,8 +12,11 @@ type DocumentExtractor interface {
 	// Extract returns the text of a file whose format is known from its name's
 	// extension (.md, .txt, .html, .htm, .pdf, .docx, .csv). Returns a
 	// domain.ValidationError (ErrInvalidInput) naming the problem when the
-	// extension is not supported, the body is not that format, or it holds no
-	// text; such a file fails the same way on every retry.
+	// extension is not supported, the body is not that format, it holds no
+	// text, or reading it goes over one of the extractor's limits (text,
+	// decompressed size, nesting, counts, time), which it checks while it
+	// reads; such a file fails the same way on every retry. The text is valid
+	// UTF-8 without NULs.
 	Extract(ctx context.Context, filename string, body []byte) (domain.Document, error)
 }
 

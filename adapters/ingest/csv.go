@@ -1,86 +1,127 @@
 package ingest
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/conciergehq/concierge/core/domain"
 )
+
+// maxCSVRecordBytes caps one row of a .csv file. encoding/csv holds a whole
+// row, and several words of bookkeeping per field, before it returns it: a
+// row of a million empty fields would take tens of MB, a row at the cap
+// about 15 MB.
+const maxCSVRecordBytes = 256 << 10
 
 // csv renders each data row as a paragraph of "header: value" lines, so a
 // chunk holding a row is retrievable by any of its fields and readable
 // without the header row. Empty values are left out.
-func (e *Extractor) csv(ctx context.Context, body []byte) (domain.Document, error) {
-	s, err := decodeText(body, ".csv")
+func (e *Extractor) csv(ctx context.Context, body []byte, out *textSink) error {
+	r, err := textReader(body, ".csv")
 	if err != nil {
-		return domain.Document{}, err
+		return err
 	}
-	r := csv.NewReader(strings.NewReader(s))
-	r.Comma = sniffComma(s)
-	r.FieldsPerRecord = -1
-	r.LazyQuotes = true
-	r.ReuseRecord = false
+	br := bufio.NewReaderSize(r, 64<<10)
+	first, _ := br.Peek(64 << 10) // the first line, or enough of it
+	if i := bytes.IndexByte(first, '\n'); i >= 0 {
+		first = first[:i]
+	}
+	limit := &recordLimit{r: br, max: maxCSVRecordBytes}
+	cr := csv.NewReader(limit)
+	cr.Comma = sniffComma(string(first))
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	cr.ReuseRecord = true
+	next := func() ([]string, error) {
+		rec, err := cr.Read()
+		limit.start = cr.InputOffset()
+		return rec, err
+	}
 
-	header, err := r.Read()
+	header, err := next()
 	if err == io.EOF {
-		return domain.Document{}, invalid("the file has no text")
+		return invalid("the file has no text")
 	}
 	if err != nil {
-		return domain.Document{}, csvError(err)
+		return csvError(err)
 	}
 	names := make([]string, len(header))
 	for i, h := range header {
 		names[i] = csvName(h, i)
 	}
-	var b strings.Builder
 	rows := 0
 	for {
-		rec, err := r.Read()
+		rec, err := next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return domain.Document{}, csvError(err)
+			return csvError(err)
 		}
 		rows++
 		if rows > e.opts.MaxCSVRows {
-			return domain.Document{}, invalid("the .csv file has more than %d rows; split it into smaller files", e.opts.MaxCSVRows)
+			return invalid("the .csv file has more than %d rows; split it into smaller files", e.opts.MaxCSVRows)
 		}
 		if rows%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return domain.Document{}, err
+				return err
 			}
 		}
-		var block strings.Builder
+		wrote := false
 		for i, v := range rec {
 			v = oneLine(v)
 			if v == "" {
 				continue
 			}
-			name := fmt.Sprintf("column %d", i+1)
+			name := ""
 			if i < len(names) {
 				name = names[i]
+			} else {
+				name = fmt.Sprintf("column %d", i+1)
 			}
-			block.WriteString(name + ": " + v + "\n")
+			for _, s := range []string{name, ": ", v, "\n"} {
+				if err := out.WriteString(s); err != nil {
+					return err
+				}
+			}
+			wrote = true
 		}
-		if block.Len() == 0 {
-			continue
-		}
-		b.WriteString(block.String())
-		b.WriteString("\n")
-		if b.Len() > e.opts.MaxTextBytes {
-			return domain.Document{}, invalid("the file's text is over %s; split it into smaller files", size(int64(e.opts.MaxTextBytes)))
+		if wrote {
+			if err := out.WriteString("\n"); err != nil {
+				return err
+			}
 		}
 	}
 	if rows == 0 {
 		// A header and nothing else is still text worth indexing.
-		b.WriteString(strings.Join(names, ", "))
+		return out.WriteString(strings.Join(names, ", "))
 	}
-	return domain.Document{Text: b.String()}, nil
+	return nil
+}
+
+// errCSVRecord says a row went over maxCSVRecordBytes.
+var errCSVRecord = invalid("the .csv file has a row over %s; check its quoting, or split long values", size(maxCSVRecordBytes))
+
+// recordLimit fails a read once the row being read is over max bytes:
+// start is where the row began (csv.Reader.InputOffset after the last row),
+// read how much csv.Reader has taken in, a buffer ahead at most.
+type recordLimit struct {
+	r          io.Reader
+	start, max int64
+	read       int64
+}
+
+func (l *recordLimit) Read(p []byte) (int, error) {
+	if l.read-l.start > l.max {
+		return 0, errCSVRecord
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
+	return n, err
 }
 
 // sniffComma picks the delimiter that splits the first line most: spreadsheet
@@ -116,6 +157,9 @@ func csvName(h string, i int) string {
 }
 
 func csvError(err error) error {
+	if errors.Is(err, errCSVRecord) {
+		return errCSVRecord
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return invalid("the .csv file is not valid CSV (line %d: %v); check its quoting", pe.StartLine, pe.Err)

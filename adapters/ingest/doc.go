@@ -24,4 +24,17 @@
 //
 // Every failure that is the file's fault is a domain.ValidationError on
 // field "file" with a message the uploader can act on.
+//
+// Files come from outside and may be built to expand: a few hundred kB can
+// inflate to gigabytes of XML, PDF operators or HTML elements. Extraction
+// reads every format as a stream and checks its caps while reading, so it
+// stops at the first cap a file goes over, refusing the file whole (the
+// text is never cut short): the extracted text (MaxTextBytes, checked as
+// it is produced), the decompressed bytes of a .docx (MaxUnzippedBytes) and
+// of each PDF stream (MaxPDFStreamBytes), one XML token and the nesting of
+// a .docx, a PDF's objects, pages and the values of one object, an HTML
+// file's elements and visible text, a .csv row, and the time (Timeout).
+// What an extraction holds is then a few times the text cap at most. The
+// text is valid UTF-8 without NULs or other control characters but tabs
+// and newlines.
 package ingest

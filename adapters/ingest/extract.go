@@ -1,20 +1,23 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os/exec"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/text/encoding/charmap"
+	xunicode "golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -30,6 +33,8 @@ const (
 	DefaultMaxUnzippedBytes = 200 << 20
 	DefaultMaxZipEntries    = 5000
 	DefaultMaxCSVRows       = 50_000
+	DefaultMaxPDFPages      = 5_000
+	DefaultMaxPDFStream     = 64 << 20
 )
 
 // supported lists the accepted extensions, for messages.
@@ -59,6 +64,12 @@ type ExtractorOptions struct {
 	MaxZipEntries int
 	// MaxCSVRows caps the data rows of a .csv (DefaultMaxCSVRows).
 	MaxCSVRows int
+	// MaxPDFPages caps the pages of a PDF read by the pure-Go reader
+	// (DefaultMaxPDFPages).
+	MaxPDFPages int
+	// MaxPDFStreamBytes caps the decoded size of each stream of a PDF read
+	// by the pure-Go reader (DefaultMaxPDFStream), against flate bombs.
+	MaxPDFStreamBytes int64
 	// Logger receives warnings (pdftotext failing to start); nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -92,6 +103,12 @@ func NewExtractor(opts ExtractorOptions) *Extractor {
 	}
 	if opts.MaxCSVRows <= 0 {
 		opts.MaxCSVRows = DefaultMaxCSVRows
+	}
+	if opts.MaxPDFPages <= 0 {
+		opts.MaxPDFPages = DefaultMaxPDFPages
+	}
+	if opts.MaxPDFStreamBytes <= 0 {
+		opts.MaxPDFStreamBytes = DefaultMaxPDFStream
 	}
 	e := &Extractor{opts: opts, html: newHTMLConverter(), log: opts.Logger}
 	if e.log == nil {
@@ -137,29 +154,22 @@ func (e *Extractor) Extract(ctx context.Context, filename string, body []byte) (
 	cctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 
-	var doc domain.Document
+	// Every extractor writes its text into out, which tidies it and stops
+	// the extraction once it is over the text cap.
+	out := newTextSink(e.opts.MaxTextBytes)
+	var title string
 	var err error
 	switch ext {
 	case ".md", ".markdown", ".txt":
-		var s string
-		s, err = decodeText(body, ext)
-		doc.Text = s
-		if ext != ".txt" {
-			var meta string
-			meta, doc.Text = splitFrontMatter(s)
-			doc.Title = frontMatterTitle(meta)
-			if doc.Title == "" {
-				doc.Title = markdownTitle(doc.Text)
-			}
-		}
+		title, err = e.plainText(cctx, body, ext, out)
 	case ".html", ".htm":
-		doc, err = e.htmlDocument(cctx, body, "")
+		title, err = e.htmlDocument(cctx, body, "", out)
 	case ".pdf":
-		doc, err = e.pdf(cctx, body)
+		title, err = e.pdf(cctx, body, out)
 	case ".docx":
-		doc, err = e.docx(cctx, body)
+		title, err = e.docx(cctx, body, out)
 	case ".csv":
-		doc, err = e.csv(cctx, body)
+		err = e.csv(cctx, body, out)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -170,31 +180,101 @@ func (e *Extractor) Extract(ctx context.Context, filename string, body []byte) (
 		}
 		return domain.Document{}, err
 	}
-	return e.finish(doc, base, ext)
+	text := out.String()
+	if text == "" {
+		if ext == ".pdf" {
+			return domain.Document{}, invalid("the PDF has no selectable text (is it a scan?); run it through OCR or upload a text version")
+		}
+		return domain.Document{}, invalid("the file has no text")
+	}
+	if title = cleanTitle(title); title == "" {
+		title = strings.TrimSuffix(base, extOf(base))
+		if title == "" {
+			title = base
+		}
+	}
+	return domain.Document{Title: title, Text: text}, nil
 }
 
-// finish tidies the text, checks there is some, and names the document.
-func (e *Extractor) finish(doc domain.Document, base, ext string) (domain.Document, error) {
-	doc.Text = tidy(doc.Text)
-	if doc.Text == "" {
-		switch ext {
-		case ".pdf":
-			return domain.Document{}, invalid("the PDF has no selectable text (is it a scan?); run it through OCR or upload a text version")
-		default:
-			return domain.Document{}, invalid("the file has no text")
+// plainText reads .md, .markdown and .txt files. Markdown's YAML front
+// matter is left out and its title: names the document, else its first
+// '#' heading does.
+func (e *Extractor) plainText(ctx context.Context, body []byte, ext string, out *textSink) (string, error) {
+	r, err := textReader(body, ext)
+	if err != nil {
+		return "", err
+	}
+	var title string
+	if ext != ".txt" {
+		if title, r, err = skipFrontMatter(r); err != nil {
+			return "", err
 		}
 	}
-	if len(doc.Text) > e.opts.MaxTextBytes {
-		return domain.Document{}, invalid("the file's text is over %s; split it into smaller files", size(int64(e.opts.MaxTextBytes)))
+	if err := copyText(ctx, out, r); err != nil {
+		return "", err
 	}
-	doc.Title = oneLine(doc.Title)
-	if doc.Title == "" {
-		doc.Title = strings.TrimSuffix(base, extOf(base))
-		if doc.Title == "" {
-			doc.Title = base
+	if ext != ".txt" && title == "" {
+		title = markdownTitle(out.String())
+	}
+	return title, nil
+}
+
+// copyText moves decoded text into out in pieces, checking ctx between them.
+func copyText(ctx context.Context, out *textSink, r io.Reader) error {
+	buf := make([]byte, 64<<10)
+	for empty := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, err := r.Read(buf)
+		if n > 0 {
+			empty = 0
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		} else if empty++; empty > 100 && err == nil {
+			return io.ErrNoProgress
+		}
+		if err == io.EOF {
+			return out.Close()
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return doc, nil
+}
+
+// maxTitleBytes caps a document's title: it comes from the file (a <title>,
+// a PDF's Info dictionary, a .docx's properties), which may say anything.
+const maxTitleBytes = 300
+
+// cleanTitle makes a title one line of valid UTF-8 without control
+// characters, at most maxTitleBytes long (cut at a character boundary).
+func cleanTitle(t string) string {
+	if len(t) > 4*maxTitleBytes {
+		t = t[:4*maxTitleBytes]
+	}
+	t = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(t, ""))
+	t = oneLine(t)
+	if len(t) > maxTitleBytes {
+		cut := maxTitleBytes
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = strings.TrimSpace(t[:cut])
+	}
+	return t
+}
+
+// isValidation reports whether err is already a message for the uploader.
+func isValidation(err error) bool {
+	var ve *domain.ValidationError
+	return errors.As(err, &ve)
 }
 
 // invalid is a caller-facing error about the uploaded file.
@@ -229,120 +309,71 @@ func size(n int64) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// errNotText marks bytes that are not text in any encoding we read.
-var errNotText = errors.New("not text")
-
-// decodeText turns the bytes of a text file into UTF-8: UTF-8 (with or
+// textReader returns the text of a text file as UTF-8: UTF-8 (with or
 // without a byte-order mark), UTF-16 with a byte-order mark, and otherwise
-// Windows-1252, the usual encoding of legacy files. Bytes with NULs or many
-// control characters are refused as binary.
-func decodeText(body []byte, ext string) (string, error) {
-	s, err := toUTF8(body)
-	if err != nil {
-		return "", invalid("the %s file is not text (it looks like binary data); upload a plain-text file in UTF-8", ext)
+// Windows-1252, the usual encoding of legacy files. Bytes that look binary
+// (any NUL, or many control characters) are refused. The text is decoded as
+// it is read, not copied whole.
+func textReader(body []byte, ext string) (io.Reader, error) {
+	r := decoder(body)
+	if r == nil {
+		return nil, notText(ext)
 	}
-	return s, nil
+	binary, err := looksBinary(r)
+	if err != nil || binary {
+		return nil, notText(ext)
+	}
+	return decoder(body), nil
 }
 
-func toUTF8(body []byte) (string, error) {
+func notText(ext string) error {
+	return invalid("the %s file is not text (it looks like binary data); upload a plain-text file in UTF-8", ext)
+}
+
+// decoder returns a reader of body decoded to UTF-8, or nil when body is
+// UTF-16 of an odd length.
+func decoder(body []byte) io.Reader {
 	switch {
 	case bytes.HasPrefix(body, []byte{0xEF, 0xBB, 0xBF}):
 		body = body[3:]
 	case bytes.HasPrefix(body, []byte{0xFF, 0xFE}), bytes.HasPrefix(body, []byte{0xFE, 0xFF}):
-		return fromUTF16(body)
+		if len(body)%2 != 0 {
+			return nil
+		}
+		order := xunicode.LittleEndian
+		if body[0] == 0xFE {
+			order = xunicode.BigEndian
+		}
+		return transform.NewReader(bytes.NewReader(body), xunicode.UTF16(order, xunicode.ExpectBOM).NewDecoder())
 	}
-	var s string
 	if utf8.Valid(body) {
-		s = string(body)
-	} else {
-		d, err := charmap.Windows1252.NewDecoder().Bytes(body)
-		if err != nil {
-			return "", errNotText
-		}
-		s = string(d)
+		return bytes.NewReader(body)
 	}
-	if looksBinary(s) {
-		return "", errNotText
-	}
-	return s, nil
+	return charmap.Windows1252.NewDecoder().Reader(bytes.NewReader(body))
 }
 
-func fromUTF16(body []byte) (string, error) {
-	little := body[0] == 0xFF
-	body = body[2:]
-	if len(body)%2 != 0 {
-		return "", errNotText
-	}
-	u := make([]uint16, len(body)/2)
-	for i := range u {
-		if little {
-			u[i] = uint16(body[2*i]) | uint16(body[2*i+1])<<8
-		} else {
-			u[i] = uint16(body[2*i])<<8 | uint16(body[2*i+1])
-		}
-	}
-	s := string(utf16.Decode(u))
-	if looksBinary(s) {
-		return "", errNotText
-	}
-	return s, nil
-}
-
-// looksBinary: any NUL, or more than 1 in 100 characters a control
-// character other than tab, newline, carriage return and form feed.
-func looksBinary(s string) bool {
-	if strings.IndexByte(s, 0) >= 0 {
-		return true
-	}
+// looksBinary reads decoded text and reports whether it is binary data: any
+// NUL, or more than 1 in 100 characters a control character other than
+// tab, newline, carriage return and form feed, or a replacement character.
+func looksBinary(r io.Reader) (bool, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	var ctl, n int
-	for _, r := range s {
+	for {
+		c, _, err := br.ReadRune()
+		if err == io.EOF {
+			return ctl*100 > n, nil
+		}
+		if err != nil {
+			return false, err
+		}
 		n++
-		if r == utf8.RuneError || (unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' && r != '\f') {
+		switch {
+		case c == 0:
+			return true, nil
+		case c == utf8.RuneError, unicode.IsControl(c) && c != '\t' && c != '\n' && c != '\r' && c != '\f':
 			ctl++
 		}
 	}
-	return ctl*100 > n
-}
-
-// tidy normalises line endings, drops trailing spaces and control
-// characters, and collapses runs of blank lines into one.
-func tidy(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.Map(func(r rune) rune {
-		switch r {
-		case '\t', '\n':
-			return r
-		case '\r', '\f', '\u2028', '\u2029': // old Mac line ends, page breaks, Unicode line separators
-			return '\n'
-		case '\v', '\u00a0':
-			return ' '
-		case '\ufeff', '\u200b', '\u00ad', utf8.RuneError:
-			return -1
-		}
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-	var b strings.Builder
-	b.Grow(len(s))
-	blank := false
-	for line := range strings.SplitSeq(s, "\n") {
-		line = strings.TrimRightFunc(line, unicode.IsSpace)
-		if line == "" {
-			blank = true
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-			if blank {
-				b.WriteByte('\n')
-			}
-		}
-		blank = false
-		b.WriteString(line)
-	}
-	return b.String()
 }
 
 // runCtx runs extract, which may be slow and blind to ctx (readability,
@@ -350,9 +381,9 @@ func tidy(s string) string {
 // ctx ends, whichever comes first; an abandoned run finishes in the
 // background. A panic (the PDF reader panics on some malformed files)
 // becomes the error onPanic.
-func runCtx(ctx context.Context, onPanic error, extract func() (domain.Document, error)) (domain.Document, error) {
+func runCtx[T any](ctx context.Context, onPanic error, extract func() (T, error)) (T, error) {
 	type result struct {
-		doc domain.Document
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
@@ -364,13 +395,14 @@ func runCtx(ctx context.Context, onPanic error, extract func() (domain.Document,
 			}
 			done <- res
 		}()
-		res.doc, res.err = extract()
+		res.v, res.err = extract()
 	}()
 	select {
 	case res := <-done:
-		return res.doc, res.err
+		return res.v, res.err
 	case <-ctx.Done():
-		return domain.Document{}, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
@@ -397,24 +429,34 @@ func markdownTitle(s string) string {
 	return ""
 }
 
-// splitFrontMatter separates a leading YAML front matter block ("---"
-// lines around it), which Markdown would otherwise read as a setext
-// heading, from the body.
-func splitFrontMatter(s string) (meta, body string) {
-	t := strings.TrimPrefix(strings.ReplaceAll(s, "\r\n", "\n"), "\ufeff")
-	if !strings.HasPrefix(t, "---\n") {
-		return "", s
+// maxFrontMatter is how far into a Markdown file its front matter may end.
+const maxFrontMatter = 64 << 10
+
+// skipFrontMatter reads past a leading YAML front matter block ("---"
+// lines around it, ending within maxFrontMatter bytes), which Markdown would
+// otherwise read as a setext heading, and returns its title: and the rest.
+func skipFrontMatter(r io.Reader) (string, io.Reader, error) {
+	head := make([]byte, maxFrontMatter)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", nil, err
 	}
-	rest := t[len("---\n"):]
+	whole := n < len(head)
+	t := strings.TrimPrefix(strings.ReplaceAll(string(head[:n]), "\r\n", "\n"), "\ufeff")
+	rest := io.MultiReader(bytes.NewReader(head[:n]), r)
+	if !strings.HasPrefix(t, "---\n") {
+		return "", rest, nil
+	}
+	t = t[len("---\n"):]
 	for _, end := range []string{"\n---\n", "\n...\n"} {
-		if i := strings.Index(rest, end); i >= 0 {
-			return rest[:i], rest[i+len(end):]
+		if i := strings.Index(t, end); i >= 0 {
+			return frontMatterTitle(t[:i]), io.MultiReader(strings.NewReader(t[i+len(end):]), r), nil
 		}
 	}
-	if strings.HasSuffix(rest, "\n---") {
-		return strings.TrimSuffix(rest, "\n---"), ""
+	if whole && strings.HasSuffix(t, "\n---") {
+		return frontMatterTitle(strings.TrimSuffix(t, "\n---")), strings.NewReader(""), nil
 	}
-	return "", s
+	return "", rest, nil
 }
 
 // frontMatterTitle reads a top-level "title:" of YAML front matter.

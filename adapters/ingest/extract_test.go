@@ -484,6 +484,15 @@ func TestPDFToTextExec(t *testing.T) {
 			wantErr: true,
 		},
 		{
+			// Stopped once its text is over the cap, not read to the end
+			// (there is none) or until the time cap.
+			name:    "endless output",
+			script:  `exec yes "Refunds are paid within fourteen days."`,
+			timeout: 30 * time.Second,
+			want:    "file: the file's text is over 16.0 MB; split it into smaller files",
+			wantErr: true,
+		},
+		{
 			name:    "too slow",
 			script:  `exec sleep 10`,
 			timeout: 300 * time.Millisecond,
@@ -530,5 +539,21 @@ func TestPDFToTextVanishedFallsBack(t *testing.T) {
 	}
 	if !strings.Contains(doc.Text, "## Installation") {
 		t.Errorf("pure-Go fallback text:\n%s", doc.Text)
+	}
+}
+
+// TestPDFInlineImage: the data of an inline image is binary and skipped,
+// not read as tokens (a "(" in it would open a string to the end of the
+// stream and swallow the text after it).
+func TestPDFInlineImage(t *testing.T) {
+	content := "BT /F1 11 Tf 72 720 Td (Before the image.) Tj ET\n" +
+		"q 10 0 0 10 72 600 cm BI /W 4 /H 1 /BPC 8 /CS /G ID \x00(\xff\x01 EI Q\n" +
+		"BT /F1 11 Tf 72 500 Td (After the image.) Tj ET"
+	doc, err := NewExtractor(ExtractorOptions{PureGoPDF: true}).Extract(context.Background(), "image.pdf", onePagePDF([]byte(content)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Before the image.\n\nAfter the image."; doc.Text != want {
+		t.Errorf("text = %q, want %q", doc.Text, want)
 	}
 }

@@ -26,13 +26,27 @@ import (
 // onto a fragment (a teaser, a caption) of a page that is not an article.
 const minArticleChars = 200
 
+// maxHTMLElements caps the elements of an HTML file or page. The page is
+// parsed into a tree that readability and the Markdown converter walk and
+// copy: each element costs a few kB of memory on the way, so a file of
+// flat tags (20 MB of "<p>a</p>") would take gigabytes. x/net/html itself
+// refuses nesting deeper than 512 open elements.
+const maxHTMLElements = 50_000
+
+// maxHTMLTextBytes caps the visible text of an HTML file or page, below the
+// text cap of other files: the tree, readability and the converter each
+// hold their copies of it, about ten times the text in all.
+const maxHTMLTextBytes = 4 << 20
+
 // HTMLDocument extracts the main content of a web page as Markdown, as
 // Extract does for .html files, with pageURL (may be "") set as the
 // Document's URL and used to resolve relative links; the title falls back
 // to pageURL. It returns a domain.ValidationError on field "url" when the
-// page is binary or has no text.
+// page is binary, over the caps (DefaultMaxTextBytes of text,
+// maxHTMLElements elements) or has no text.
 func HTMLDocument(body []byte, pageURL string) (domain.Document, error) {
-	doc, err := htmlToDocument(context.Background(), newHTMLConverter(), body, pageURL)
+	out := newTextSink(DefaultMaxTextBytes)
+	title, err := htmlToText(context.Background(), newHTMLConverter(), body, pageURL, out)
 	var ve *domain.ValidationError
 	if errors.As(err, &ve) && ve.Fields["file"] != "" {
 		return domain.Document{}, domain.InvalidField("url", ve.Fields["file"])
@@ -40,21 +54,21 @@ func HTMLDocument(body []byte, pageURL string) (domain.Document, error) {
 	if err != nil {
 		return domain.Document{}, err
 	}
-	doc.Text = tidy(doc.Text)
-	if doc.Text == "" {
+	text := out.String()
+	if text == "" {
 		return domain.Document{}, domain.InvalidField("url", "the page has no text")
 	}
-	if doc.Title = oneLine(doc.Title); doc.Title == "" {
-		doc.Title = pageURL
+	if title = cleanTitle(title); title == "" {
+		title = pageURL
 	}
-	return doc, nil
+	return domain.Document{Title: title, URL: pageURL, Text: text}, nil
 }
 
 // htmlDocument runs the HTML path under the extraction's time cap:
 // readability takes no context.
-func (e *Extractor) htmlDocument(ctx context.Context, body []byte, pageURL string) (domain.Document, error) {
-	return runCtx(ctx, invalid("the HTML cannot be read"), func() (domain.Document, error) {
-		return htmlToDocument(ctx, e.html, body, pageURL)
+func (e *Extractor) htmlDocument(ctx context.Context, body []byte, pageURL string, out *textSink) (string, error) {
+	return runCtx(ctx, invalid("the HTML cannot be read"), func() (string, error) {
+		return htmlToText(ctx, e.html, body, pageURL, out)
 	})
 }
 
@@ -80,20 +94,95 @@ func newHTMLConverter() *converter.Converter {
 	return conv
 }
 
-func htmlToDocument(ctx context.Context, conv *converter.Converter, body []byte, pageURL string) (domain.Document, error) {
-	// The charset comes from a byte-order mark, a <meta> tag or a guess;
-	// bytes that decode to binary junk are not a page.
+// htmlReader decodes body to UTF-8; the charset comes from a byte-order
+// mark, a <meta> tag or a guess.
+func htmlReader(body []byte) io.Reader {
 	var r io.Reader = bytes.NewReader(body)
 	if cr, err := charset.NewReader(r, "text/html"); err == nil {
 		r = cr
 	}
-	decoded, err := io.ReadAll(r)
-	if err != nil || looksBinary(string(decoded)) {
-		return domain.Document{}, invalid("the HTML is not text (it looks like binary data)")
+	return r
+}
+
+// checkHTML reads the page as a stream of tokens, before any tree is
+// built, and refuses it when it has more than maxHTMLElements elements, or
+// more than maxText bytes of visible text (white space collapsed, as the
+// Markdown has it).
+func checkHTML(ctx context.Context, body []byte, maxText int) error {
+	z := html.NewTokenizer(htmlReader(body))
+	// The tokenizer holds one token whole: a tag with its attributes, or
+	// a run of text.
+	z.SetMaxBuf(2 * maxText)
+	elements, text := 0, 0
+	space := true // the text so far ends in white space
+	hidden := 0   // inside <script>, <style> and the like, whose text is not shown
+	for n := 0; ; n++ {
+		if n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			switch z.Err() {
+			case io.EOF:
+				return nil
+			case html.ErrBufferExceeded:
+				return invalid("the HTML has a tag or a run of text over %s; split it into smaller pages", size(int64(2*maxText)))
+			}
+			return invalid("the HTML cannot be read: %v", z.Err())
+		case html.StartTagToken, html.SelfClosingTagToken:
+			if elements++; elements > maxHTMLElements {
+				return invalid("the HTML has more than %d elements; split it into smaller pages", maxHTMLElements)
+			}
+			name, _ := z.TagName()
+			if isHiddenText(atom.Lookup(name)) && tt == html.StartTagToken {
+				hidden++
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			if isHiddenText(atom.Lookup(name)) && hidden > 0 {
+				hidden--
+			}
+		case html.TextToken:
+			if hidden > 0 {
+				continue
+			}
+			for _, c := range z.Raw() {
+				switch {
+				case c > ' ':
+					text++
+					space = false
+				case !space:
+					text++
+					space = true
+				}
+			}
+			if text > maxText {
+				return invalid("the HTML has more than %s of text; split it into smaller pages", size(int64(maxText)))
+			}
+		}
 	}
-	root, err := html.Parse(bytes.NewReader(decoded))
+}
+
+func isHiddenText(a atom.Atom) bool {
+	switch a {
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Textarea, atom.Title:
+		return true
+	}
+	return false
+}
+
+func htmlToText(ctx context.Context, conv *converter.Converter, body []byte, pageURL string, out *textSink) (string, error) {
+	// Bytes that decode to binary junk are not a page.
+	if binary, err := looksBinary(htmlReader(body)); err != nil || binary {
+		return "", invalid("the HTML is not text (it looks like binary data)")
+	}
+	if err := checkHTML(ctx, body, min(out.max, maxHTMLTextBytes)); err != nil {
+		return "", err
+	}
+	root, err := html.Parse(htmlReader(body))
 	if err != nil {
-		return domain.Document{}, invalid("the HTML cannot be parsed: %v", err)
+		return "", invalid("the HTML cannot be parsed: %v", err)
 	}
 	title := elementText(find(root, atom.Title))
 	if title == "" {
@@ -109,7 +198,7 @@ func htmlToDocument(ctx context.Context, conv *converter.Converter, body []byte,
 	}
 	content := mainContent(root, base)
 	if err := ctx.Err(); err != nil {
-		return domain.Document{}, err
+		return "", err
 	}
 	var opts []converter.ConvertOptionFunc
 	opts = append(opts, converter.WithContext(ctx))
@@ -119,11 +208,12 @@ func htmlToDocument(ctx context.Context, conv *converter.Converter, body []byte,
 	md, err := conv.ConvertNode(content, opts...)
 	if err != nil {
 		if ctx.Err() != nil {
-			return domain.Document{}, ctx.Err()
+			return "", ctx.Err()
 		}
-		return domain.Document{}, invalid("the HTML cannot be converted: %v", err)
+		return "", invalid("the HTML cannot be converted: %v", err)
 	}
-	return domain.Document{Title: title, URL: pageURL, Text: string(md)}, nil
+	_, err = out.Write(md)
+	return title, err
 }
 
 // mainContent is readability's article when it finds one with enough text,

@@ -22,7 +22,7 @@ for file in $targets; do
 	pkg="./$(dirname "$file")"
 	for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //'); do
 		echo "fuzz: $pkg $name ($fuzztime)"
-		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" >/tmp/fuzz.$$.log 2>&1 || {
+		"$go" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" >/tmp/fuzz.$$.log 2>&1 || {
 			cat /tmp/fuzz.$$.log
 			rm -f /tmp/fuzz.$$.log
 			echo "fuzz: $pkg $name failed; the input is in $pkg/testdata/fuzz/$name" >&2

@@ -32,10 +32,12 @@ type Config struct {
 	BodyLimitBytes  int `env:"BODY_LIMIT_BYTES" envDefault:"1048576"`
 	MaxMessageChars int `env:"MAX_MESSAGE_CHARS" envDefault:"8000"`
 	// LargeBodySlots bounds the request bodies over BodyLimitBytes (file
-	// uploads) one API process reads at once, and so the memory they take;
-	// another waits up to LargeBodyWait for a slot, then is refused with a
+	// uploads) one API process reads at once, and so the memory they take:
+	// up to about 40 MiB of RSS each (a 20 MiB file and the GC's headroom);
+	// 2 keep a flood of oversize uploads under 200 MiB (docs/benchmarks.md).
+	// Another waits up to LargeBodyWait for a slot, then is refused with a
 	// retryable 503.
-	LargeBodySlots int           `env:"LARGE_BODY_SLOTS" envDefault:"4"`
+	LargeBodySlots int           `env:"LARGE_BODY_SLOTS" envDefault:"2"`
 	LargeBodyWait  time.Duration `env:"LARGE_BODY_WAIT" envDefault:"2s"`
 
 	RateLimitAPIPerMinute     int `env:"RATE_LIMIT_API_PER_MINUTE" envDefault:"600"`

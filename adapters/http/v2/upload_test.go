@@ -153,6 +153,8 @@ func FuzzDecodeFileUpload(f *testing.F) {
 	f.Add([]byte("--"+testBoundary+"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"../../etc/passwd\"\r\n\r\nroot\r\n--"+testBoundary+"--\r\n"), 10)
 	f.Add([]byte("--"+testBoundary+"\r\nContent-Disposition: form-data; name=type\r\n\r\nfile\r\n--"+testBoundary+"\r\n"), 5)
 	f.Add([]byte("preamble\r\n--"+testBoundary+"--\r\nepilogue"), 1)
+	f.Add([]byte("--"+testBoundary+"\r\nContent-Disposition: form-data; name=type\r\n\r\nfile\r\n--"+testBoundary+
+		"\r\nContent-Disposition: form-data; name=file; filename=a.md\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nA=3DB\r\n--"+testBoundary+"--\r\n"), -1)
 	f.Add([]byte{}, -1)
 	const maxFile = 64
 	f.Fuzz(func(t *testing.T, body []byte, hint int) {
@@ -173,8 +175,10 @@ func FuzzDecodeFileUpload(f *testing.F) {
 		if len(up.name) > maxUploadFieldBytes {
 			t.Fatalf("accepted a name of %d bytes", len(up.name))
 		}
-		if !bytes.Contains(body, up.content) {
-			t.Fatal("the file is not a part of the body")
+		// Not always a substring of the body: multipart decodes a part sent
+		// as quoted-printable. Never longer than the body, though.
+		if len(up.content) > len(body) {
+			t.Fatalf("a file of %d bytes out of a body of %d", len(up.content), len(body))
 		}
 	})
 }

@@ -31,6 +31,14 @@ type Config struct {
 
 	BodyLimitBytes  int `env:"BODY_LIMIT_BYTES" envDefault:"1048576"`
 	MaxMessageChars int `env:"MAX_MESSAGE_CHARS" envDefault:"8000"`
+	// LargeBodySlots bounds the request bodies over BodyLimitBytes (file
+	// uploads) one API process reads at once, and so the memory they take:
+	// up to about 40 MiB of RSS each (a 20 MiB file and the GC's headroom);
+	// 2 keep a flood of oversize uploads under 200 MiB (docs/benchmarks.md).
+	// Another waits up to LargeBodyWait for a slot, then is refused with a
+	// retryable 503.
+	LargeBodySlots int           `env:"LARGE_BODY_SLOTS" envDefault:"2"`
+	LargeBodyWait  time.Duration `env:"LARGE_BODY_WAIT" envDefault:"2s"`
 
 	RateLimitAPIPerMinute     int `env:"RATE_LIMIT_API_PER_MINUTE" envDefault:"600"`
 	RateLimitWebhookPerMinute int `env:"RATE_LIMIT_WEBHOOK_PER_MINUTE" envDefault:"1200"`
@@ -233,6 +241,7 @@ func (c Config) validate() error {
 		{"DB_MAX_IDLE_CONNS", c.DBMaxIdleConns, 0, ""},
 		{"BODY_LIMIT_BYTES", c.BodyLimitBytes, 1024, ""},
 		{"MAX_MESSAGE_CHARS", c.MaxMessageChars, 1, ""},
+		{"LARGE_BODY_SLOTS", c.LargeBodySlots, 1, ""},
 		{"RATE_LIMIT_API_PER_MINUTE", c.RateLimitAPIPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_WEBHOOK_PER_MINUTE", c.RateLimitWebhookPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
@@ -295,6 +304,9 @@ func (c Config) validate() error {
 	}
 	if c.LocalTokenDelay < 0 || c.LocalTokenDelay > time.Second {
 		return fmt.Errorf("%sLOCAL_TOKEN_DELAY=%s must be between 0s and 1s", Prefix, c.LocalTokenDelay)
+	}
+	if c.LargeBodyWait < 0 || c.LargeBodyWait > time.Minute {
+		return fmt.Errorf("%sLARGE_BODY_WAIT=%s must be between 0 (refuse at once) and 1m", Prefix, c.LargeBodyWait)
 	}
 	if c.AgentCacheTTL < 0 || c.AgentCacheTTL > time.Minute {
 		return fmt.Errorf("%sAGENT_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AgentCacheTTL)

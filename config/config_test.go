@@ -95,6 +95,14 @@ func TestLoad(t *testing.T) {
 		{name: "relay outage limit under a second", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "500ms"}, wantErr: "CONCIERGE_RELAY_OUTAGE_LIMIT=500ms must be between 1s and 10m"},
 		{name: "relay outage limit over ten minutes", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "1h"}, wantErr: "CONCIERGE_RELAY_OUTAGE_LIMIT=1h0m0s must be between 1s and 10m"},
 		{name: "relay outage limit not a duration", env: map[string]string{"CONCIERGE_RELAY_OUTAGE_LIMIT": "thirty"}, wantErr: "RELAY_OUTAGE_LIMIT"},
+		{name: "large bodies read one at a time, refused at once", env: map[string]string{"CONCIERGE_LARGE_BODY_SLOTS": "1", "CONCIERGE_LARGE_BODY_WAIT": "0s"}, check: func(t *testing.T, c Config) {
+			if c.LargeBodySlots != 1 || c.LargeBodyWait != 0 {
+				t.Fatalf("large bodies: %d slots, wait %s", c.LargeBodySlots, c.LargeBodyWait)
+			}
+		}},
+		{name: "no slot for large bodies", env: map[string]string{"CONCIERGE_LARGE_BODY_SLOTS": "0"}, wantErr: "CONCIERGE_LARGE_BODY_SLOTS=0 is too small"},
+		{name: "large body wait too long", env: map[string]string{"CONCIERGE_LARGE_BODY_WAIT": "2m"}, wantErr: "CONCIERGE_LARGE_BODY_WAIT=2m0s must be between"},
+		{name: "negative large body wait", env: map[string]string{"CONCIERGE_LARGE_BODY_WAIT": "-1s"}, wantErr: "CONCIERGE_LARGE_BODY_WAIT=-1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

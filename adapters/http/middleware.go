@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/http/bodylimit"
 	"github.com/conciergehq/concierge/adapters/http/wire"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/workspace"
@@ -171,27 +172,47 @@ func bearer(header string) (string, bool) {
 	return strings.Clone(token), token != ""
 }
 
-// uploadLimitBytes bounds a multipart file upload: the largest file a
-// source may have plus room for the form's other parts.
-const uploadLimitBytes = domain.MaxSourceFileBytes + 64<<10
+// Body limits besides the configured JSON one: an upload is the largest
+// file a source may have plus room for the form's other parts; a route that
+// takes no body gets a few KiB (room for a client that sends one anyway).
+const (
+	uploadLimitBytes = domain.MaxSourceFileBytes + 64<<10
+	otherLimitBytes  = 4 << 10
+)
 
-// limitBody enforces the documented body limit on the raw (still encoded)
-// body, the larger upload limit on multipart uploads of sources, and refuses
-// compressed bodies, which fiber would otherwise inflate past any limit.
-func limitBody(limit, uploadLimit int) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		allowed := limit
-		if c.Method() == fiber.MethodPost && strings.HasSuffix(c.Path(), "/sources") && wire.IsMultipart(c) {
-			allowed = uploadLimit
-		}
-		if len(c.Request().Body()) > allowed {
-			return fiber.ErrRequestEntityTooLarge
-		}
-		if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
-			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Encoding is not supported")
-		}
-		return c.Next()
+// bodyClass tells a request's body limit from its method, path and
+// Content-Type, before routing: API writes take JSON, except a multipart
+// POST to an agent's sources (a file upload); everything else takes no
+// body. The path is compared as the router does (case-insensitively, one
+// trailing slash ignored).
+func bodyClass(c *fiber.Ctx) bodylimit.Class {
+	path := strings.ToLower(c.Path())
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
 	}
+	if !strings.HasPrefix(path, "/api/") {
+		return bodylimit.Other
+	}
+	switch c.Method() {
+	case fiber.MethodPost:
+		if isSourcesPath(path) && wire.IsMultipart(c) {
+			return bodylimit.Upload
+		}
+		return bodylimit.JSON
+	case fiber.MethodPut, fiber.MethodPatch:
+		return bodylimit.JSON
+	}
+	return bodylimit.Other
+}
+
+// isSourcesPath matches /api/v2/agents/{slug}/sources.
+func isSourcesPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/v2/agents/")
+	if !ok {
+		return false
+	}
+	slug, tail, ok := strings.Cut(rest, "/")
+	return ok && slug != "" && tail == "sources"
 }
 
 // limitPerIP counts keyless calls against the client IP, in the named

@@ -5,11 +5,13 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/http/bodylimit"
 	"github.com/conciergehq/concierge/adapters/http/v1"
 	"github.com/conciergehq/concierge/adapters/http/v2"
 	"github.com/conciergehq/concierge/adapters/http/webhook"
@@ -57,7 +59,13 @@ type Deps struct {
 
 // Options are the HTTP settings from configuration.
 type Options struct {
-	BodyLimitBytes           int
+	// BodyLimitBytes bounds a JSON body; uploads and routes that take no
+	// body have limits of their own.
+	BodyLimitBytes int
+	// LargeBodySlots bounds the bodies over BodyLimitBytes (uploads) read
+	// at once; another waits up to LargeBodyWait, then is refused with 503.
+	LargeBodySlots           int
+	LargeBodyWait            time.Duration
 	RateLimitAPIPerMinute    int
 	RateLimitHookPerMinute   int
 	RateLimitPublicPerMinute int
@@ -77,13 +85,12 @@ type Options struct {
 // under (cancelled at shutdown). Its error means the embedded widget front
 // end does not load.
 func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error) {
-	cfg := fiber.Config{
-		AppName: "concierge",
-		// fasthttp refuses bodies over BodyLimit by closing the connection with
-		// the body unread, which clients may see as a reset instead of the
-		// 413. It buffers up to twice the documented limit and limitBody answers
-		// a clean 413 between the two.
-		BodyLimit:             max(2*o.BodyLimitBytes, uploadLimitBytes+o.BodyLimitBytes),
+	bodyLimits := bodylimit.Limits{
+		Other: min(otherLimitBytes, o.BodyLimitBytes), JSON: o.BodyLimitBytes, Upload: uploadLimitBytes,
+		LargeSlots: o.LargeBodySlots, LargeWait: o.LargeBodyWait,
+	}
+	cfg := bodylimit.Configure(fiber.Config{
+		AppName:               "concierge",
 		ErrorHandler:          errorHandler(d.Log),
 		DisableStartupMessage: true,
 		// Response encoding only: goccy/go-json produces the same output as
@@ -93,14 +100,14 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		// fasthttp's 4 KiB default refuses a request whose headers exceed it
 		// before our code runs; identity headers alone may be 4 KiB.
 		ReadBufferSize: 16 << 10,
-		// Hand the read buffer back while a response is written: a live
-		// stream would otherwise hold its 16 KiB for hours (measured: 58
-		// KiB per idle stream with it held, 40 KiB without).
-		ReduceMemoryUsage: true,
-		ReadTimeout:       o.ReadTimeout,
+		// No ReduceMemoryUsage: body streaming cannot have it (see
+		// bodylimit.Configure), so a live stream holds its connection's
+		// read buffer (measured: 58 KiB per idle stream with it held, 40
+		// KiB without).
+		ReadTimeout: o.ReadTimeout,
 		// No WriteTimeout: it would cap the life of SSE streams.
 		IdleTimeout: o.IdleTimeout,
-	}
+	}, bodyLimits)
 	if len(o.TrustedProxies) > 0 {
 		cfg.EnableTrustedProxyCheck = true
 		cfg.TrustedProxies = o.TrustedProxies
@@ -117,7 +124,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		return nil, err
 	}
 
-	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log))
+	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
 
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
@@ -125,7 +132,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	// body handling there); /chat/... is the page, /api/chat/... the API.
 	widgets.RegisterPages(app)
 
-	api := app.Group("/api", limitBody(o.BodyLimitBytes, uploadLimitBytes))
+	api := app.Group("/api")
 	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
@@ -161,3 +168,8 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	}).Register(api.Group("/webhooks"))
 	return app, nil
 }
+
+// Listener wraps ln for serving the app New builds: a connection whose
+// request body was refused unread then closes without a reset, so its
+// client reads the answer.
+func Listener(ln net.Listener) net.Listener { return bodylimit.Listener(ln) }

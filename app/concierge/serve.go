@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	httpapi "github.com/conciergehq/concierge/adapters/http"
 	"github.com/conciergehq/concierge/config"
 )
 
@@ -58,7 +59,7 @@ func (s *system) serveHTTP(ctx context.Context, ln net.Listener) error {
 	}
 	s.listenForChanges(base)
 	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
+	go func() { served <- app.Listener(httpapi.Listener(ln)) }()
 	s.log.Info("HTTP API listening", "addr", ln.Addr().String(), "publicUrl", s.cfg.PublicURL)
 
 	select {

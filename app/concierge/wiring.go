@@ -334,6 +334,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		},
 		httpapi.Options{
 			BodyLimitBytes:                   s.cfg.BodyLimitBytes,
+			LargeBodySlots:                   s.cfg.LargeBodySlots,
+			LargeBodyWait:                    s.cfg.LargeBodyWait,
 			RateLimitAPIPerMinute:            s.cfg.RateLimitAPIPerMinute,
 			RateLimitHookPerMinute:           s.cfg.RateLimitWebhookPerMinute,
 			RateLimitPublicPerMinute:         s.cfg.RateLimitPublicPerMinute,

@@ -2,7 +2,6 @@
 package v2
 
 import (
-	"io"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -175,51 +174,6 @@ func (h *Handlers) createSource(c *fiber.Ctx) error {
 	}
 	c.Location("/api/v2/agents/" + slug + "/sources/" + created.ID)
 	return c.Status(fiber.StatusCreated).JSON(toSourceDTO(slug)(created))
-}
-
-// fileSource reads a multipart upload: the fields type (which must be
-// "file") and name (optional), and exactly one file part named file.
-func fileSource(c *fiber.Ctx) (domain.Source, error) {
-	form, err := c.MultipartForm()
-	if err != nil {
-		return domain.Source{}, domain.Invalid("invalid multipart/form-data body")
-	}
-	for field := range form.Value {
-		if field != "type" && field != "name" {
-			return domain.Source{}, domain.InvalidField(field, "unknown field; a file upload has the fields type, name and file")
-		}
-	}
-	for field := range form.File {
-		if field != "file" {
-			return domain.Source{}, domain.InvalidField(field, "unknown file part; send the document as the part named file")
-		}
-	}
-	value := func(name string) string {
-		if v := form.Value[name]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	if typ := value("type"); typ != string(domain.SourceFile) {
-		return domain.Source{}, domain.InvalidField("type", "must be file for a multipart upload; other types are sent as JSON")
-	}
-	files := form.File["file"]
-	if len(files) != 1 {
-		return domain.Source{}, domain.InvalidField("file", "exactly one file is required")
-	}
-	if files[0].Size > domain.MaxSourceFileBytes {
-		return domain.Source{}, domain.InvalidField("file", "must be at most 20 MiB")
-	}
-	f, err := files[0].Open()
-	if err != nil {
-		return domain.Source{}, domain.InvalidField("file", "could not be read")
-	}
-	defer f.Close()
-	body, err := io.ReadAll(io.LimitReader(f, domain.MaxSourceFileBytes+1))
-	if err != nil {
-		return domain.Source{}, domain.InvalidField("file", "could not be read")
-	}
-	return domain.Source{Type: domain.SourceFile, Name: value("name"), Filename: files[0].Filename, File: body}, nil
 }
 
 func (h *Handlers) getSource(c *fiber.Ctx) error {

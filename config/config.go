@@ -101,6 +101,9 @@ type Config struct {
 	// addresses. For tests against a local site only: it turns off the
 	// protection against server-side request forgery.
 	CrawlAllowPrivateAddresses bool `env:"CRAWL_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS" envDefault:"false"`
+	// CrawlTimeBudget bounds the crawl time of one website indexing, summed
+	// over its attempts; when it runs out, the pages read are indexed.
+	CrawlTimeBudget time.Duration `env:"CRAWL_TIME_BUDGET" envDefault:"30m"`
 
 	// DeliveryTimeout bounds one attempt to deliver a handoff or an event
 	// to a workspace's receiver; a claimed delivery is held for twice as
@@ -302,6 +305,9 @@ func (c Config) validate() error {
 	}
 	if c.DeliveryRetryCap < c.DeliveryRetryBase || c.DeliveryRetryCap > 24*time.Hour {
 		return fmt.Errorf("%sDELIVERY_RETRY_CAP=%s must be between %sDELIVERY_RETRY_BASE (%s) and 24h", Prefix, c.DeliveryRetryCap, Prefix, c.DeliveryRetryBase)
+	}
+	if c.CrawlTimeBudget < time.Second || c.CrawlTimeBudget > 24*time.Hour {
+		return fmt.Errorf("%sCRAWL_TIME_BUDGET=%s must be between 1s and 24h", Prefix, c.CrawlTimeBudget)
 	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)

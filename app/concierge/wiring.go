@@ -213,9 +213,9 @@ func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer
 		return nil, fmt.Errorf("%sCRAWL_*: %v", config.Prefix, err)
 	}
 	return knowledge.NewIndexer(knowledge.Deps{
-		Store: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
+		Store: s.store, Crawls: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
 		Embedder: s.embedder, Notifier: s.announcer, Clock: s.clock, Log: log.With("component", "indexer"),
-	}), nil
+	}, knowledge.Options{CrawlBudget: cfg.CrawlTimeBudget}), nil
 }
 
 // listenForChanges keeps this pod's caches in step with other pods' agent

@@ -71,6 +71,12 @@ type Config struct {
 	WorkerConcurrency  int           `env:"WORKER_CONCURRENCY" envDefault:"10"`
 	InboundSweepPeriod time.Duration `env:"INBOUND_SWEEP_PERIOD" envDefault:"30s"`
 
+	// WorkerIndexConcurrency is how many index jobs (crawls, extraction,
+	// embedding) one worker runs at once, in slots of their own: the
+	// WorkerConcurrency slots of inbound messages and deliveries are never
+	// taken by indexing.
+	WorkerIndexConcurrency int `env:"WORKER_INDEX_CONCURRENCY" envDefault:"4"`
+
 	// Embedder turns knowledge into vectors: "local" (embedded, no network)
 	// or "openai" (any OpenAI-compatible embeddings endpoint, configured by
 	// the OPENAI_* variables above plus the model and dimensions here).
@@ -236,6 +242,7 @@ func (c Config) validate() error {
 		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE", c.RateLimitWidgetSessionsPerMinute, 0, " (0 disables the limit)"},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1, ""},
+		{"WORKER_INDEX_CONCURRENCY", c.WorkerIndexConcurrency, 1, ""},
 		{"OPENAI_MAX_RETRIES", c.OpenAIMaxRetries, 0, ""},
 		{"MAX_ANSWER_CHARS", c.MaxAnswerChars, 100, ""},
 		{"RETRIEVAL_LIMIT", c.RetrievalLimit, 1, ""},
@@ -371,6 +378,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("publicUrl", c.PublicURL),
 		slog.String("logLevel", c.LogLevel),
 		slog.Int("workerConcurrency", c.WorkerConcurrency),
+		slog.Int("workerIndexConcurrency", c.WorkerIndexConcurrency),
 		slog.String("llmProvider", c.LLMProvider),
 		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
 		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),

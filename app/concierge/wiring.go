@@ -339,7 +339,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 // index jobs and deliveries.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	srv := workers.NewServer(s.redisOpt,
-		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
+		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
+			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
 		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),

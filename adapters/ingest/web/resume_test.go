@@ -181,3 +181,58 @@ func TestCrawlRefusesStepsOfAnotherCrawl(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReplay feeds replay crawl logs as storage might return them, damaged
+// or not: one step a line, "url|final|depth|start|visited|link,link". It
+// must never panic, and a log it accepts must leave a state the crawl can
+// go on from: the site known, counts within the steps given, and every
+// queued page under the site and not already answered unless it was.
+func FuzzReplay(f *testing.F) {
+	f.Add("https://help.example.com/", "https://help.example.com/|https://help.example.com/home|0|1|1|https://help.example.com/a,https://help.example.com/b\nhttps://help.example.com/a||1|0|0|\nhttps://help.example.com/b|https://help.example.com/a|1|0|1|https://help.example.com/c")
+	f.Add("https://help.example.com/sitemap.xml", "https://help.example.com/sitemap.xml||0|1|0|https://help.example.com/p1,https://help.example.com/p1,https://other.example.com/x")
+	f.Add("https://help.example.com/", "https://help.example.com/||0|0|1|")
+	f.Add("https://help.example.com/", "https://help.example.com/|::|0|1|0|")
+	f.Add("https://help.example.com/", "https://help.example.com/||-5|1|1|ftp://x/,https://help.example.com/%zz")
+	f.Add("http://127.0.0.1:8080/", "http://127.0.0.1:8080/||0|1|1|http://127.0.0.1:8080/a\nhttp://127.0.0.1:8080/||0|1|1|")
+	f.Fuzz(func(t *testing.T, start, log string) {
+		u, err := parseTarget(start)
+		if err != nil {
+			return
+		}
+		var steps []ports.CrawlStep
+		for line := range strings.Lines(log) {
+			fields := strings.Split(strings.TrimRight(line, "\n"), "|")
+			for len(fields) < 6 {
+				fields = append(fields, "")
+			}
+			depth := 0
+			for _, r := range fields[2] {
+				if r >= '0' && r <= '9' && depth < 1000 {
+					depth = depth*10 + int(r-'0')
+				}
+			}
+			var links []string
+			if fields[5] != "" {
+				links = strings.Split(fields[5], ",")
+			}
+			steps = append(steps, ports.CrawlStep{URL: fields[0], FinalURL: fields[1], Depth: depth,
+				Start: fields[3] == "1", Visited: fields[4] == "1", Links: links})
+		}
+		if len(steps) == 0 {
+			return
+		}
+		c := &crawl{f: &Fetcher{}, limits: domain.CrawlLimits{MaxPages: 10, MaxDepth: 3},
+			robots: map[string]*robotsRules{}, hosts: map[string]*hostPace{}, seen: map[string]bool{}, done: map[string]bool{}}
+		if err := c.replay(u, steps); err != nil {
+			return
+		}
+		if c.site == "" || c.visited > len(steps) || c.requested >= len(steps) || len(c.queued) != 0 {
+			t.Fatalf("after replay: site %q, visited %d, requested %d of %d steps, %d queued links pending", c.site, c.visited, c.requested, len(steps), len(c.queued))
+		}
+		for _, it := range c.queue {
+			if !c.seen[it.key] || it.u.String() != it.key {
+				t.Fatalf("queued %q (%q) unseen or not in normal form", it.key, it.u)
+			}
+		}
+	})
+}

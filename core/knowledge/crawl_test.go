@@ -288,34 +288,39 @@ func TestJobStopsWhenItsSourceGoes(t *testing.T) {
 	}
 }
 
-// A crawl log that is gone when a step is recorded (deleted before the
-// watcher looked) stops the job the same way.
-func TestJobStopsWhenItsCrawlLogIsGone(t *testing.T) {
+// A crawl log that refuses a step stops the job without a failure: the
+// source was deleted before the watcher looked, or another job (a task
+// handed out twice) records the same crawl and goes on.
+func TestJobStopsWhenItsCrawlLogRefusesAStep(t *testing.T) {
 	t.Parallel()
-	store := &fakeStore{src: websiteSource()}
-	log := &goneAfter{fakeCrawlLog: &fakeCrawlLog{}, n: 1}
-	ix := newTestIndexer(store, log.fakeCrawlLog, &scriptedWeb{pages: 3}, Options{WatchEvery: time.Hour})
-	ix.crawls = log
-	if err := ix.Index(t.Context(), domain.SourceRef{WorkspaceID: "ws_1", SourceID: "src_1"}, true); err != nil {
-		t.Fatalf("Index = %v, want nil", err)
-	}
-	if status, reason := store.state(); status != domain.SourceIndexing || log.recorded != 1 {
-		t.Fatalf("source %s %q after %d recorded steps, want INDEXING after 1", status, reason, log.recorded)
+	for _, refusal := range []error{domain.NotFound("crawl"), domain.Conflict("step 1 is recorded already")} {
+		t.Run(refusal.Error(), func(t *testing.T) {
+			t.Parallel()
+			store := &fakeStore{src: websiteSource()}
+			log := &goneAfter{fakeCrawlLog: &fakeCrawlLog{}, n: 1, refusal: refusal}
+			ix := newTestIndexer(store, log.fakeCrawlLog, &scriptedWeb{pages: 3}, Options{WatchEvery: time.Hour})
+			ix.crawls = log
+			if err := ix.Index(t.Context(), domain.SourceRef{WorkspaceID: "ws_1", SourceID: "src_1"}, true); err != nil {
+				t.Fatalf("Index = %v, want nil", err)
+			}
+			if status, reason := store.state(); status != domain.SourceIndexing || log.recorded != 1 {
+				t.Fatalf("source %s %q after %d recorded steps, want INDEXING after 1", status, reason, log.recorded)
+			}
+		})
 	}
 }
 
-// goneAfter is a crawl log whose source disappears after n steps.
+// goneAfter is a crawl log that refuses every step after n.
 type goneAfter struct {
 	*fakeCrawlLog
 	n        int
+	refusal  error
 	recorded int
 }
 
 func (g *goneAfter) AppendCrawlStep(ctx context.Context, ref domain.SourceRef, seq int, step ports.CrawlStep, page *domain.Document, spent time.Duration) error {
 	if g.recorded == g.n {
-		g.mu.Lock()
-		g.gone = true
-		g.mu.Unlock()
+		return g.refusal
 	}
 	err := g.fakeCrawlLog.AppendCrawlStep(ctx, ref, seq, step, page, spent)
 	if err == nil {

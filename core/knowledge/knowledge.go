@@ -61,6 +61,11 @@ var ErrCrawlContinues = errors.New("the crawl used its time for this attempt and
 // or superseded by a newer request: there is nothing left to do for it.
 var errGone = errors.New("the source was deleted or re-indexed meanwhile")
 
+// errTaken stops a job that found another job recording the same crawl (a
+// task asynq handed out again while its first worker still ran): that one
+// goes on, this one has nothing to add.
+var errTaken = errors.New("another job is crawling this source generation")
+
 // Reasons a crawl's context ends before the job's.
 var (
 	errOutOfTime  = errors.New("the crawl's time budget ran out")
@@ -173,6 +178,10 @@ func (ix *Indexer) Index(ctx context.Context, ref domain.SourceRef, lastAttempt 
 	switch {
 	case errors.Is(err, errGone) || errors.Is(context.Cause(ctx), errGone):
 		ix.log.InfoContext(ctx, "indexing stopped: the source was deleted or re-indexed",
+			"workspace_id", ref.WorkspaceID, "source_id", ref.SourceID, "generation", ref.Generation)
+		return nil
+	case errors.Is(err, errTaken):
+		ix.log.WarnContext(ctx, "indexing stopped: another job is crawling the same source",
 			"workspace_id", ref.WorkspaceID, "source_id", ref.SourceID, "generation", ref.Generation)
 		return nil
 	case errors.Is(err, ErrCrawlContinues):
@@ -390,7 +399,11 @@ func (ix *Indexer) continueCrawl(ctx context.Context, ref domain.SourceRef, src 
 		if page != nil {
 			page.Text = truncateUTF8(page.Text, maxCrawledPageBytes)
 		}
-		if err := ix.crawls.AppendCrawlStep(ctx, ref, seq, step, page, spent()); err != nil {
+		err := ix.crawls.AppendCrawlStep(ctx, ref, seq, step, page, spent())
+		if errors.Is(err, domain.ErrConflict) {
+			return fmt.Errorf("%w: %w", errTaken, err)
+		}
+		if err != nil {
 			return goneIfNotFound(err)
 		}
 		seq++

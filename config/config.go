@@ -79,6 +79,12 @@ type Config struct {
 	WorkerConcurrency  int           `env:"WORKER_CONCURRENCY" envDefault:"10"`
 	InboundSweepPeriod time.Duration `env:"INBOUND_SWEEP_PERIOD" envDefault:"30s"`
 
+	// WorkerIndexConcurrency is how many index jobs (crawls, extraction,
+	// embedding) one worker runs at once, in slots of their own: the
+	// WorkerConcurrency slots of inbound messages and deliveries are never
+	// taken by indexing.
+	WorkerIndexConcurrency int `env:"WORKER_INDEX_CONCURRENCY" envDefault:"4"`
+
 	// Embedder turns knowledge into vectors: "local" (embedded, no network)
 	// or "openai" (any OpenAI-compatible embeddings endpoint, configured by
 	// the OPENAI_* variables above plus the model and dimensions here).
@@ -109,6 +115,9 @@ type Config struct {
 	// addresses. For tests against a local site only: it turns off the
 	// protection against server-side request forgery.
 	CrawlAllowPrivateAddresses bool `env:"CRAWL_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS" envDefault:"false"`
+	// CrawlTimeBudget bounds the crawl time of one website indexing, summed
+	// over its attempts; when it runs out, the pages read are indexed.
+	CrawlTimeBudget time.Duration `env:"CRAWL_TIME_BUDGET" envDefault:"30m"`
 
 	// DeliveryTimeout bounds one attempt to deliver a handoff or an event
 	// to a workspace's receiver; a claimed delivery is held for twice as
@@ -247,6 +256,7 @@ func (c Config) validate() error {
 		{"RATE_LIMIT_PUBLIC_PER_MINUTE", c.RateLimitPublicPerMinute, 0, " (0 disables the limit)"},
 		{"RATE_LIMIT_WIDGET_SESSIONS_PER_MINUTE", c.RateLimitWidgetSessionsPerMinute, 0, " (0 disables the limit)"},
 		{"WORKER_CONCURRENCY", c.WorkerConcurrency, 1, ""},
+		{"WORKER_INDEX_CONCURRENCY", c.WorkerIndexConcurrency, 1, ""},
 		{"OPENAI_MAX_RETRIES", c.OpenAIMaxRetries, 0, ""},
 		{"MAX_ANSWER_CHARS", c.MaxAnswerChars, 100, ""},
 		{"RETRIEVAL_LIMIT", c.RetrievalLimit, 1, ""},
@@ -320,6 +330,9 @@ func (c Config) validate() error {
 	if c.DeliveryRetryCap < c.DeliveryRetryBase || c.DeliveryRetryCap > 24*time.Hour {
 		return fmt.Errorf("%sDELIVERY_RETRY_CAP=%s must be between %sDELIVERY_RETRY_BASE (%s) and 24h", Prefix, c.DeliveryRetryCap, Prefix, c.DeliveryRetryBase)
 	}
+	if c.CrawlTimeBudget < time.Second || c.CrawlTimeBudget > 24*time.Hour {
+		return fmt.Errorf("%sCRAWL_TIME_BUDGET=%s must be between 1s and 24h", Prefix, c.CrawlTimeBudget)
+	}
 	if c.AuthCacheTTL < 0 || c.AuthCacheTTL > time.Minute {
 		return fmt.Errorf("%sAUTH_CACHE_TTL=%s must be between 0 (no cache) and 1m", Prefix, c.AuthCacheTTL)
 	}
@@ -385,6 +398,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("publicUrl", c.PublicURL),
 		slog.String("logLevel", c.LogLevel),
 		slog.Int("workerConcurrency", c.WorkerConcurrency),
+		slog.Int("workerIndexConcurrency", c.WorkerIndexConcurrency),
 		slog.String("llmProvider", c.LLMProvider),
 		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
 		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),

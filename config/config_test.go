@@ -38,6 +38,20 @@ func TestLoad(t *testing.T) {
 		{name: "unknown log format", env: map[string]string{"CONCIERGE_LOG_FORMAT": "xml"}, wantErr: "CONCIERGE_LOG_FORMAT"},
 		{name: "zero concurrency", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "0"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY=0 is too small"},
 		{name: "negative duration", env: map[string]string{"CONCIERGE_SHUTDOWN_TIMEOUT": "-1s"}, wantErr: "CONCIERGE_SHUTDOWN_TIMEOUT"},
+		{name: "indexing defaults", check: func(t *testing.T, c Config) {
+			if c.WorkerConcurrency != 10 || c.WorkerIndexConcurrency != 4 || c.CrawlTimeBudget != 30*time.Minute {
+				t.Fatalf("worker %d, index %d, crawl budget %s", c.WorkerConcurrency, c.WorkerIndexConcurrency, c.CrawlTimeBudget)
+			}
+		}},
+		{name: "indexing settings", env: map[string]string{"CONCIERGE_WORKER_INDEX_CONCURRENCY": "2", "CONCIERGE_CRAWL_TIME_BUDGET": "2h"}, check: func(t *testing.T, c Config) {
+			if c.WorkerIndexConcurrency != 2 || c.CrawlTimeBudget != 2*time.Hour {
+				t.Fatalf("index %d, crawl budget %s", c.WorkerIndexConcurrency, c.CrawlTimeBudget)
+			}
+		}},
+		{name: "zero index concurrency", env: map[string]string{"CONCIERGE_WORKER_INDEX_CONCURRENCY": "0"}, wantErr: "CONCIERGE_WORKER_INDEX_CONCURRENCY=0 is too small"},
+		{name: "crawl budget too short", env: map[string]string{"CONCIERGE_CRAWL_TIME_BUDGET": "500ms"}, wantErr: "CONCIERGE_CRAWL_TIME_BUDGET=500ms must be between 1s and 24h"},
+		{name: "crawl budget too long", env: map[string]string{"CONCIERGE_CRAWL_TIME_BUDGET": "48h"}, wantErr: "CONCIERGE_CRAWL_TIME_BUDGET=48h0m0s must be between 1s and 24h"},
+		{name: "crawl budget not a duration", env: map[string]string{"CONCIERGE_CRAWL_TIME_BUDGET": "forever"}, wantErr: "CONCIERGE_CRAWL_TIME_BUDGET"},
 		{name: "bad trusted proxy", env: map[string]string{"CONCIERGE_TRUSTED_PROXIES": "lb.internal"}, wantErr: "CONCIERGE_TRUSTED_PROXIES"},
 		{name: "unknown LLM provider", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "gpt"}, wantErr: "CONCIERGE_LLM_PROVIDER"},
 		{name: "openai needs a key for api.openai.com", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai"}, wantErr: "CONCIERGE_OPENAI_API_KEY"},

@@ -40,11 +40,40 @@ type WebFetcher interface {
 	Fetch(ctx context.Context, url string) (domain.Document, error)
 	// Crawl visits a website from a start page, or from a sitemap when start
 	// ends in .xml: pages of the start URL's host only, robots.txt and its
-	// Crawl-delay respected, within limits. visit is called once per page, in
-	// crawl order; an error from visit stops the crawl and is returned.
-	// Pages that fail are skipped; Crawl fails (with the kinds of Fetch) only
-	// when the start page or sitemap itself cannot be read.
-	Crawl(ctx context.Context, start string, limits domain.CrawlLimits, visit func(domain.Document) error) error
+	// Crawl-delay respected, within limits. record is called once per page
+	// request, in crawl order, with the page's document when the request
+	// gave one to index and nil otherwise (a page that failed, is noindex or
+	// redirects to a page already read); an error from record stops the crawl
+	// and is returned. Pages that fail are skipped; Crawl fails (with the
+	// kinds of Fetch) only when the start page or sitemap itself cannot be
+	// read, and returns ctx's error as soon as ctx ends, pauses between
+	// requests included.
+	//
+	// resume lists the steps an earlier Crawl of the same start and limits
+	// recorded, in order (their Visited flags, not their documents): the
+	// crawl continues where that one stopped, without requesting those
+	// pages again. Empty resume starts afresh.
+	Crawl(ctx context.Context, start string, limits domain.CrawlLimits, resume []CrawlStep, record func(CrawlStep, *domain.Document) error) error
+}
+
+// CrawlStep is one page request of a website crawl, as much as the crawl
+// needs to continue after it: which URL was asked for, where it led, and
+// what it added to the queue.
+type CrawlStep struct {
+	// URL is the page as requested, in the crawler's normal form.
+	URL string
+	// FinalURL is where redirects led, "" when nowhere else.
+	FinalURL string
+	// Depth is the link distance from the start page; sitemap entries are 1.
+	Depth int
+	// Start marks the first step: the start page or sitemap, whose answer
+	// defines the site.
+	Start bool
+	// Visited says the request gave a page to index.
+	Visited bool
+	// Links are the URLs the step added to the crawl's queue, in order, each
+	// at Depth+1.
+	Links []string
 }
 
 // Embedder turns text into vectors.
@@ -96,7 +125,61 @@ type KnowledgeStore interface {
 	// an embedder other than embedder, so they can be re-embedded. Each is
 	// moved to PENDING with a new generation, which the returned refs carry.
 	SourcesEmbeddedOtherwise(ctx context.Context, embedder string, at time.Time, limit int) ([]domain.SourceRef, error)
+	// IndexingCurrent reports whether ref.Generation is still the generation
+	// of an existing source: false when the source (or its agent) was
+	// deleted or a newer request superseded the job. It is cheap, for a job
+	// to ask every few seconds.
+	IndexingCurrent(ctx context.Context, ref domain.SourceRef) (bool, error)
 }
+
+// CrawlLog keeps a website crawl's progress in storage as it goes, per
+// source generation, so a crawl whose worker died continues where it was:
+// its steps (with the pages' text), the crawl time spent, and whether it
+// ended. A generation's log is dropped when the generation completes,
+// fails or is superseded, and with its source.
+type CrawlLog interface {
+	// OpenCrawl returns the progress of ref's crawl, steps in order without
+	// their pages, and starts an empty log when there is none for
+	// ref.Generation (dropping another generation's). Returns
+	// domain.ErrNotFound when the source is gone or ref.Generation is no
+	// longer current.
+	OpenCrawl(ctx context.Context, ref domain.SourceRef) (CrawlProgress, error)
+	// AppendCrawlStep records step number seq (counted from 0) of ref's
+	// crawl, with its page when it gave one, and the crawl time spent so
+	// far. Returns domain.ErrNotFound when the source is gone, superseded or
+	// its crawl ended, and domain.ErrConflict when step seq is recorded
+	// already (another worker runs the same crawl).
+	AppendCrawlStep(ctx context.Context, ref domain.SourceRef, seq int, step CrawlStep, page *domain.Document, spent time.Duration) error
+	// UpdateCrawl records the crawl time spent and, unless end is
+	// CrawlRunning, that the crawl ended and how; an ended crawl is not
+	// continued. Returns domain.ErrNotFound like AppendCrawlStep.
+	UpdateCrawl(ctx context.Context, ref domain.SourceRef, spent time.Duration, end CrawlEnd) error
+	// CrawledPages returns the pages of ref's crawl in crawl order.
+	CrawledPages(ctx context.Context, ref domain.SourceRef) ([]domain.Document, error)
+}
+
+// CrawlProgress is where a crawl is.
+type CrawlProgress struct {
+	Steps []CrawlStep
+	// Spent is the crawl time of every attempt so far, against the crawl's
+	// time budget; waiting between attempts does not count.
+	Spent time.Duration
+	End   CrawlEnd
+}
+
+// CrawlEnd says whether and how a crawl ended.
+type CrawlEnd string
+
+// How a crawl ends.
+const (
+	// CrawlRunning: the crawl has not ended.
+	CrawlRunning CrawlEnd = ""
+	// CrawlComplete: the crawl ran out of pages to visit, or reached its
+	// page limits.
+	CrawlComplete CrawlEnd = "complete"
+	// CrawlOutOfTime: the crawl's time budget ran out first.
+	CrawlOutOfTime CrawlEnd = "out_of_time"
+)
 
 // KnowledgeChange says an agent's knowledge changed.
 type KnowledgeChange struct {

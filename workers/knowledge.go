@@ -11,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/knowledge"
 )
 
 // TypeKnowledgeIndex (re)indexes one source: extract, chunk, embed, store.
@@ -19,13 +20,19 @@ const TypeKnowledgeIndex = "knowledge:index"
 // QueueKnowledge carries indexing, which nobody waits on second by second.
 const QueueKnowledge = "knowledge"
 
-// Index task limits. A website crawl is the longest job: 1,000 pages at a
-// polite pace take many minutes. Retries span about an hour (see RetryDelay)
-// for a site or embedding provider that is down.
+// Index task limits. A website crawl is the longest job; it crawls for at
+// most knowledge.DefaultCrawlSlice per attempt and continues in the next,
+// its total bounded by its time budget, so the timeout leaves room to embed
+// what it read. Retries span about an hour (see RetryDelay) for a site or
+// embedding provider that is down.
 const (
 	knowledgeMaxRetry = 8
 	knowledgeTimeout  = 45 * time.Minute
 )
+
+// indexSlotLease is how long a workspace's index slot outlives a worker that
+// died holding it; a live worker renews it (see WorkspaceSlots).
+const indexSlotLease = time.Minute
 
 // DefaultIndexSlotsPerWorkspace bounds the index jobs one workspace runs at
 // once across all workers, so one big crawl cannot take every worker.
@@ -87,9 +94,9 @@ type KnowledgeIndexer interface {
 // WorkspaceSlots bounds concurrent work per key across every worker process.
 // adapters/redis satisfies it.
 type WorkspaceSlots interface {
-	// TryAcquire takes one of limit slots of key for at most ttl (a crashed
-	// holder's slot frees itself then). ok is false when all are taken.
-	// release gives the slot back.
+	// TryAcquire takes one of limit slots of key and holds it until release
+	// is called, renewing it while this process lives; a process that dies
+	// holding it loses it within ttl. ok is false when all are taken.
 	TryAcquire(ctx context.Context, key string, limit int, ttl time.Duration) (release func(), ok bool, err error)
 }
 
@@ -98,7 +105,14 @@ type WorkspaceSlots interface {
 // after a few seconds (see RetryDelay).
 var errWorkspaceBusy = errors.New("the workspace's other index jobs are using its slots")
 
-func isFailure(err error) bool { return err != nil && !errors.Is(err, errWorkspaceBusy) }
+// errCrawlContinues sends a crawl that used its time for this attempt back
+// to the queue, to continue from its recorded progress after the jobs
+// waiting for a slot had their turn. Not a failure either.
+var errCrawlContinues = errors.New("the crawl continues in its next attempt")
+
+func isFailure(err error) bool {
+	return err != nil && !errors.Is(err, errWorkspaceBusy) && !errors.Is(err, errCrawlContinues)
+}
 
 // busyDelay spreads waiting tasks over a few seconds.
 func busyDelay() time.Duration { return 2*time.Second + rand.N(3*time.Second) }
@@ -112,18 +126,44 @@ func (s *Server) handleKnowledgeIndex(ctx context.Context, t *asynq.Task) error 
 	if !domain.ValidID(domain.PrefixSource, ref.SourceID) || ref.WorkspaceID == "" {
 		return toAsynqError(fmt.Errorf("%s: payload has no valid source: %w", TypeKnowledgeIndex, domain.ErrInvalidInput))
 	}
-	release, ok, err := s.slots.TryAcquire(ctx, "index:"+ref.WorkspaceID, s.indexSlots, knowledgeTimeout)
-	if err != nil {
-		return toAsynqError(err)
-	}
-	if !ok {
-		return errWorkspaceBusy
-	}
-	defer release()
 	retried, _ := asynq.GetRetryCount(ctx)
 	maxRetry, _ := asynq.GetMaxRetry(ctx)
-	if err := s.knowledge.Index(ctx, ref, retried >= maxRetry); err != nil {
+	last := retried >= maxRetry
+	release, err := s.indexSlot(ctx, ref.WorkspaceID, last)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = s.knowledge.Index(ctx, ref, last)
+	if errors.Is(err, knowledge.ErrCrawlContinues) {
+		return errCrawlContinues
+	}
+	if err != nil {
 		return toAsynqError(fmt.Errorf("index source %s: %w", ref.SourceID, err))
 	}
 	return nil
+}
+
+// indexSlot takes one of the workspace's index slots, or returns
+// errWorkspaceBusy to come back later. On the last attempt it waits for one
+// instead: asynq archives a task without retries left whatever the error,
+// and an archived task's id would keep the sweeper from enqueueing the
+// source again.
+func (s *Server) indexSlot(ctx context.Context, workspaceID string, last bool) (func(), error) {
+	for {
+		release, ok, err := s.slots.TryAcquire(ctx, "index:"+workspaceID, s.indexSlots, indexSlotLease)
+		switch {
+		case err != nil:
+			return nil, toAsynqError(err)
+		case ok:
+			return release, nil
+		case !last:
+			return nil, errWorkspaceBusy
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(busyDelay()):
+		}
+	}
 }

@@ -39,6 +39,10 @@ func toAsynqError(err error) error {
 	return err
 }
 
+// crawlContinueDelay is the pause between two attempts of a long crawl:
+// enough for a job waiting for the index slot to take it first.
+const crawlContinueDelay = time.Second
+
 // Retry backoff bounds.
 const (
 	retryBaseDelay = time.Second
@@ -46,7 +50,8 @@ const (
 )
 
 // RetryDelay is the server's asynq.RetryDelayFunc. A task waiting for its
-// workspace's index slot comes back in 2 to 5 s. Otherwise, exponential backoff from
+// workspace's index slot comes back in 2 to 5 s, a crawl that continues in
+// its next attempt in one. Otherwise, exponential backoff from
 // one second, doubling per retry, capped at five minutes. Each delay is drawn
 // from [d/2, d] so tasks that failed together (a Redis or Postgres blip) do not
 // all come back in the same instant. asynq's default (n^4 + 15 s + jitter)
@@ -59,6 +64,9 @@ const (
 func RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	if errors.Is(err, errWorkspaceBusy) {
 		return busyDelay()
+	}
+	if errors.Is(err, errCrawlContinues) {
+		return crawlContinueDelay
 	}
 	var later *deliveryRetry
 	if errors.As(err, &later) && later.in > 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -26,6 +27,11 @@ type InboundProcessor interface {
 const (
 	// DefaultConcurrency suits handlers that mostly wait on Postgres and Redis.
 	DefaultConcurrency = 10
+	// DefaultIndexConcurrency is the index jobs one worker runs at once: a
+	// crawl mostly waits on its site, embedding on its provider or the CPU.
+	// With the default two slots per workspace, two workspaces index at
+	// once on each worker.
+	DefaultIndexConcurrency = 4
 	// DefaultShutdownTimeout lets in-flight tasks finish within Kubernetes'
 	// default 30 s termination grace period.
 	DefaultShutdownTimeout = 25 * time.Second
@@ -40,10 +46,19 @@ const (
 // message someone waits on to as much as 6 s.
 const delayedTaskCheckInterval = time.Second
 
+// indexTaskCheckInterval is the idle poll of the knowledge queue: nobody
+// waits on an index job's first second, so it need not cost a Redis call
+// every 10 ms.
+const indexTaskCheckInterval = 100 * time.Millisecond
+
 // ServerConfig tunes the worker server; zero fields take the defaults above.
 type ServerConfig struct {
-	// Concurrency is the number of tasks processed at once.
+	// Concurrency is the number of tasks of the queues people wait on
+	// (inbound messages, deliveries, the default queue) processed at once.
 	Concurrency int
+	// IndexConcurrency is the number of index jobs processed at once, in
+	// slots of their own: indexing never takes one of Concurrency's.
+	IndexConcurrency int
 	// ShutdownTimeout is how long Shutdown waits for in-flight tasks before
 	// handing them back to the queue.
 	ShutdownTimeout time.Duration
@@ -61,23 +76,31 @@ type Processors struct {
 	Delivery  DeliveryProcessor
 }
 
-// queuePriorities weighs the queues: with all busy, inbound messages get six
-// of every twelve slots, deliveries (handoffs a person waits for) three,
-// indexing two, and the default queue is never starved.
-func queuePriorities() map[string]int {
+// userQueuePriorities weighs the queues people wait on: with all busy,
+// inbound messages get six of every ten slots, deliveries (handoffs a person
+// waits for) three, and the default queue is never starved.
+func userQueuePriorities() map[string]int {
 	return map[string]int{
-		QueueInbound:   6,
-		QueueDelivery:  3,
-		QueueKnowledge: 2,
-		QueueDefault:   1,
+		QueueInbound:  6,
+		QueueDelivery: 3,
+		QueueDefault:  1,
 	}
 }
 
 // Server runs asynq task handlers. Start it, and Shutdown it under the
 // process's signal context: it never installs signal handlers itself.
+//
+// It is two asynq servers on one Redis, each with its own slots: one for
+// the queues people wait on, one for indexing. A weighted single pool, as
+// before, let slow crawls take every slot (a queue's weight only orders
+// which task is taken next, not how long it holds its slot), so another
+// workspace's webhook messages waited minutes; apart, no number of crawls
+// can delay a message.
 type Server struct {
-	srv        *asynq.Server
-	mux        *asynq.ServeMux
+	user       *asynq.Server
+	index      *asynq.Server
+	userMux    *asynq.ServeMux
+	indexMux   *asynq.ServeMux
 	inbound    InboundProcessor
 	knowledge  KnowledgeIndexer
 	slots      WorkspaceSlots
@@ -95,6 +118,9 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
+	if cfg.IndexConcurrency <= 0 {
+		cfg.IndexConcurrency = DefaultIndexConcurrency
+	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -106,15 +132,24 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 	}
 	logger = logger.With("component", "worker")
 	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots, delivery: procs.Delivery,
-		indexSlots: cfg.IndexSlotsPerWorkspace, logger: logger, mux: asynq.NewServeMux()}
-	s.mux.HandleFunc(TypeInboundProcess, s.handleInboundProcess)
-	s.mux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
-	s.mux.HandleFunc(TypeHandoffDeliver, s.handleDeliver)
-	s.mux.HandleFunc(TypeEventDeliver, s.handleDeliver)
-	s.srv = asynq.NewServer(redisOpt, asynq.Config{
-		Concurrency:              cfg.Concurrency,
-		Queues:                   queuePriorities(),
-		TaskCheckInterval:        cfg.TaskCheckInterval,
+		indexSlots: cfg.IndexSlotsPerWorkspace, logger: logger, userMux: asynq.NewServeMux(), indexMux: asynq.NewServeMux()}
+	s.userMux.HandleFunc(TypeInboundProcess, s.handleInboundProcess)
+	s.userMux.HandleFunc(TypeHandoffDeliver, s.handleDeliver)
+	s.userMux.HandleFunc(TypeEventDeliver, s.handleDeliver)
+	s.indexMux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
+	s.user = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.Concurrency, userQueuePriorities(), cfg.TaskCheckInterval))
+	s.index = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.IndexConcurrency, map[string]int{QueueKnowledge: 1},
+		max(cfg.TaskCheckInterval, indexTaskCheckInterval)))
+	return s
+}
+
+// asynqConfig is the configuration both asynq servers share, with their own
+// slots, queues and idle poll.
+func (s *Server) asynqConfig(cfg ServerConfig, concurrency int, queues map[string]int, poll time.Duration) asynq.Config {
+	return asynq.Config{
+		Concurrency:              concurrency,
+		Queues:                   queues,
+		TaskCheckInterval:        poll,
 		DelayedTaskCheckInterval: delayedTaskCheckInterval,
 		ShutdownTimeout:          cfg.ShutdownTimeout,
 		RetryDelayFunc:           RetryDelay,
@@ -122,30 +157,37 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 		ErrorHandler:             asynq.ErrorHandlerFunc(s.logTaskError),
 		HealthCheckFunc: func(err error) {
 			if err != nil {
-				logger.Warn("asynq cannot reach redis", "error", err)
+				s.logger.Warn("asynq cannot reach redis", "error", err)
 			}
 		},
-		Logger: asynqLogger{logger: logger.With("source", "asynq")},
+		Logger: asynqLogger{logger: s.logger.With("source", "asynq")},
 		// asynq logs every empty poll at debug level; with a 10 ms poll that
 		// would flood a debug-level slog handler.
 		LogLevel: asynq.InfoLevel,
-	})
-	return s
+	}
 }
 
 // Start begins processing in background goroutines and returns at once.
 func (s *Server) Start() error {
-	if err := s.srv.Start(s.mux); err != nil {
+	if err := s.user.Start(s.userMux); err != nil {
 		return fmt.Errorf("start worker server: %w", err)
+	}
+	if err := s.index.Start(s.indexMux); err != nil {
+		s.user.Shutdown()
+		return fmt.Errorf("start worker server for indexing: %w", err)
 	}
 	return nil
 }
 
 // Shutdown stops taking new tasks and waits up to ShutdownTimeout for
 // in-flight ones; tasks still running then go back to their queue, to run
-// again on another worker (handlers are idempotent).
+// again on another worker (handlers are idempotent; a crawl continues from
+// its recorded progress).
 func (s *Server) Shutdown() {
-	s.srv.Shutdown()
+	var wg sync.WaitGroup
+	wg.Go(s.user.Shutdown)
+	wg.Go(s.index.Shutdown)
+	wg.Wait()
 }
 
 // handleInboundProcess decodes the payload and hands the event id to the processor.
@@ -170,7 +212,7 @@ func (s *Server) handleInboundProcess(ctx context.Context, t *asynq.Task) error 
 // logTaskError is asynq's ErrorHandler. It logs identifiers only, never the
 // raw payload, so nothing a future payload might carry ends up in logs.
 func (s *Server) logTaskError(ctx context.Context, t *asynq.Task, err error) {
-	if errors.Is(err, errWorkspaceBusy) || isDeliveryOutcome(err) {
+	if errors.Is(err, errWorkspaceBusy) || errors.Is(err, errCrawlContinues) || isDeliveryOutcome(err) {
 		return
 	}
 	retried, _ := asynq.GetRetryCount(ctx)

@@ -107,11 +107,15 @@ func (s *Store) CompleteIndexing(ctx context.Context, ref domain.SourceRef, resu
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE sources SET status = 'READY', status_reason = '',
+		if _, err := tx.Exec(ctx, `UPDATE sources SET status = 'READY', status_reason = $9,
     chunk_count = $3, token_count = $4, page_count = $5, content_hash = $6, embedder = $7,
     indexed_at = $8, updated_at = $8
 WHERE workspace_id = $1 AND id = $2`, ref.WorkspaceID, ref.SourceID, result.ChunkCount, result.TokenCount,
-			result.PageCount, result.ContentHash, result.Embedder, dbTime(result.At)); err != nil {
+			result.PageCount, result.ContentHash, result.Embedder, dbTime(result.At), result.Note); err != nil {
+			return err
+		}
+		// The crawl's log was only needed until its pages were indexed.
+		if _, err := tx.Exec(ctx, `DELETE FROM crawl_progress WHERE source_id = $1`, ref.SourceID); err != nil {
 			return err
 		}
 		bump := 1
@@ -143,11 +147,16 @@ func chunkRows(ref domain.SourceRef, agentID string, result domain.IndexResult, 
 	})
 }
 
-// FailIndexing marks the source FAILED if ref.Generation is still current.
-// Chunks of an earlier successful indexing stay searchable.
+// FailIndexing marks the source FAILED if ref.Generation is still current,
+// and drops its crawl's log. Chunks of an earlier successful indexing stay
+// searchable.
 func (s *Store) FailIndexing(ctx context.Context, ref domain.SourceRef, reason string, at time.Time) error {
-	_, err := s.pool.Exec(ctx, `UPDATE sources SET status = 'FAILED', status_reason = $4, updated_at = $5
-WHERE workspace_id = $1 AND id = $2 AND generation = $3`, ref.WorkspaceID, ref.SourceID, ref.Generation, reason, dbTime(at))
+	_, err := s.pool.Exec(ctx, `WITH failed AS (
+    UPDATE sources SET status = 'FAILED', status_reason = $4, updated_at = $5
+    WHERE workspace_id = $1 AND id = $2 AND generation = $3
+    RETURNING id
+)
+DELETE FROM crawl_progress WHERE source_id IN (SELECT id FROM failed)`, ref.WorkspaceID, ref.SourceID, ref.Generation, reason, dbTime(at))
 	if err != nil {
 		return dbError("fail indexing", err)
 	}

@@ -185,20 +185,31 @@ RETURNING knowledge_version`, workspaceID, agentID, id).Scan(&change.Version)
 // domain.ErrNotFound unless the source belongs to the agent and workspace.
 func (s *Store) RequestReindex(ctx context.Context, workspaceID, agentID, id string, at time.Time) (domain.Source, error) {
 	var row sourceRow
-	res := s.db.WithContext(ctx).Model(&row).
-		Clauses(clause.Returning{}).
-		Where("workspace_id = ? AND agent_id = ? AND id = ?", workspaceID, agentID, id).
-		Updates(map[string]any{
-			"status":        string(domain.SourcePending),
-			"status_reason": "",
-			"generation":    gorm.Expr("generation + 1"),
-			"updated_at":    dbTime(at),
-		})
-	if res.Error != nil {
-		return domain.Source{}, dbError("request reindex", res.Error)
-	}
-	if res.RowsAffected == 0 {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&row).
+			Clauses(clause.Returning{}).
+			Where("workspace_id = ? AND agent_id = ? AND id = ?", workspaceID, agentID, id).
+			Updates(map[string]any{
+				"status":        string(domain.SourcePending),
+				"status_reason": "",
+				"generation":    gorm.Expr("generation + 1"),
+				"updated_at":    dbTime(at),
+			})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return gorm.ErrRecordNotFound
+		}
+		// The superseded generation's crawl, if one was under way, will not
+		// be continued: the new generation crawls afresh.
+		return tx.Exec(`DELETE FROM crawl_progress WHERE workspace_id = ? AND source_id = ?`, workspaceID, id).Error
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Source{}, domain.NotFound("source")
+	}
+	if err != nil {
+		return domain.Source{}, dbError("request reindex", err)
 	}
 	return row.toDomain()
 }

@@ -53,31 +53,77 @@ func TestSlotsBoundConcurrentHolders(t *testing.T) {
 	// Keys are independent.
 	r1, ok1, _ := slots.TryAcquire(ctx, "ws_b", 1, time.Minute)
 	_, ok2, _ := slots.TryAcquire(ctx, "ws_b", 1, time.Minute)
-	_, ok3, _ := slots.TryAcquire(ctx, "ws_c", 1, time.Minute)
+	r3, ok3, _ := slots.TryAcquire(ctx, "ws_c", 1, time.Minute)
 	if !ok1 || ok2 || !ok3 {
 		t.Fatalf("acquire b, b, c = %v %v %v; want true false true", ok1, ok2, ok3)
 	}
 	r1()
-	if _, ok, _ := slots.TryAcquire(ctx, "ws_b", 1, time.Minute); !ok {
+	r3()
+	r4, ok, _ := slots.TryAcquire(ctx, "ws_b", 1, time.Minute)
+	if !ok {
 		t.Fatal("a released slot was not free again")
 	}
+	r4()
 }
 
-func TestSlotsLeaseExpires(t *testing.T) {
+// A slot is held as long as its holder runs, however long past the lease;
+// a holder whose process died (here: whose Redis connection is gone, so it
+// cannot renew) loses its slot once the lease runs out.
+func TestSlotsLeaseLastsWhileTheHolderLives(t *testing.T) {
 	t.Parallel()
-	slots := redisadapter.NewSlots(connect(t, redistest.URL(t)))
+	url := redistest.URL(t)
+	slots := redisadapter.NewSlots(connect(t, url))
 	ctx := t.Context()
-	// A holder that crashed never releases: its lease frees the slot.
-	if _, ok, err := slots.TryAcquire(ctx, "ws", 1, 100*time.Millisecond); !ok || err != nil {
+	const lease = 150 * time.Millisecond
+
+	release, ok, err := slots.TryAcquire(ctx, "ws", 1, lease)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	time.Sleep(4 * lease)
+	if _, ok, _ := slots.TryAcquire(ctx, "ws", 1, time.Minute); ok {
+		t.Fatal("acquired a slot whose holder still runs, after its first lease ran out")
+	}
+	release()
+	release() // twice is harmless
+	again, ok, err := slots.TryAcquire(ctx, "ws", 1, time.Minute)
+	if !ok || err != nil {
+		t.Fatalf("after release: %v, %v", ok, err)
+	}
+	again()
+
+	dying := goredis.NewClient(mustParseURL(t, url))
+	if _, ok, err := redisadapter.NewSlots(dying).TryAcquire(ctx, "ws", 1, lease); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	if _, ok, _ := slots.TryAcquire(ctx, "ws", 1, time.Minute); ok {
 		t.Fatal("acquired a slot held by an unexpired lease")
 	}
-	time.Sleep(150 * time.Millisecond)
-	if _, ok, err := slots.TryAcquire(ctx, "ws", 1, time.Minute); !ok || err != nil {
-		t.Fatalf("after the lease expired: %v, %v", ok, err)
+	_ = dying.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, ok, err := slots.TryAcquire(ctx, "ws", 1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			r()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slot of a holder that stopped renewing never came free")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func mustParseURL(t *testing.T, url string) *goredis.Options {
+	t.Helper()
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }
 
 func TestSlotsRedisDown(t *testing.T) {

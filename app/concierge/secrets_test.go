@@ -22,7 +22,7 @@ func secTail(secret string) string {
 }
 
 func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
-	s := newStack(t, stackOptions{withWorker: true})
+	s := newStack(t, stackOptions{withWorker: true, env: crawlEnv})
 	ctx := context.Background()
 	tn := s.newTenant(domain.PlanStandard)
 	k2, secret2, err := s.sys.workspaces.CreateAPIKey(ctx, tn.ID, "ci")
@@ -64,6 +64,10 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	if _, _, err := s.sys.store.AppendMessage(ctx, question, ""); err != nil {
 		t.Fatal(err)
 	}
+	// A crawl under way, held at its second page: its log in PostgreSQL.
+	site := newCrawlSite(t, 2, "", func(path string) bool { return path == "/p/1" })
+	s.mustStatus(s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "website", "url": site.URL + "/"}, tn.auth()), 201)
+	whEventually(t, 30*time.Second, "the crawl to reach /p/1", func() bool { return site.waitingNow() == 1 })
 
 	var tables []string
 	if err := s.sys.db.Raw(`SELECT table_name FROM information_schema.tables

@@ -214,9 +214,9 @@ func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer
 		return nil, fmt.Errorf("%sCRAWL_*: %v", config.Prefix, err)
 	}
 	return knowledge.NewIndexer(knowledge.Deps{
-		Store: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
+		Store: s.store, Crawls: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
 		Embedder: s.embedder, Notifier: s.announcer, Clock: s.clock, Log: log.With("component", "indexer"),
-	}), nil
+	}, knowledge.Options{CrawlBudget: cfg.CrawlTimeBudget}), nil
 }
 
 // listenForChanges keeps this pod's caches in step with other pods' agent
@@ -355,7 +355,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 // index jobs and deliveries.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	srv := workers.NewServer(s.redisOpt,
-		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
+		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
+			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
 		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),

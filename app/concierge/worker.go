@@ -39,7 +39,7 @@ func (s *system) runWorker(ctx context.Context) error {
 	for _, sweeper := range sweepers {
 		wg.Go(func() { sweeper.Run(ctx) })
 	}
-	s.log.Info("worker started", "concurrency", s.cfg.WorkerConcurrency)
+	s.log.Info("worker started", "concurrency", s.cfg.WorkerConcurrency, "indexConcurrency", s.cfg.WorkerIndexConcurrency)
 	<-ctx.Done()
 	s.log.Info("shutting down the worker")
 	srv.Shutdown()

@@ -58,7 +58,10 @@ type IndexResult struct {
 	ChunkCount  int
 	TokenCount  int
 	PageCount   int
-	At          time.Time
+	// Note tells the source's owner about a partial result (a crawl cut
+	// short by its time budget); it becomes the READY source's statusReason.
+	Note string
+	At   time.Time
 }
 
 // SourceRef names a source and the indexing generation a job is for.

@@ -11,7 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -25,11 +28,54 @@ const (
 	// maxChunksPerSource stops a source from flooding an agent's index (a
 	// 1,000-page site of long pages is about 20,000 chunks).
 	maxChunksPerSource = 50_000
+	// maxCrawledPageBytes bounds the text kept of one crawled page (the
+	// fetcher already caps its HTML at 5 MiB): a support page is a few
+	// kilobytes, and a crawl's pages are stored until it ends.
+	maxCrawledPageBytes = 1 << 20
+)
+
+// Defaults of Options.
+const (
+	// DefaultCrawlBudget bounds the crawl time of one website indexing,
+	// summed over its attempts: 1,000 pages at the polite default pace take
+	// about 5 minutes; a site asking for a long Crawl-delay gets what can be
+	// read in 30.
+	DefaultCrawlBudget = 30 * time.Minute
+	// DefaultCrawlSlice is the most crawl time one attempt takes before the
+	// job goes back to the queue to continue later, so a long crawl gives
+	// other jobs their turn at the index slots and always leaves its attempt
+	// (45 minutes) the time to embed what it read.
+	DefaultCrawlSlice = 10 * time.Minute
+	// DefaultWatchEvery is how often a running job checks that its source
+	// still exists at its generation, so deleting the source or its agent,
+	// or re-indexing it, stops the job within seconds.
+	DefaultWatchEvery = 2 * time.Second
+)
+
+// ErrCrawlContinues is returned (wrapped) by Index when a crawl used up its
+// slice of time for this attempt but not its budget. Its progress is
+// stored: the job should run again soon, and that is no failure.
+var ErrCrawlContinues = errors.New("the crawl used its time for this attempt and continues in the next")
+
+// errGone stops a job whose source was deleted (with its agent, perhaps)
+// or superseded by a newer request: there is nothing left to do for it.
+var errGone = errors.New("the source was deleted or re-indexed meanwhile")
+
+// errTaken stops a job that found another job recording the same crawl (a
+// task asynq handed out again while its first worker still ran): that one
+// goes on, this one has nothing to add.
+var errTaken = errors.New("another job is crawling this source generation")
+
+// Reasons a crawl's context ends before the job's.
+var (
+	errOutOfTime  = errors.New("the crawl's time budget ran out")
+	errSliceIsOut = errors.New("the crawl's time for this attempt ran out")
 )
 
 // Indexer runs index jobs.
 type Indexer struct {
 	store     ports.KnowledgeStore
+	crawls    ports.CrawlLog
 	extractor ports.DocumentExtractor
 	chunker   ports.Chunker
 	web       ports.WebFetcher
@@ -37,11 +83,13 @@ type Indexer struct {
 	notifier  ports.KnowledgeNotifier
 	clock     ports.Clock
 	log       *slog.Logger
+	opts      Options
 }
 
 // Deps are what an Indexer needs.
 type Deps struct {
 	Store     ports.KnowledgeStore
+	Crawls    ports.CrawlLog
 	Extractor ports.DocumentExtractor
 	Chunker   ports.Chunker
 	Web       ports.WebFetcher
@@ -51,14 +99,35 @@ type Deps struct {
 	Log       *slog.Logger
 }
 
+// Options tune an Indexer; zero fields take the defaults above.
+type Options struct {
+	// CrawlBudget bounds a website crawl's time over all its attempts.
+	// When it runs out the crawl ends and the pages read so far are
+	// indexed, the source's statusReason saying so.
+	CrawlBudget time.Duration
+	// CrawlSlice bounds the crawl time of one attempt.
+	CrawlSlice time.Duration
+	// WatchEvery is how often a job checks that its source is still there.
+	WatchEvery time.Duration
+}
+
 // NewIndexer returns an Indexer; every dependency is required.
-func NewIndexer(d Deps) *Indexer {
-	if d.Store == nil || d.Extractor == nil || d.Chunker == nil || d.Web == nil || d.Embedder == nil ||
+func NewIndexer(d Deps, o Options) *Indexer {
+	if d.Store == nil || d.Crawls == nil || d.Extractor == nil || d.Chunker == nil || d.Web == nil || d.Embedder == nil ||
 		d.Notifier == nil || d.Clock == nil || d.Log == nil {
 		panic("knowledge.NewIndexer: every dependency is required")
 	}
-	return &Indexer{store: d.Store, extractor: d.Extractor, chunker: d.Chunker, web: d.Web, embedder: d.Embedder,
-		notifier: d.Notifier, clock: d.Clock, log: d.Log}
+	if o.CrawlBudget <= 0 {
+		o.CrawlBudget = DefaultCrawlBudget
+	}
+	if o.CrawlSlice <= 0 {
+		o.CrawlSlice = DefaultCrawlSlice
+	}
+	if o.WatchEvery <= 0 {
+		o.WatchEvery = DefaultWatchEvery
+	}
+	return &Indexer{store: d.Store, crawls: d.Crawls, extractor: d.Extractor, chunker: d.Chunker, web: d.Web, embedder: d.Embedder,
+		notifier: d.Notifier, clock: d.Clock, log: d.Log, opts: o}
 }
 
 // EmbedderID names the embedder new vectors come from.
@@ -66,7 +135,17 @@ func (ix *Indexer) EmbedderID() string { return ix.embedder.ID() }
 
 // Index runs one job: it indexes the source if ref.Generation is still the
 // source's generation, and does nothing if the source is gone or a newer
-// request superseded the job.
+// request superseded the job. A job already running notices within
+// Options.WatchEvery that its source was deleted or superseded, stops what
+// it is doing (a crawl's pause between requests included) and returns nil,
+// having written nothing more.
+//
+// A website's crawl is recorded as it goes (ports.CrawlLog), so a job that
+// died resumes it where it was. It ends when the site has no more pages
+// within the source's limits or when Options.CrawlBudget, counted over all
+// attempts, runs out; then the pages read are indexed. An attempt crawls
+// for at most Options.CrawlSlice (but for the last, which has no next) and
+// returns ErrCrawlContinues if the crawl is not over.
 //
 // A failure that is the source's own (a file that is not what its name says,
 // a page that answers 404, no text at all) marks it FAILED with a reason its
@@ -89,12 +168,24 @@ func (ix *Indexer) Index(ctx context.Context, ref domain.SourceRef, lastAttempt 
 	if err != nil || !began {
 		return err
 	}
-	err = ix.index(ctx, ref, src)
+	ctx, stopWatching := ix.watch(ctx, ref)
+	defer stopWatching()
+	err = ix.index(ctx, ref, src, lastAttempt)
 	if err == nil {
 		return nil
 	}
 	var invalid *domain.ValidationError
 	switch {
+	case errors.Is(err, errGone) || errors.Is(context.Cause(ctx), errGone):
+		ix.log.InfoContext(ctx, "indexing stopped: the source was deleted or re-indexed",
+			"workspace_id", ref.WorkspaceID, "source_id", ref.SourceID, "generation", ref.Generation)
+		return nil
+	case errors.Is(err, errTaken):
+		ix.log.WarnContext(ctx, "indexing stopped: another job is crawling the same source",
+			"workspace_id", ref.WorkspaceID, "source_id", ref.SourceID, "generation", ref.Generation)
+		return nil
+	case errors.Is(err, ErrCrawlContinues):
+		return err
 	case errors.As(err, &invalid):
 		return ix.fail(ctx, ref, invalid.Message)
 	case errors.Is(err, domain.ErrInvalidInput):
@@ -125,12 +216,52 @@ func failureReason(src domain.Source, err error) string {
 	}
 }
 
-func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.Source) error {
-	drafts, pages, err := ix.read(ctx, src)
+// watch returns a context that is cancelled, with cause errGone, once the
+// store says ref is no longer current, and a function that stops watching.
+// A store that cannot answer is asked again at the next tick: the job's own
+// queries meet the same outage and decide.
+func (ix *Indexer) watch(ctx context.Context, ref domain.SourceRef) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(ix.opts.WatchEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			current, err := ix.store.IndexingCurrent(ctx, ref)
+			if err != nil {
+				ix.log.DebugContext(ctx, "checking an index job's source", "source_id", ref.SourceID, "error", err)
+				continue
+			}
+			if !current {
+				cancel(errGone)
+				return
+			}
+		}
+	})
+	return ctx, func() {
+		close(stop)
+		wg.Wait()
+		cancel(nil)
+	}
+}
+
+func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.Source, lastAttempt bool) error {
+	drafts, pages, end, err := ix.read(ctx, ref, src, lastAttempt)
 	if err != nil {
 		return err
 	}
 	if len(drafts) == 0 {
+		if end == ports.CrawlOutOfTime {
+			return domain.Invalid("the crawl's time budget of %s ran out before a page with text was read", shortDuration(ix.opts.CrawlBudget))
+		}
 		if src.Type.Web() {
 			return domain.Invalid("no readable text was found on the page(s)")
 		}
@@ -145,6 +276,10 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 		ChunkCount:  len(drafts),
 		PageCount:   pages,
 		At:          ix.clock.Now(),
+	}
+	if end == ports.CrawlOutOfTime {
+		result.Note = fmt.Sprintf("the crawl stopped when its time budget of %s ran out, after %d pages; pages it had not reached are not indexed",
+			shortDuration(ix.opts.CrawlBudget), pages)
 	}
 	for _, d := range drafts {
 		result.TokenCount += d.Tokens
@@ -170,41 +305,39 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 	return nil
 }
 
-// read returns the source's chunks and how many pages a web source read.
-func (ix *Indexer) read(ctx context.Context, src domain.Source) ([]domain.StoredChunk, int, error) {
+// read returns the source's chunks, how many pages a web source read, and
+// how a website's crawl ended.
+func (ix *Indexer) read(ctx context.Context, ref domain.SourceRef, src domain.Source, lastAttempt bool) ([]domain.StoredChunk, int, ports.CrawlEnd, error) {
 	var docs []domain.Document
+	end := ports.CrawlComplete
 	switch src.Type {
 	case domain.SourceQA:
 		text := src.Answer
 		return []domain.StoredChunk{{
 			ChunkDraft: domain.ChunkDraft{Text: text, Tokens: approxTokens(src.Question) + approxTokens(text)},
 			Question:   src.Question,
-		}}, 0, nil
+		}}, 0, end, nil
 	case domain.SourceText:
 		docs = []domain.Document{{Title: src.Name, Text: src.Content}}
 	case domain.SourceFile:
 		doc, err := ix.extractor.Extract(ctx, src.Filename, src.File)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		docs = []domain.Document{doc}
 	case domain.SourceURL:
 		doc, err := ix.web.Fetch(ctx, src.URL)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
 		docs = []domain.Document{doc}
 	case domain.SourceWebsite:
-		limits := domain.CrawlLimits{MaxPages: src.MaxPages, MaxDepth: src.MaxDepth}
-		err := ix.web.Crawl(ctx, src.URL, limits, func(doc domain.Document) error {
-			docs = append(docs, doc)
-			return nil
-		})
-		if err != nil {
-			return nil, 0, err
+		var err error
+		if docs, end, err = ix.crawl(ctx, ref, src, lastAttempt); err != nil {
+			return nil, 0, "", err
 		}
 	default:
-		return nil, 0, domain.Invalid("sources of type %q cannot be indexed", src.Type)
+		return nil, 0, "", domain.Invalid("sources of type %q cannot be indexed", src.Type)
 	}
 	var chunks []domain.StoredChunk
 	for _, doc := range docs {
@@ -217,7 +350,120 @@ func (ix *Indexer) read(ctx context.Context, src domain.Source) ([]domain.Stored
 	if src.Type.Web() {
 		pages = len(docs)
 	}
-	return chunks, pages, nil
+	return chunks, pages, end, nil
+}
+
+// crawl returns the pages of the website's crawl for ref and how it ended,
+// crawling first unless an earlier attempt ended the crawl.
+func (ix *Indexer) crawl(ctx context.Context, ref domain.SourceRef, src domain.Source, lastAttempt bool) ([]domain.Document, ports.CrawlEnd, error) {
+	progress, err := ix.crawls.OpenCrawl(ctx, ref)
+	if err != nil {
+		return nil, "", goneIfNotFound(err)
+	}
+	end := progress.End
+	if end == ports.CrawlRunning {
+		if end, err = ix.continueCrawl(ctx, ref, src, progress, lastAttempt); err != nil {
+			return nil, "", err
+		}
+	}
+	pages, err := ix.crawls.CrawledPages(ctx, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	return pages, end, nil
+}
+
+// continueCrawl crawls on from progress for what is left of the budget, at
+// most one slice, recording each step as it is taken, and returns how the
+// crawl ended, or ErrCrawlContinues when the slice ran out first. The last
+// attempt has no next one to continue in, so it crawls to the end.
+func (ix *Indexer) continueCrawl(ctx context.Context, ref domain.SourceRef, src domain.Source, progress ports.CrawlProgress, lastAttempt bool) (ports.CrawlEnd, error) {
+	left := ix.opts.CrawlBudget - progress.Spent
+	if left <= 0 {
+		return ports.CrawlOutOfTime, goneIfNotFound(ix.crawls.UpdateCrawl(ctx, ref, progress.Spent, ports.CrawlOutOfTime))
+	}
+	limit, cause := left, errOutOfTime
+	if ix.opts.CrawlSlice < left && !lastAttempt {
+		limit, cause = ix.opts.CrawlSlice, errSliceIsOut
+	}
+	crawlCtx, cancel := context.WithTimeoutCause(ctx, limit, cause)
+	defer cancel()
+	// Crawl time is measured on the monotonic clock, like the deadline.
+	began := time.Now()
+	spent := func() time.Duration { return progress.Spent + time.Since(began) }
+	seq := len(progress.Steps)
+	limits := domain.CrawlLimits{MaxPages: src.MaxPages, MaxDepth: src.MaxDepth}
+	// Steps are written under the job's context, not the crawl's, so a
+	// step taken as the budget runs out is still recorded.
+	err := ix.web.Crawl(crawlCtx, src.URL, limits, progress.Steps, func(step ports.CrawlStep, page *domain.Document) error {
+		if page != nil {
+			page.Text = truncateUTF8(page.Text, maxCrawledPageBytes)
+		}
+		err := ix.crawls.AppendCrawlStep(ctx, ref, seq, step, page, spent())
+		if errors.Is(err, domain.ErrConflict) {
+			return fmt.Errorf("%w: %w", errTaken, err)
+		}
+		if err != nil {
+			return goneIfNotFound(err)
+		}
+		seq++
+		return nil
+	})
+	end := ports.CrawlComplete
+	if err != nil {
+		// Only the crawl's own deadline is handled here; the job's end
+		// (shutdown, timeout, the source gone) and real failures go up.
+		if ctx.Err() != nil || crawlCtx.Err() == nil {
+			return "", err
+		}
+		if errors.Is(context.Cause(crawlCtx), errSliceIsOut) {
+			if err := ix.crawls.UpdateCrawl(ctx, ref, spent(), ports.CrawlRunning); err != nil {
+				return "", goneIfNotFound(err)
+			}
+			ix.log.InfoContext(ctx, "crawl paused; it continues in the next attempt", "source_id", ref.SourceID, "steps", seq)
+			return "", fmt.Errorf("source %s: %w", ref.SourceID, ErrCrawlContinues)
+		}
+		end = ports.CrawlOutOfTime
+	}
+	if err := ix.crawls.UpdateCrawl(ctx, ref, spent(), end); err != nil {
+		return "", goneIfNotFound(err)
+	}
+	return end, nil
+}
+
+// goneIfNotFound reads a crawl log's ErrNotFound: the source is gone or
+// superseded.
+func goneIfNotFound(err error) error {
+	if errors.Is(err, domain.ErrNotFound) {
+		return fmt.Errorf("%w: %w", errGone, err)
+	}
+	return err
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// shortDuration writes d as people do: 30m, 1h, 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	if d < time.Second {
+		return d.String()
+	}
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // embed fills in ids, hashes and vectors, reusing the vectors the workspace

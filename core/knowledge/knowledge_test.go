@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +15,10 @@ import (
 	"github.com/conciergehq/concierge/ports"
 )
 
-// fakeStore keeps one source and records what indexing did to it.
+// fakeStore keeps one source and records what indexing did to it. A job's
+// watcher reads it from another goroutine, hence the lock.
 type fakeStore struct {
+	mu        sync.Mutex
 	src       *domain.Source
 	status    domain.SourceStatus
 	reason    string
@@ -24,6 +28,8 @@ type fakeStore struct {
 }
 
 func (f *fakeStore) SourceForIndexing(_ context.Context, _, id string) (domain.Source, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.src == nil || f.src.ID != id {
 		return domain.Source{}, domain.NotFound("source")
 	}
@@ -31,6 +37,8 @@ func (f *fakeStore) SourceForIndexing(_ context.Context, _, id string) (domain.S
 }
 
 func (f *fakeStore) BeginIndexing(_ context.Context, ref domain.SourceRef, _ time.Time) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.src == nil || f.src.Generation != ref.Generation {
 		return false, nil
 	}
@@ -39,6 +47,8 @@ func (f *fakeStore) BeginIndexing(_ context.Context, ref domain.SourceRef, _ tim
 }
 
 func (f *fakeStore) ReuseEmbeddings(_ context.Context, _, _ string, hashes []string) (map[string][]float32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := map[string][]float32{}
 	for _, h := range hashes {
 		if v, ok := f.known[h]; ok {
@@ -49,8 +59,10 @@ func (f *fakeStore) ReuseEmbeddings(_ context.Context, _, _ string, hashes []str
 }
 
 func (f *fakeStore) CompleteIndexing(_ context.Context, ref domain.SourceRef, result domain.IndexResult, chunks []domain.StoredChunk) (ports.KnowledgeChange, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.completed++
-	f.status = domain.SourceReady
+	f.status, f.reason = domain.SourceReady, result.Note
 	if chunks != nil {
 		f.chunks = chunks
 	}
@@ -59,16 +71,107 @@ func (f *fakeStore) CompleteIndexing(_ context.Context, ref domain.SourceRef, re
 }
 
 func (f *fakeStore) FailIndexing(_ context.Context, _ domain.SourceRef, reason string, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.status, f.reason = domain.SourceFailed, reason
 	return nil
 }
 
 func (f *fakeStore) StalledSources(context.Context, time.Time, int) ([]domain.SourceRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return nil, nil
 }
 
 func (f *fakeStore) SourcesEmbeddedOtherwise(context.Context, string, time.Time, int) ([]domain.SourceRef, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return nil, nil
+}
+
+func (f *fakeStore) IndexingCurrent(_ context.Context, ref domain.SourceRef) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.src != nil && f.src.ID == ref.SourceID && f.src.Generation == ref.Generation, nil
+}
+
+// set changes the stored source as another request would.
+func (f *fakeStore) set(change func(f *fakeStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(f)
+}
+
+// state returns the status and reason indexing left.
+func (f *fakeStore) state() (domain.SourceStatus, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status, f.reason
+}
+
+// fakeCrawlLog keeps one crawl in memory, refusing writes once gone is set
+// (the source deleted or superseded).
+type fakeCrawlLog struct {
+	mu       sync.Mutex
+	progress ports.CrawlProgress
+	pages    []*domain.Document
+	gone     bool
+	opened   int
+}
+
+func (l *fakeCrawlLog) OpenCrawl(context.Context, domain.SourceRef) (ports.CrawlProgress, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone {
+		return ports.CrawlProgress{}, domain.NotFound("source")
+	}
+	l.opened++
+	p := l.progress
+	p.Steps = slices.Clone(p.Steps)
+	return p, nil
+}
+
+func (l *fakeCrawlLog) AppendCrawlStep(_ context.Context, _ domain.SourceRef, seq int, step ports.CrawlStep, page *domain.Document, spent time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.gone || l.progress.End != ports.CrawlRunning:
+		return domain.NotFound("crawl")
+	case seq != len(l.progress.Steps):
+		return domain.Conflict("step %d, have %d", seq, len(l.progress.Steps))
+	}
+	l.progress.Steps = append(l.progress.Steps, step)
+	l.pages = append(l.pages, page)
+	l.progress.Spent = spent
+	return nil
+}
+
+func (l *fakeCrawlLog) UpdateCrawl(_ context.Context, _ domain.SourceRef, spent time.Duration, end ports.CrawlEnd) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gone || l.progress.End != ports.CrawlRunning {
+		return domain.NotFound("crawl")
+	}
+	l.progress.Spent, l.progress.End = spent, end
+	return nil
+}
+
+func (l *fakeCrawlLog) CrawledPages(context.Context, domain.SourceRef) ([]domain.Document, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var docs []domain.Document
+	for _, p := range l.pages {
+		if p != nil {
+			docs = append(docs, *p)
+		}
+	}
+	return docs, nil
+}
+
+func (l *fakeCrawlLog) snapshot() (ports.CrawlProgress, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.progress, len(l.pages)
 }
 
 type fakeExtractor struct{ err error }
@@ -96,12 +199,12 @@ func (f fakeWeb) Fetch(_ context.Context, url string) (domain.Document, error) {
 	return domain.Document{URL: url, Text: "page text"}, f.err
 }
 
-func (f fakeWeb) Crawl(_ context.Context, start string, _ domain.CrawlLimits, visit func(domain.Document) error) error {
+func (f fakeWeb) Crawl(_ context.Context, start string, _ domain.CrawlLimits, _ []ports.CrawlStep, record func(ports.CrawlStep, *domain.Document) error) error {
 	if f.err != nil {
 		return f.err
 	}
-	for _, p := range []string{"/a", "/b"} {
-		if err := visit(domain.Document{URL: start + p, Text: "text of " + p}); err != nil {
+	for i, p := range []string{"/a", "/b"} {
+		if err := record(ports.CrawlStep{URL: start + p, Start: i == 0, Visited: true}, &domain.Document{URL: start + p, Text: "text of " + p}); err != nil {
 			return err
 		}
 	}
@@ -205,8 +308,8 @@ func TestIndex(t *testing.T) {
 			}
 			emb := &fakeEmbedder{err: tt.embedErr}
 			notifier := &fakeNotifier{}
-			ix := NewIndexer(Deps{Store: store, Extractor: fakeExtractor{err: tt.extractErr}, Chunker: lineChunker{}, Web: fakeWeb{err: tt.webErr},
-				Embedder: emb, Notifier: notifier, Clock: fixedClock{}, Log: slog.New(slog.DiscardHandler)})
+			ix := NewIndexer(Deps{Store: store, Crawls: &fakeCrawlLog{}, Extractor: fakeExtractor{err: tt.extractErr}, Chunker: lineChunker{}, Web: fakeWeb{err: tt.webErr},
+				Embedder: emb, Notifier: notifier, Clock: fixedClock{}, Log: slog.New(slog.DiscardHandler)}, Options{})
 			err := ix.Index(t.Context(), domain.SourceRef{WorkspaceID: "ws_1", SourceID: "src_1", Generation: tt.generation}, tt.lastAttempt)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)

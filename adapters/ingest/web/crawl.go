@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
 )
 
 const (
@@ -58,15 +59,21 @@ var (
 // pages cannot keep a job busy). Limits must be 1..MaxPagesLimit pages and
 // 1..MaxDepthLimit links deep.
 //
+// Every page request is recorded (see ports.CrawlStep): the URL asked for,
+// where it led, whether it gave a page, and the links it queued. Given
+// those steps back as resume, Crawl rebuilds its queue and what it has seen
+// from them and goes on as if it had never stopped: the pages of those
+// steps are not requested again (robots.txt is read again, once).
+//
 // Crawl returns the start's error (as Fetch would, or a robots.txt that
-// forbids or cannot be read), visit's error as is, or ctx's error; failing
+// forbids or cannot be read), record's error as is, or ctx's error; failing
 // pages after the start are skipped and logged at debug level.
-func (f *Fetcher) Crawl(ctx context.Context, start string, limits domain.CrawlLimits, visit func(domain.Document) error) error {
+func (f *Fetcher) Crawl(ctx context.Context, start string, limits domain.CrawlLimits, resume []ports.CrawlStep, record func(ports.CrawlStep, *domain.Document) error) error {
 	if err := validateLimits(limits); err != nil {
 		return err
 	}
-	if visit == nil {
-		return errors.New("web: Crawl needs a visit function")
+	if record == nil {
+		return errors.New("web: Crawl needs a record function")
 	}
 	u, err := parseTarget(start)
 	if err != nil {
@@ -75,14 +82,21 @@ func (f *Fetcher) Crawl(ctx context.Context, start string, limits domain.CrawlLi
 	c := &crawl{
 		f:      f,
 		limits: limits,
-		visit:  visit,
+		record: record,
 		robots: map[string]*robotsRules{},
 		hosts:  map[string]*hostPace{},
 		seen:   map[string]bool{},
 		done:   map[string]bool{},
 	}
-	err = c.run(ctx, u)
-	f.log.InfoContext(ctx, "crawl finished", "start", u.String(), "visited", c.visited,
+	if len(resume) > 0 {
+		if err := c.replay(u, resume); err != nil {
+			return err
+		}
+		err = c.crawlQueue(ctx)
+	} else {
+		err = c.run(ctx, u)
+	}
+	f.log.InfoContext(ctx, "crawl finished", "start", u.String(), "resumed", len(resume), "visited", c.visited,
 		"requested", c.requested, "left", len(c.queue), "error", err)
 	return err
 }
@@ -111,7 +125,7 @@ func validateLimits(l domain.CrawlLimits) error {
 type crawl struct {
 	f      *Fetcher
 	limits domain.CrawlLimits
-	visit  func(domain.Document) error
+	record func(ports.CrawlStep, *domain.Document) error
 
 	site   string                  // hostKey of the site, once the start answered
 	robots map[string]*robotsRules // by origin, scheme://host
@@ -120,8 +134,11 @@ type crawl struct {
 	done   map[string]bool         // URLs answered, and the final URLs they led to
 	queue  []item
 
-	visited   int // pages given to visit
+	visited   int // pages recorded with a document
 	requested int // page requests after the start
+	// queued collects the URLs enqueue adds while one step is handled,
+	// for its record.
+	queued []string
 }
 
 // item is a queued page and its link distance from the start.
@@ -236,6 +253,9 @@ func (c *crawl) run(ctx context.Context, start *url.URL) error {
 	for _, k := range []string{start.String(), r.url.String()} {
 		c.seen[k], c.done[k] = true, true
 	}
+	step := ports.CrawlStep{URL: start.String(), FinalURL: finalURL(start.String(), r.url), Start: true}
+	var doc *domain.Document
+	c.queued = nil
 	if isSitemapStart(r) {
 		entries, err := c.sitemapEntries(ctx, r)
 		if err != nil {
@@ -244,10 +264,18 @@ func (c *crawl) run(ctx context.Context, start *url.URL) error {
 		for _, e := range entries {
 			c.enqueue(e, 1)
 		}
-	} else if err := c.page(ctx, r, 0, true); err != nil {
+	} else if doc, err = c.page(ctx, r, 0, true); err != nil {
 		return err
 	}
+	if err := c.recordStep(step, doc); err != nil {
+		return err
+	}
+	return c.crawlQueue(ctx)
+}
 
+// crawlQueue requests queued pages, breadth-first, until the queue is
+// empty or a limit is reached, recording a step for each request made.
+func (c *crawl) crawlQueue(ctx context.Context) error {
 	pages := policy{c: c, robots: true}
 	budget := 3*c.limits.MaxPages + 10
 	for len(c.queue) > 0 && c.visited < c.limits.MaxPages && c.requested < budget {
@@ -259,33 +287,115 @@ func (c *crawl) run(ctx context.Context, start *url.URL) error {
 		if c.done[it.key] {
 			continue
 		}
-		c.requested++
-		r, err := c.getPaced(ctx, it.u, acceptHTML, pages)
-		c.done[it.key] = true
+		doc, final, err := c.request(ctx, it, pages)
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			c.skip(ctx, it.u, err)
-			continue
+			return err
 		}
-		if err := r.statusError(); err != nil {
-			r.close()
-			c.skip(ctx, it.u, err)
-			continue
-		}
-		if final := r.url.String(); final != it.key {
-			if c.done[final] {
-				r.close()
-				c.f.log.DebugContext(ctx, "crawl: redirect to a page already seen", "url", it.key, "to", final)
-				continue
-			}
-			c.seen[final], c.done[final] = true, true
-		}
-		if err := c.page(ctx, r, it.depth, false); err != nil {
+		if err := c.recordStep(ports.CrawlStep{URL: it.key, FinalURL: final, Depth: it.depth}, doc); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// request asks for one queued page and reads it. It returns the page's
+// document (nil when the page was skipped) and where redirects led ("" when
+// nowhere else); its only error is ctx's.
+func (c *crawl) request(ctx context.Context, it item, pages policy) (*domain.Document, string, error) {
+	c.requested++
+	c.queued = nil
+	r, err := c.getPaced(ctx, it.u, acceptHTML, pages)
+	c.done[it.key] = true
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, "", ctxErr
+		}
+		c.skip(ctx, it.u, err)
+		return nil, "", nil
+	}
+	final := finalURL(it.key, r.url)
+	if err := r.statusError(); err != nil {
+		r.close()
+		c.skip(ctx, it.u, err)
+		return nil, final, nil
+	}
+	if final != "" {
+		if c.done[final] {
+			r.close()
+			c.f.log.DebugContext(ctx, "crawl: redirect to a page already seen", "url", it.key, "to", final)
+			return nil, final, nil
+		}
+		c.seen[final], c.done[final] = true, true
+	}
+	doc, err := c.page(ctx, r, it.depth, false)
+	return doc, final, err
+}
+
+// recordStep hands a finished request to record, with the links it queued.
+func (c *crawl) recordStep(step ports.CrawlStep, doc *domain.Document) error {
+	step.Visited = doc != nil
+	step.Links = c.queued
+	c.queued = nil
+	if err := c.record(step, doc); err != nil {
+		return err
+	}
+	if doc != nil {
+		c.visited++
+	}
+	return nil
+}
+
+// finalURL is where a request for key ended, or "" if there.
+func finalURL(key string, u *url.URL) string {
+	if s := u.String(); s != key {
+		return s
+	}
+	return ""
+}
+
+// replay rebuilds the state a crawl from start had after the steps it
+// recorded: the site, every URL seen and answered, the queue in its order,
+// and the counts the limits apply to. The steps are ours, from an earlier
+// Crawl, but they come back from storage, so anything that does not fit
+// is an error rather than a guess.
+func (c *crawl) replay(start *url.URL, steps []ports.CrawlStep) error {
+	first := steps[0]
+	if !first.Start || first.URL != start.String() {
+		return fmt.Errorf("web: the crawl to resume began at %q, not at the start %q", first.URL, start)
+	}
+	site := start
+	if first.FinalURL != "" {
+		u, err := parseTarget(first.FinalURL)
+		if err != nil {
+			return fmt.Errorf("web: the crawl to resume has a bad start address: %w", err)
+		}
+		site = u
+	}
+	c.site = hostKey(site)
+	for i, st := range steps {
+		if i > 0 && st.Start {
+			return fmt.Errorf("web: the crawl to resume has a second start at step %d", i)
+		}
+		for _, k := range []string{st.URL, st.FinalURL} {
+			if k != "" {
+				c.seen[k], c.done[k] = true, true
+			}
+		}
+		for _, l := range st.Links {
+			u, err := parseTarget(l)
+			if err != nil {
+				return fmt.Errorf("web: the crawl to resume has a bad link at step %d: %w", i, err)
+			}
+			c.enqueue(u, st.Depth+1)
+		}
+		if !st.Start {
+			c.requested++
+		}
+		if st.Visited {
+			c.visited++
+		}
+	}
+	c.queued = nil
 	return nil
 }
 
@@ -303,47 +413,46 @@ func isSitemapStart(r *response) bool {
 	return sitemapType(mt)
 }
 
-// page reads an answered page, visits it unless noindex, and queues its
-// links unless nofollow or at MaxDepth. It returns visit's error or ctx's;
-// other failures are the start's error when start, else skip the page.
-func (c *crawl) page(ctx context.Context, r *response, depth int, start bool) error {
+// page reads an answered page and queues its links unless nofollow or at
+// MaxDepth. It returns the page's document, or nil when the page is
+// noindex or has no text. Its error is ctx's; other failures are the
+// start's error when start, else skip the page.
+func (c *crawl) page(ctx context.Context, r *response, depth int, start bool) (*domain.Document, error) {
 	defer r.close()
 	body, err := c.f.readPage(ctx, r)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
+			return nil, ctxErr
 		}
 		if start {
-			return err
+			return nil, err
 		}
 		c.skip(ctx, r.url, err)
-		return nil
+		return nil, nil
 	}
 	meta := parsePage(body, r.url, c.f.agent)
 	noindex, nofollow := headerRobots(r.resp.Header.Values("X-Robots-Tag"), c.f.agent)
 	final := r.url.String()
+	var doc *domain.Document
 	if meta.noindex || noindex {
 		c.f.log.DebugContext(ctx, "crawl: page is noindex", "url", final)
-	} else if doc, err := c.f.opts.Extract(body, final); err != nil {
+	} else if d, err := c.f.opts.Extract(body, final); err != nil {
 		// An empty start page (a script-built landing page) is no reason
 		// to give up: its links may lead to text.
 		c.skip(ctx, r.url, err)
 	} else {
-		doc.URL = final
-		if err := c.visit(doc); err != nil {
-			return err
-		}
-		c.visited++
+		d.URL = final
+		doc = &d
 	}
 	if meta.nofollow || nofollow || depth >= c.limits.MaxDepth {
-		return nil
+		return doc, nil
 	}
 	for _, l := range meta.links {
 		if hostKey(l) == c.site {
 			c.enqueue(l, depth+1)
 		}
 	}
-	return nil
+	return doc, nil
 }
 
 func (c *crawl) enqueue(u *url.URL, depth int) {
@@ -353,6 +462,7 @@ func (c *crawl) enqueue(u *url.URL, depth int) {
 	}
 	c.seen[k] = true
 	c.queue = append(c.queue, item{u: u, key: k, depth: depth})
+	c.queued = append(c.queued, k)
 }
 
 func (c *crawl) skip(ctx context.Context, u *url.URL, err error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
 )
 
 // crawlAll crawls and returns the visited documents' URLs, relative to
@@ -21,14 +22,25 @@ import (
 func crawlAll(t *testing.T, f *Fetcher, ctx context.Context, start string, limits domain.CrawlLimits, base string) ([]string, error) {
 	t.Helper()
 	var got []string
-	err := f.Crawl(ctx, start, limits, func(d domain.Document) error {
+	err := f.Crawl(ctx, start, limits, nil, pagesOnly(func(d domain.Document) error {
 		if d.Title == "" || d.Text == "" {
 			t.Errorf("visited %s with an empty document", d.URL)
 		}
 		got = append(got, strings.TrimPrefix(d.URL, base))
 		return nil
-	})
+	}))
 	return got, err
+}
+
+// pagesOnly adapts a function of the pages to Crawl's record, which also
+// sees the requests that gave none.
+func pagesOnly(visit func(domain.Document) error) func(ports.CrawlStep, *domain.Document) error {
+	return func(_ ports.CrawlStep, d *domain.Document) error {
+		if d == nil {
+			return nil
+		}
+		return visit(*d)
+	}
 }
 
 // docsSite is a small site with cycles, a redirect to a visited page,
@@ -150,14 +162,14 @@ func TestCrawlRejectsBadLimits(t *testing.T) {
 		{MaxPages: 1, MaxDepth: MaxDepthLimit + 1},
 		{},
 	} {
-		err := f.Crawl(context.Background(), "http://127.0.0.1:1/", l, func(domain.Document) error { return nil })
+		err := f.Crawl(context.Background(), "http://127.0.0.1:1/", l, nil, pagesOnly(func(domain.Document) error { return nil }))
 		wantKind(t, err, domain.ErrInvalidInput)
 		var ve *domain.ValidationError
 		if errors.As(err, &ve); len(ve.Fields) == 0 {
 			t.Errorf("%+v: error names no field: %v", l, err)
 		}
 	}
-	if err := f.Crawl(context.Background(), "http://127.0.0.1:1/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, nil); err == nil {
+	if err := f.Crawl(context.Background(), "http://127.0.0.1:1/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, nil, nil); err == nil {
 		t.Error("Crawl accepted a nil visit")
 	}
 }
@@ -298,10 +310,10 @@ func TestCrawlStartFailures(t *testing.T) {
 			if strings.HasPrefix(start, "/") {
 				start = s.URL + start
 			}
-			err := f.Crawl(context.Background(), start, domain.CrawlLimits{MaxPages: 5, MaxDepth: 2}, func(d domain.Document) error {
+			err := f.Crawl(context.Background(), start, domain.CrawlLimits{MaxPages: 5, MaxDepth: 2}, nil, pagesOnly(func(d domain.Document) error {
 				t.Errorf("visited %s", d.URL)
 				return nil
-			})
+			}))
 			wantKind(t, err, tt.kind)
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %q, want it to contain %q", err, tt.want)
@@ -370,13 +382,13 @@ func TestCrawlStartUnreachable(t *testing.T) {
 	s := newSite(t, nil)
 	u := s.URL
 	s.Close()
-	err := newFetcher(t, nil).Crawl(context.Background(), u+"/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, func(domain.Document) error { return nil })
+	err := newFetcher(t, nil).Crawl(context.Background(), u+"/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, nil, pagesOnly(func(domain.Document) error { return nil }))
 	wantKind(t, err, domain.ErrUnavailable)
 }
 
 func TestCrawlStartServerError(t *testing.T) {
 	s := newSite(t, map[string]http.HandlerFunc{"/": raw(http.StatusBadGateway, "text/html", "")})
-	err := newFetcher(t, nil).Crawl(context.Background(), s.URL+"/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, func(domain.Document) error { return nil })
+	err := newFetcher(t, nil).Crawl(context.Background(), s.URL+"/", domain.CrawlLimits{MaxPages: 1, MaxDepth: 1}, nil, pagesOnly(func(domain.Document) error { return nil }))
 	wantKind(t, err, domain.ErrUnavailable)
 }
 
@@ -534,13 +546,13 @@ func TestCrawlVisitErrorStops(t *testing.T) {
 	s := docsSite(t, "http://127.0.0.1:1")
 	errStop := errors.New("store is full")
 	var n int
-	err := newFetcher(t, nil).Crawl(context.Background(), s.URL+"/", domain.CrawlLimits{MaxPages: 100, MaxDepth: 5}, func(domain.Document) error {
+	err := newFetcher(t, nil).Crawl(context.Background(), s.URL+"/", domain.CrawlLimits{MaxPages: 100, MaxDepth: 5}, nil, pagesOnly(func(domain.Document) error {
 		n++
 		if n == 2 {
 			return errStop
 		}
 		return nil
-	})
+	}))
 	if !errors.Is(err, errStop) {
 		t.Fatalf("err = %v, want the visit error", err)
 	}
@@ -558,11 +570,11 @@ func TestCrawlStopsOnCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var n int
-		err := newFetcher(t, nil).Crawl(ctx, s.URL+"/", domain.CrawlLimits{MaxPages: 100, MaxDepth: 5}, func(domain.Document) error {
+		err := newFetcher(t, nil).Crawl(ctx, s.URL+"/", domain.CrawlLimits{MaxPages: 100, MaxDepth: 5}, nil, pagesOnly(func(domain.Document) error {
 			n++
 			cancel()
 			return nil
-		})
+		}))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
 )
 
 // guardedFetcher has the address guard ON, as in production.
@@ -116,7 +117,7 @@ func TestCrawlRefusesRobotsRedirectToInternalAddress(t *testing.T) {
 	})
 	f := guardedFetcher(t)
 	f.guard.TreatAsPublicForTests(netip.MustParseAddrPort(public.Listener.Addr().String()))
-	err := f.Crawl(context.Background(), public.URL+"/", domain.CrawlLimits{MaxPages: 5, MaxDepth: 2}, func(domain.Document) error { return nil })
+	err := f.Crawl(context.Background(), public.URL+"/", domain.CrawlLimits{MaxPages: 5, MaxDepth: 2}, nil, func(ports.CrawlStep, *domain.Document) error { return nil })
 	wantKind(t, err, domain.ErrInvalidInput)
 	if !strings.Contains(err.Error(), "refused: 127.0.0.1 is a loopback address") {
 		t.Errorf("err = %q", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -467,7 +468,7 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	INSERT INTO messages (` + batchColumns + `)
 	SELECT ` + batchSelect("c.workspace_id", "c.id") + ` FROM c, ` + values + ` ORDER BY v.ord
 	` + batchReturning + `
-), ` + trackAnswers("$2", "$1") + `
+)` + batch.trackAnswers("$2", "$1") + `
 SELECT count(*) FROM ins`
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		_, err := q.Exec(ctx, query, args...)
@@ -524,7 +525,7 @@ func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, whil
 	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
 	values, args := b.values(args)
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
-		err := q.QueryRow(ctx, appendSQL(values), args...).Scan(&created, &status)
+		err := q.QueryRow(ctx, appendSQL(values, b), args...).Scan(&created, &status)
 		return created, err
 	})
 	if constraint, ok := uniqueViolation(err); ok {
@@ -544,7 +545,7 @@ func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, whil
 // data-modifying CTE is one atomic statement. It returns whether messages
 // were inserted and the conversation's state (NULL: no such conversation
 // in the workspace).
-func appendSQL(values string) string {
+func appendSQL(values string, b messageBatch) string {
 	return `WITH cur AS (
 	SELECT status FROM conversations WHERE workspace_id = $1 AND id = $2 FOR UPDATE
 ), ins AS (
@@ -554,7 +555,7 @@ func appendSQL(values string) string {
 	ORDER BY v.ord
 	ON CONFLICT (inbound_event_id) DO NOTHING
 	` + batchReturning + `
-), ` + trackAnswers("$1", "$2") + `, upd AS (
+)` + b.trackAnswers("$1", "$2") + `, upd AS (
 	UPDATE conversations SET
 		message_count = message_count + (SELECT count(*) FROM ins),
 		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
@@ -597,10 +598,12 @@ type messageBatch struct {
 	traces  [][]byte
 	latest  time.Time
 	preview string
+	// tracksAnswers: storing the batch starts or ends an answer in progress.
+	tracksAnswers bool
 }
 
 func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
-	b := messageBatch{rows: make([]messageRow, len(msgs)), traces: make([][]byte, len(msgs))}
+	b := messageBatch{rows: make([]messageRow, len(msgs)), traces: make([][]byte, len(msgs)), tracksAnswers: tracksAnswers(msgs)}
 	for i, m := range msgs {
 		if m.WorkspaceID != msgs[0].WorkspaceID || m.ConversationID != msgs[0].ConversationID {
 			return messageBatch{}, errors.New("postgres: a batch of messages must be of one conversation")
@@ -631,17 +634,23 @@ func batchSelect(workspaceID, conversationID string) string {
 }
 
 // batchReturning is what a batch's INSERT returns for the statements that
-// keep answers_in_progress (see trackAnswers).
+// keep answers_in_progress (see messageBatch.trackAnswers).
 const batchReturning = `RETURNING id, reply_id, created_at`
 
-// trackAnswers keeps answers_in_progress in step with a batch inserted by
+// trackAnswers keeps answers_in_progress in step with the batch inserted by
 // the CTE ins (batchReturning) into a conversation (the SQL expressions
 // workspaceID and conversationID): a question whose reply is not in the same
 // batch starts an answer in progress, and a reply ends its own. Both run in
 // the statement that inserts the messages, so an answer is in progress
-// exactly while its question is stored and its reply is not.
-func trackAnswers(workspaceID, conversationID string) string {
-	return `started AS (
+// exactly while its question is stored and its reply is not. It is more
+// CTEs for that statement (with a leading comma), or nothing for a batch
+// that starts and ends no answer: a question stored with its reply, the
+// turn of every JSON call, pays nothing for it.
+func (b messageBatch) trackAnswers(workspaceID, conversationID string) string {
+	if !b.tracksAnswers {
+		return ""
+	}
+	return `, started AS (
 	INSERT INTO answers_in_progress (reply_id, workspace_id, conversation_id, question_id, started_at)
 	SELECT i.reply_id, ` + workspaceID + `, ` + conversationID + `, i.id, i.created_at FROM ins i
 	WHERE i.reply_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins j WHERE j.id = i.reply_id)
@@ -649,6 +658,21 @@ func trackAnswers(workspaceID, conversationID string) string {
 ), ended AS (
 	DELETE FROM answers_in_progress p USING ins i WHERE p.reply_id = i.id
 )`
+}
+
+// tracksAnswers reports whether storing msgs starts or ends an answer in
+// progress: a question whose reply is not among them, or a reply whose
+// question is not.
+func tracksAnswers(msgs []domain.Message) bool {
+	for _, m := range msgs {
+		if m.ReplyID != "" && !slices.ContainsFunc(msgs, func(r domain.Message) bool { return r.ID == m.ReplyID }) {
+			return true
+		}
+		if m.Role == domain.RoleAssistant && !slices.ContainsFunc(msgs, func(q domain.Message) bool { return q.ReplyID == m.ID }) {
+			return true
+		}
+	}
+	return false
 }
 
 // values renders the batch as a VALUES list named v, with an ord column
@@ -872,7 +896,7 @@ func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.Con
 		created bool
 		status  *string
 	)
-	if err := tx.QueryRow(ctx, appendSQL(values), args...).Scan(&created, &status); err != nil {
+	if err := tx.QueryRow(ctx, appendSQL(values, b), args...).Scan(&created, &status); err != nil {
 		return err
 	}
 	switch {

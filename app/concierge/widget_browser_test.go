@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -108,6 +109,7 @@ func TestWidgetInBrowser(t *testing.T) {
 	}, std.auth()), 201)
 	c.waitSourcesReady(pod, std, "support")
 	c.waitSourcesReady(pod, ent, "brand")
+	interrupted := seedInterruptedAnswer(t, c, std, "Standard shipping takes 3 to")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -121,6 +123,8 @@ func TestWidgetInBrowser(t *testing.T) {
 		"WIDGET_ANSWER_TEXT="+widgetAnswerText,
 		"WIDGET_CITATION="+widgetCitation,
 		"WIDGET_XSS_QUESTION="+widgetXSSQuestion,
+		"WIDGET_INTERRUPTED_SESSION="+interrupted,
+		"WIDGET_INTERRUPTED_TEXT=Standard shipping takes 3 to",
 		"WIDGET_FRAME_ORIGIN="+frameOrigin,
 		"WIDGET_FRAME_ALLOWED_SLUG=framed",
 		"WIDGET_FRAME_REFUSED_SLUG=locked",
@@ -140,4 +144,32 @@ func TestWidgetInBrowser(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		t.Log(line)
 	}
+}
+
+// seedInterruptedAnswer gives the support agent a session whose answer was
+// interrupted after said, as the worker's sweep leaves one whose server
+// died mid-answer (TestInterruptedAnswerEnds runs that for real), and
+// returns the session.
+func seedInterruptedAnswer(t *testing.T, c *cluster, tn tenant, said string) string {
+	t.Helper()
+	session := c.startSession(c.pods[0], tn)
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, c.env["CONCIERGE_DATABASE_URL"], postgres.Options{MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = postgres.Close(db) }()
+	store := postgres.NewStore(db)
+	question := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: tn.ID, ConversationID: session, Role: domain.RoleUser,
+		Content: "How long does standard shipping take?", ReplyID: domain.NewID(domain.PrefixMessage), CreatedAt: time.Now().Add(-time.Minute)}
+	if _, _, err := store.AppendMessage(ctx, question, domain.StatusAI); err != nil {
+		t.Fatal(err)
+	}
+	reply := domain.Message{ID: question.ReplyID, WorkspaceID: tn.ID, ConversationID: session, Role: domain.RoleAssistant,
+		Content: said, TokenEnds: []int{len(said)}, FallbackReason: domain.FallbackInterrupted, CreatedAt: time.Now()}
+	answer := domain.AnswerInProgress{ReplyID: reply.ID, WorkspaceID: tn.ID, ConversationID: session, QuestionID: question.ID, StartedAt: question.CreatedAt}
+	if closed, err := store.CloseAnswer(ctx, answer, reply); err != nil || !closed {
+		t.Fatalf("closing the seeded answer: %v, %v", closed, err)
+	}
+	return session
 }

@@ -38,6 +38,10 @@ const question = env('WIDGET_QUESTION');
 const answerText = env('WIDGET_ANSWER_TEXT');
 const citationName = env('WIDGET_CITATION');
 const xssQuestion = env('WIDGET_XSS_QUESTION');
+// A session whose last answer was interrupted (its server stopped mid-answer),
+// and the text that had reached the visitor; optional.
+const interruptedSession = env('WIDGET_INTERRUPTED_SESSION', '');
+const interruptedText = env('WIDGET_INTERRUPTED_TEXT', '');
 const shots = env('SCREENSHOT_DIR');
 const PAGE_BUDGET = 200_000; // bytes: "under 200 KB", in decimal kilobytes
 const require = createRequire(import.meta.url);
@@ -581,6 +585,24 @@ try {
       await p.clean();
     });
     await p.context().close();
+  }
+
+  if (interruptedSession) {
+    await step('an interrupted answer is shown as such, and can be audited', async () => {
+      const p = await newPage({ bypassCSP: true });
+      // The widget finds its conversation under this key, as after a reload.
+      await p.addInitScript(([key, sid]) => localStorage.setItem(key, sid), ['concierge:session:' + slug, interruptedSession]);
+      await open(p);
+      const answer = lastAssistant(p);
+      await answer.locator('.cw-bubble', { hasText: interruptedText }).waitFor();
+      await answer.locator('.cw-interrupted', { hasText: 'interrupted' }).waitFor();
+      assert.equal(await answer.locator('.cw-feedback').count(), 0, 'no rating buttons on an interrupted answer');
+      assert.equal(await answer.locator('.cw-streaming').count(), 0, 'not shown as still streaming');
+      await audit(p, 'an interrupted answer');
+      await shot(p, 'interrupted-answer');
+      await p.clean();
+      await p.context().close();
+    });
   }
 
   await step(`axe ${AXE_VERSION}: a 375 px wide phone`, async () => {

@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -289,63 +289,37 @@ func (p *pickupStreams) acked(n int, sent, at time.Time) {
 func openPickupStreams(b *testing.B, s *stack, tn tenant, sessions []string) *pickupStreams {
 	b.Helper()
 	p := &pickupStreams{sent: map[int]time.Time{}, acks: map[int]time.Time{}, seen: map[int]time.Time{}}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: len(sessions)}}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	b.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	opened := make(chan error, len(sessions))
-	for _, session := range sessions {
-		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(ctx, "GET", s.base+"/api/v2/conversations/"+session+"/events", nil)
-			req.Header.Set("Authorization", "Bearer "+tn.Key)
-			resp, err := client.Do(req)
-			if err == nil && resp.StatusCode != 200 {
-				err = fmt.Errorf("status %d", resp.StatusCode)
+	followSessions(b, s, tn, sessions, func(body io.Reader) {
+		lines := bufio.NewScanner(body)
+		lines.Buffer(make([]byte, 64<<10), 1<<20)
+		for lines.Scan() {
+			data, ok := strings.CutPrefix(lines.Text(), "data: ")
+			if !ok {
+				continue
 			}
-			opened <- err
+			at := time.Now()
+			var ev struct {
+				Type    string `json:"type"`
+				Message struct {
+					Role    string `json:"role"`
+					Content string `json:"content"`
+				} `json:"message"`
+			}
+			if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "message" || ev.Message.Role != "USER" {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimPrefix(ev.Message.Content, "pickup "))
 			if err != nil {
-				return
+				continue
 			}
-			defer resp.Body.Close()
-			lines := bufio.NewScanner(resp.Body)
-			lines.Buffer(make([]byte, 64<<10), 1<<20)
-			for lines.Scan() {
-				data, ok := strings.CutPrefix(lines.Text(), "data: ")
-				if !ok {
-					continue
-				}
-				at := time.Now()
-				var ev struct {
-					Type    string `json:"type"`
-					Message struct {
-						Role    string `json:"role"`
-						Content string `json:"content"`
-					} `json:"message"`
-				}
-				if json.Unmarshal([]byte(data), &ev) != nil || ev.Type != "message" || ev.Message.Role != "USER" {
-					continue
-				}
-				n, err := strconv.Atoi(strings.TrimPrefix(ev.Message.Content, "pickup "))
-				if err != nil {
-					continue
-				}
-				p.mu.Lock()
-				if _, dup := p.seen[n]; !dup {
-					p.seen[n] = at
-					p.count++
-				}
-				p.mu.Unlock()
+			p.mu.Lock()
+			if _, dup := p.seen[n]; !dup {
+				p.seen[n] = at
+				p.count++
 			}
-		})
-	}
-	for range sessions {
-		if err := <-opened; err != nil {
-			b.Fatalf("opening a live stream: %v", err)
+			p.mu.Unlock()
 		}
-	}
+	})
 	return p
 }
 

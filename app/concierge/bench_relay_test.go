@@ -181,6 +181,27 @@ func (r *recorder) take() latencies {
 func openRelayStreams(b *testing.B, s *stack, tn tenant, sessions []string) *recorder {
 	b.Helper()
 	rec := &recorder{}
+	followSessions(b, s, tn, sessions, func(body io.Reader) {
+		r := bufio.NewReader(body)
+		const prefix = `data: {"type":"token","content":"`
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			if rest, ok := strings.CutPrefix(string(line), prefix); ok {
+				rec.add(rest[:strings.IndexByte(rest, '"')])
+			}
+		}
+	})
+	return rec
+}
+
+// followSessions opens the v2 live stream of every session at once, each
+// read by read on a goroutine of its own until the benchmark ends, and
+// returns once every stream answered 200 (failing b otherwise).
+func followSessions(b *testing.B, s *stack, tn tenant, sessions []string, read func(body io.Reader)) {
+	b.Helper()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: len(sessions)}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -202,17 +223,7 @@ func openRelayStreams(b *testing.B, s *stack, tn tenant, sessions []string) *rec
 				return
 			}
 			defer resp.Body.Close()
-			r := bufio.NewReader(resp.Body)
-			const prefix = `data: {"type":"token","content":"`
-			for {
-				line, err := r.ReadSlice('\n')
-				if err != nil {
-					return
-				}
-				if rest, ok := strings.CutPrefix(string(line), prefix); ok {
-					rec.add(rest[:strings.IndexByte(rest, '"')])
-				}
-			}
+			read(resp.Body)
 		})
 	}
 	for range sessions {
@@ -220,7 +231,6 @@ func openRelayStreams(b *testing.B, s *stack, tn tenant, sessions []string) *rec
 			b.Fatalf("opening a live stream: %v", err)
 		}
 	}
-	return rec
 }
 
 // baselineSubscriber is one go-redis subscriber of n channels of its own.

@@ -104,19 +104,11 @@ func fieldName(path string) string {
 // Header returns a request header's value, copied (fasthttp reuses its
 // memory after the handler), after applying the text rule to it: a header
 // with a NUL or bytes that are not UTF-8 is a ValidationError naming it.
-// Every handler that reads a header it passes on to a use case reads it
-// here.
+// Headers whose value is stored (Idempotency-Key) are read here; the
+// identity headers are checked by their signature instead, and the payload
+// they carry by the domain's text rule.
 func Header(c *fiber.Ctx, name string) (string, error) {
 	value := string(c.Request().Header.Peek(name))
-	if err := domain.ValidateText(name, value); err != nil {
-		return "", err
-	}
-	return value, nil
-}
-
-// FormValue is Header's counterpart for a multipart form's text field.
-func FormValue(c *fiber.Ctx, name string) (string, error) {
-	value := strings.Clone(c.FormValue(name))
 	if err := domain.ValidateText(name, value); err != nil {
 		return "", err
 	}

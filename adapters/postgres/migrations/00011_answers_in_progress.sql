@@ -13,16 +13,24 @@
 -- time limit is an answer whose pod died: the worker's sweeper stores its
 -- outcome and ends its live streams.
 
+-- Safe while older pods run: it only adds (nullable columns without a
+-- default, which PostgreSQL adds without rewriting the table; a table; an
+-- index). The unique index is built CONCURRENTLY, outside a transaction, so
+-- building it over a large messages table never blocks the chat's writes;
+-- every statement can run again, so a migration stopped half-way is simply
+-- run again (the index is dropped first: a CONCURRENTLY build that failed
+-- leaves an invalid one behind). The migrate command's advisory lock still
+-- keeps two pods from running it at once.
+
+-- +goose NO TRANSACTION
+
 -- +goose Up
 ALTER TABLE messages
-    ADD COLUMN reply_id text,
-    ADD COLUMN idempotency_key text,
-    ADD COLUMN request_hash text;
+    ADD COLUMN IF NOT EXISTS reply_id text,
+    ADD COLUMN IF NOT EXISTS idempotency_key text,
+    ADD COLUMN IF NOT EXISTS request_hash text;
 
-CREATE UNIQUE INDEX messages_idempotency_key_idx ON messages (workspace_id, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-
-CREATE TABLE answers_in_progress (
+CREATE TABLE IF NOT EXISTS answers_in_progress (
     reply_id        text        PRIMARY KEY,
     workspace_id    text        NOT NULL,
     conversation_id text        NOT NULL,
@@ -31,9 +39,14 @@ CREATE TABLE answers_in_progress (
     FOREIGN KEY (workspace_id, conversation_id) REFERENCES conversations (workspace_id, id) ON DELETE CASCADE
 );
 
-CREATE INDEX answers_in_progress_started_idx ON answers_in_progress (started_at);
+CREATE INDEX IF NOT EXISTS answers_in_progress_started_idx ON answers_in_progress (started_at);
+
+DROP INDEX CONCURRENTLY IF EXISTS messages_idempotency_key_idx;
+
+CREATE UNIQUE INDEX CONCURRENTLY messages_idempotency_key_idx ON messages (workspace_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 -- +goose Down
-DROP TABLE answers_in_progress;
-DROP INDEX messages_idempotency_key_idx;
-ALTER TABLE messages DROP COLUMN reply_id, DROP COLUMN idempotency_key, DROP COLUMN request_hash;
+DROP INDEX CONCURRENTLY IF EXISTS messages_idempotency_key_idx;
+DROP TABLE IF EXISTS answers_in_progress;
+ALTER TABLE messages DROP COLUMN IF EXISTS reply_id, DROP COLUMN IF EXISTS idempotency_key, DROP COLUMN IF EXISTS request_hash;

@@ -70,12 +70,12 @@ FROM answers_in_progress WHERE started_at < $1 ORDER BY started_at LIMIT $2`, db
 	return out, nil
 }
 
-// errAnswerFinished rolls back a close whose reply exists after all.
-var errAnswerFinished = errors.New("the answer was stored meanwhile")
-
 // CloseAnswer stores an interrupted answer's outcome in one transaction:
-// the reply (through appendSQL, which also ends the answer in progress),
-// its deliveries, and the release of the question's Idempotency-Key.
+// the claim of the answer in progress (of two sweepers, one closes it), the
+// reply (through appendSQL), its deliveries, and the release of the
+// question's Idempotency-Key. An answer whose row is gone (closed by
+// another sweeper, or its conversation deleted) or whose reply exists after
+// all is only ended.
 func (s *Store) CloseAnswer(ctx context.Context, a domain.AnswerInProgress, reply domain.Message, deliveries ...domain.Delivery) (bool, error) {
 	if reply.ID != a.ReplyID || reply.WorkspaceID != a.WorkspaceID || reply.ConversationID != a.ConversationID {
 		return false, errors.New("postgres: close answer: the reply is not the answer's")
@@ -84,21 +84,15 @@ func (s *Store) CloseAnswer(ctx context.Context, a domain.AnswerInProgress, repl
 	if err != nil {
 		return false, err
 	}
+	closed := false
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// Claim the answer first: of two sweepers, one closes it.
 		tag, err := tx.Exec(ctx, `DELETE FROM answers_in_progress WHERE reply_id = $1`, a.ReplyID)
-		if err != nil {
+		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return errAnswerFinished
-		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, a.ReplyID).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return errAnswerFinished
+		var finished bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1)`, a.ReplyID).Scan(&finished); err != nil || finished {
+			return err // the reply came after all: the claim alone commits
 		}
 		if err := appendInTx(ctx, tx, batch, ""); err != nil {
 			return err
@@ -107,17 +101,11 @@ func (s *Store) CloseAnswer(ctx context.Context, a domain.AnswerInProgress, repl
 WHERE workspace_id = $1 AND id = $2 AND idempotency_key IS NOT NULL`, a.WorkspaceID, a.QuestionID); err != nil {
 			return err
 		}
+		closed = true
 		return insertDeliveries(ctx, tx, deliveries)
 	})
-	switch {
-	case errors.Is(err, errAnswerFinished):
-		// Another sweeper closed it, or the reply came after all: ended.
-		_, derr := s.pool.Exec(ctx, `DELETE FROM answers_in_progress WHERE reply_id = $1`, a.ReplyID)
-		return false, dbError("close answer", derr)
-	case errors.Is(err, domain.ErrMessageExists):
-		return false, nil
-	case err != nil:
+	if err != nil {
 		return false, dbError("close answer", err)
 	}
-	return true, nil
+	return closed, nil
 }

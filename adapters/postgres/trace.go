@@ -23,20 +23,35 @@ type traceJSON struct {
 	KnowledgeVersion int64           `json:"knowledgeVersion"`
 	TopK             int             `json:"topK"`
 	Threshold        float64         `json:"threshold"`
+	Focus            []focusJSON     `json:"focus,omitempty"`
+	Missing          []string        `json:"missing,omitempty"`
+	Answerability    float64         `json:"answerability,omitempty"`
+	Verdict          string          `json:"verdict,omitempty"`
+	FeatureNames     []string        `json:"featureNames,omitempty"`
 	Candidates       []candidateJSON `json:"candidates"`
 }
 
+type focusJSON struct {
+	Word        string  `json:"word"`
+	Weight      float64 `json:"weight"`
+	InKnowledge bool    `json:"inKnowledge"`
+	Typo        bool    `json:"typo,omitempty"`
+}
+
 type candidateJSON struct {
-	ChunkID      string  `json:"chunkId"`
-	SourceID     string  `json:"sourceId"`
-	DocumentName string  `json:"documentName"`
-	KeywordRank  int     `json:"keywordRank,omitempty"`
-	KeywordScore float64 `json:"keywordScore,omitempty"`
-	VectorRank   int     `json:"vectorRank,omitempty"`
-	VectorScore  float64 `json:"vectorScore,omitempty"`
-	Score        float64 `json:"score"`
-	Kept         bool    `json:"kept"`
-	Reason       string  `json:"reason"`
+	ChunkID      string    `json:"chunkId"`
+	SourceID     string    `json:"sourceId"`
+	DocumentName string    `json:"documentName"`
+	KeywordRank  int       `json:"keywordRank,omitempty"`
+	KeywordScore float64   `json:"keywordScore,omitempty"`
+	VectorRank   int       `json:"vectorRank,omitempty"`
+	VectorScore  float64   `json:"vectorScore,omitempty"`
+	Score        float64   `json:"score"`
+	Relevance    float64   `json:"relevance,omitempty"`
+	Features     []float64 `json:"features,omitempty"`
+	Missing      []string  `json:"missing,omitempty"`
+	Kept         bool      `json:"kept"`
+	Reason       string    `json:"reason"`
 }
 
 // encodeTrace writes t as traceJSON, without reflection and with its
@@ -69,6 +84,35 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 	b = strconv.AppendInt(b, int64(t.TopK), 10)
 	b = append(b, `,"threshold":`...)
 	b = appendJSONFloat(b, t.Threshold)
+	if len(t.Focus) > 0 {
+		b = append(b, `,"focus":[`...)
+		for i, f := range t.Focus {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"word":`...)
+			b = appendJSONString(b, f.Word)
+			b = append(b, `,"weight":`...)
+			b = appendJSONFloat(b, f.Weight)
+			b = append(b, `,"inKnowledge":`...)
+			b = strconv.AppendBool(b, f.InKnowledge)
+			if f.Typo {
+				b = append(b, `,"typo":true`...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = appendJSONStrings(b, "missing", t.Missing)
+	if t.Answerability != 0 {
+		b = append(b, `,"answerability":`...)
+		b = appendJSONFloat(b, t.Answerability)
+	}
+	if t.Verdict != "" {
+		b = append(b, `,"verdict":`...)
+		b = appendJSONString(b, t.Verdict)
+	}
+	b = appendJSONStrings(b, "featureNames", t.FeatureNames)
 	b = append(b, `,"candidates":[`...)
 	for i, c := range t.Candidates {
 		if i > 0 {
@@ -98,6 +142,21 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 		}
 		b = append(b, `,"score":`...)
 		b = appendJSONFloat(b, c.Score)
+		if c.Relevance != 0 {
+			b = append(b, `,"relevance":`...)
+			b = appendJSONFloat(b, c.Relevance)
+		}
+		if len(c.Features) > 0 {
+			b = append(b, `,"features":[`...)
+			for k, f := range c.Features {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONFloat(b, f)
+			}
+			b = append(b, ']')
+		}
+		b = appendJSONStrings(b, "missing", c.Missing)
 		b = append(b, `,"kept":`...)
 		b = strconv.AppendBool(b, c.Kept)
 		b = append(b, `,"reason":`...)
@@ -120,6 +179,23 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendJSONStrings appends `,"name":[...]` for a non-empty list.
+func appendJSONStrings(b []byte, name string, list []string) []byte {
+	if len(list) == 0 {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, s)
+	}
+	return append(b, ']')
 }
 
 // appendJSONFloat appends f as a JSON number of 6 significant digits (an
@@ -152,7 +228,11 @@ func (s *Store) MessageTrace(ctx context.Context, workspaceID, conversationID, m
 		return domain.RetrievalTrace{}, fmt.Errorf("postgres: decode trace of message %s: %w", messageID, err)
 	}
 	t := domain.RetrievalTrace{Query: j.Query, Method: j.Method, Note: j.Note, Embedder: j.Embedder, KnowledgeVersion: j.KnowledgeVersion,
-		TopK: j.TopK, Threshold: j.Threshold, Candidates: make([]domain.TraceCandidate, len(j.Candidates))}
+		TopK: j.TopK, Threshold: j.Threshold, Missing: j.Missing, Answerability: j.Answerability, Verdict: j.Verdict,
+		FeatureNames: j.FeatureNames, Candidates: make([]domain.TraceCandidate, len(j.Candidates))}
+	for _, f := range j.Focus {
+		t.Focus = append(t.Focus, domain.FocusTerm(f))
+	}
 	for i, c := range j.Candidates {
 		t.Candidates[i] = domain.TraceCandidate(c)
 	}

@@ -13,7 +13,11 @@ import (
 // traceJSONOf is the stored shape of tr.
 func traceJSONOf(tr *domain.RetrievalTrace) traceJSON {
 	j := traceJSON{Query: tr.Query, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
-		TopK: tr.TopK, Threshold: tr.Threshold, Candidates: make([]candidateJSON, len(tr.Candidates))}
+		TopK: tr.TopK, Threshold: tr.Threshold, Missing: tr.Missing, Answerability: tr.Answerability, Verdict: tr.Verdict,
+		FeatureNames: tr.FeatureNames, Candidates: make([]candidateJSON, len(tr.Candidates))}
+	for _, f := range tr.Focus {
+		j.Focus = append(j.Focus, focusJSON(f))
+	}
 	for i, c := range tr.Candidates {
 		j.Candidates[i] = candidateJSON(c)
 	}
@@ -41,6 +45,13 @@ func TestEncodeTrace(t *testing.T) {
 			Candidates: []domain.TraceCandidate{
 				{ChunkID: "chk_1", SourceID: "src_1", DocumentName: "Passwords", KeywordRank: 1, KeywordScore: 0.8123456789012345, VectorRank: 3, VectorScore: 0.41, Score: 0.032266458495966696, Kept: true, Reason: domain.TraceKept},
 				{ChunkID: "chk_2", SourceID: "src_2", DocumentName: "Billing", VectorRank: 1, VectorScore: 0.19, Score: 0.01639344262295082, Reason: domain.TraceBelowThreshold},
+			}}},
+		{"reranked", domain.RetrievalTrace{Query: "do you ship to canada", Method: "hybrid+rerank", TopK: 5, Threshold: 0.5,
+			Focus:   []domain.FocusTerm{{Word: "ship", Weight: 0.4, InKnowledge: true}, {Word: "canada", Weight: 1}, {Word: "pasword", Weight: 0.5, InKnowledge: true, Typo: true}},
+			Missing: []string{"canada"}, Answerability: 0.21, Verdict: domain.VerdictNotAnswerable, FeatureNames: []string{"coverage", "window"},
+			Candidates: []domain.TraceCandidate{
+				{ChunkID: "chk_1", KeywordRank: 1, Score: 3.25, Relevance: 0.4123456789, Features: []float64{0.5, 0.25}, Missing: []string{"canada", "\"x\""}, Reason: domain.TraceNotAnswerable},
+				{ChunkID: "chk_2", Score: -1.5, Relevance: 0.01, Features: []float64{0, 1e-9}, Reason: domain.TraceNotAnswerable},
 			}}},
 		{"text to escape", domain.RetrievalTrace{Query: "\"quoted\" \\ back <b>&amp;</b>\n\ttab \u2028 ünïcödé 日本 \x00\x7f", Method: "keyword", Note: "the index is loading: keyword search in PostgreSQL only",
 			Candidates: []domain.TraceCandidate{{DocumentName: "Q&A: \"returns\" <policy>", Reason: "x"}}}},
@@ -103,11 +114,20 @@ func sameTrace(t *testing.T, got, want []byte) bool {
 	ok := len(g.Candidates) == len(w.Candidates) && near(g.Threshold, w.Threshold)
 	for i := 0; ok && i < len(g.Candidates); i++ {
 		gc, wc := g.Candidates[i], w.Candidates[i]
-		ok = near(gc.KeywordScore, wc.KeywordScore) && near(gc.VectorScore, wc.VectorScore) && near(gc.Score, wc.Score)
-		gc.KeywordScore, gc.VectorScore, gc.Score = wc.KeywordScore, wc.VectorScore, wc.Score
-		ok = ok && gc == wc
+		ok = near(gc.KeywordScore, wc.KeywordScore) && near(gc.VectorScore, wc.VectorScore) && near(gc.Score, wc.Score) &&
+			near(gc.Relevance, wc.Relevance) && len(gc.Features) == len(wc.Features)
+		for k := 0; ok && k < len(gc.Features); k++ {
+			ok = near(gc.Features[k], wc.Features[k])
+		}
+		gc.KeywordScore, gc.VectorScore, gc.Score, gc.Relevance, gc.Features = wc.KeywordScore, wc.VectorScore, wc.Score, wc.Relevance, wc.Features
+		ok = ok && reflect.DeepEqual(gc, wc)
 	}
-	g.Threshold, g.Candidates, w.Candidates = w.Threshold, nil, nil
+	for k := 0; ok && k < len(g.Focus) && k < len(w.Focus); k++ {
+		ok = near(g.Focus[k].Weight, w.Focus[k].Weight)
+		g.Focus[k].Weight = w.Focus[k].Weight
+	}
+	ok = ok && near(g.Answerability, w.Answerability)
+	g.Threshold, g.Answerability, g.Candidates, w.Candidates = w.Threshold, w.Answerability, nil, nil
 	if !ok || !reflect.DeepEqual(g, w) {
 		t.Errorf("encodeTrace wrote\n%s\nencoding/json writes\n%s", got, want)
 		return false

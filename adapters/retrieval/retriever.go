@@ -140,9 +140,10 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 	} else {
 		ranked = Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
 	}
-	chunks := Select(ranked, entry.Value.chunk, limit, q.Threshold)
+	j := Rerank(entry.Index, q.Text, ranked, entry.Value.chunk)
+	chunks := Decide(j, entry.Value.chunk, limit, q.Threshold)
 	if q.Trace != nil {
-		*q.Trace = trace(q, ranked, entry.Value.meta, limit, mode)
+		*q.Trace = judgementTrace(q, j, entry.Value.meta, limit, mode)
 		q.Trace.Embedder = r.embedder.ID()
 		q.Trace.KnowledgeVersion = entry.Version
 		if mode == KeywordOnly {
@@ -332,30 +333,4 @@ func Select(ranked []Ranked, chunk func(int) domain.Chunk, limit int, threshold 
 		out = append(out, c)
 	}
 	return out
-}
-
-func trace(q ports.RetrievalQuery, ranked []Ranked, meta func(int) domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
-	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold,
-		Candidates: make([]domain.TraceCandidate, 0, min(len(ranked), traceCandidates))}
-	kept := 0
-	for _, r := range ranked {
-		if len(t.Candidates) == traceCandidates {
-			break
-		}
-		c := meta(r.Doc)
-		tc := domain.TraceCandidate{ChunkID: c.ID, SourceID: c.SourceID, DocumentName: c.DocumentName,
-			KeywordRank: r.KeywordRank, KeywordScore: r.KeywordScore, VectorRank: r.VectorRank, VectorScore: r.VectorScore,
-			Score: r.Fused}
-		switch {
-		case r.Relevance < q.Threshold:
-			tc.Reason = domain.TraceBelowThreshold
-		case kept == limit:
-			tc.Reason = domain.TraceBeyondTopK
-		default:
-			tc.Kept, tc.Reason = true, domain.TraceKept
-			kept++
-		}
-		t.Candidates = append(t.Candidates, tc)
-	}
-	return t
 }

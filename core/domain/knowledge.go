@@ -84,9 +84,38 @@ type RetrievalTrace struct {
 	Embedder         string
 	KnowledgeVersion int64
 	TopK             int
-	Threshold        float64
-	Candidates       []TraceCandidate
+	// Threshold is the least answerability the agent answers with.
+	Threshold float64
+	// Focus are the question's content words with their weight; Missing
+	// those of them the best passage lacks.
+	Focus   []FocusTerm
+	Missing []string
+	// Answerability is the estimated chance, in [0, 1], that the knowledge
+	// answers the question; Verdict is what the retrieval decided from it.
+	Answerability float64
+	Verdict       string
+	// FeatureNames name the values of each candidate's Features.
+	FeatureNames []string
+	Candidates   []TraceCandidate
 }
+
+// FocusTerm is one content word of a question as retrieval weighed it.
+type FocusTerm struct {
+	Word string
+	// Weight is its specificity, in [0, 1]: 1 for a word no passage holds,
+	// less for words many passages hold or that any question may use.
+	Weight float64
+	// InKnowledge says whether any passage holds it; Typo that it was
+	// matched to a passage word one letter away.
+	InKnowledge, Typo bool
+}
+
+// Verdicts of a retrieval trace.
+const (
+	VerdictAnswer        = "answer: the best evidence addresses the question"
+	VerdictNotAnswerable = "fallback: the best evidence does not address the question"
+	VerdictNothingFound  = "fallback: no passage matches the question"
+)
 
 // TraceCandidate is one chunk a retrieval considered. Ranks count from 1; 0
 // means the leg did not find the chunk.
@@ -98,9 +127,16 @@ type TraceCandidate struct {
 	KeywordScore float64
 	VectorRank   int
 	VectorScore  float64
-	// Score is the fused score the final order uses.
-	Score float64
-	Kept  bool
+	// Score is the score the final order uses; Relevance is it calibrated
+	// into [0, 1], the chance that the passage is from a page that answers
+	// the question. Features are what the reranker scored, named by the
+	// trace's FeatureNames.
+	Score     float64
+	Relevance float64
+	Features  []float64
+	// Missing are the question's specific words the passage lacks.
+	Missing []string
+	Kept    bool
 	// Reason says why the chunk was kept or dropped.
 	Reason string
 }
@@ -109,5 +145,7 @@ type TraceCandidate struct {
 const (
 	TraceKept           = "kept: among the top results"
 	TraceBelowThreshold = "dropped: score below the agent's threshold"
+	TraceFarBelowBest   = "dropped: far less relevant than the best passage"
 	TraceBeyondTopK     = "dropped: beyond the agent's top-k"
+	TraceNotAnswerable  = "dropped: the knowledge does not answer the question"
 )

@@ -37,8 +37,20 @@ type traceCandidateDTO struct {
 	VectorRank   *int    `json:"vectorRank"`
 	VectorScore  float64 `json:"vectorScore"`
 	Score        float64 `json:"score"`
-	Kept         bool    `json:"kept"`
-	Reason       string  `json:"reason"`
+	// Relevance, Features and Missing come from the reranker; absent
+	// (null) while PostgreSQL answers for an index that is loading.
+	Relevance *float64           `json:"relevance"`
+	Features  map[string]float64 `json:"features"`
+	Missing   []string           `json:"missing"`
+	Kept      bool               `json:"kept"`
+	Reason    string             `json:"reason"`
+}
+
+type focusTermDTO struct {
+	Word        string  `json:"word"`
+	Weight      float64 `json:"weight"`
+	InKnowledge bool    `json:"inKnowledge"`
+	Typo        bool    `json:"typo"`
 }
 
 type traceDTO struct {
@@ -49,6 +61,10 @@ type traceDTO struct {
 	KnowledgeVersion int64               `json:"knowledgeVersion"`
 	TopK             int                 `json:"topK"`
 	Threshold        float64             `json:"threshold"`
+	Focus            []focusTermDTO      `json:"focus"`
+	Missing          []string            `json:"missing"`
+	Answerability    *float64            `json:"answerability"`
+	Verdict          *string             `json:"verdict"`
 	Candidates       []traceCandidateDTO `json:"candidates"`
 }
 
@@ -56,6 +72,13 @@ type retrieveResponse struct {
 	Query   string              `json:"query"`
 	Results []retrievedChunkDTO `json:"results"`
 	Trace   traceDTO            `json:"trace"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func rank(r int) *int {
@@ -67,11 +90,31 @@ func rank(r int) *int {
 
 func toTraceDTO(t domain.RetrievalTrace) traceDTO {
 	dto := traceDTO{Query: t.Query, Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
-		KnowledgeVersion: t.KnowledgeVersion, TopK: t.TopK, Threshold: t.Threshold, Candidates: make([]traceCandidateDTO, len(t.Candidates))}
+		KnowledgeVersion: t.KnowledgeVersion, TopK: t.TopK, Threshold: t.Threshold,
+		Focus: make([]focusTermDTO, len(t.Focus)), Missing: nonNil(t.Missing), Verdict: wire.OptionalString(t.Verdict),
+		Candidates: make([]traceCandidateDTO, len(t.Candidates))}
+	for i, f := range t.Focus {
+		dto.Focus[i] = focusTermDTO(f)
+	}
+	reranked := t.Verdict != ""
+	if reranked {
+		dto.Answerability = &t.Answerability
+	}
 	for i, c := range t.Candidates {
-		dto.Candidates[i] = traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,
+		cd := traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,
 			KeywordRank: rank(c.KeywordRank), KeywordScore: c.KeywordScore, VectorRank: rank(c.VectorRank), VectorScore: c.VectorScore,
-			Score: c.Score, Kept: c.Kept, Reason: c.Reason}
+			Score: c.Score, Missing: nonNil(c.Missing), Kept: c.Kept, Reason: c.Reason}
+		if reranked {
+			relevance := c.Relevance
+			cd.Relevance = &relevance
+			cd.Features = make(map[string]float64, len(c.Features))
+			for k, v := range c.Features {
+				if k < len(t.FeatureNames) {
+					cd.Features[t.FeatureNames[k]] = v
+				}
+			}
+		}
+		dto.Candidates[i] = cd
 	}
 	return dto
 }

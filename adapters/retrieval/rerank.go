@@ -1,0 +1,557 @@
+package retrieval
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Reranking. Fusion by reciprocal rank orders candidates well enough to
+// shortlist them, but its scores say nothing about whether a passage answers
+// the question: a rank is a rank on 2 chunks and on 100,000. So every fused
+// candidate is scored again on what makes a passage answer a question (does
+// it hold the words the question is about, close together, in its heading,
+// as its Q&A question), and the features are combined by a logistic model
+// into a relevance in [0, 1]: the estimated chance that the passage comes
+// from a page that answers the question. Each feature is a share or a score
+// already in [0, 1] that does not grow with the size of the knowledge base,
+// so neither does the relevance, and one threshold serves every agent.
+//
+// The model's weights were fitted on the tuning halves of the evaluation
+// sets in testdata/eval (`make eval-fit` prints them) and are measured on
+// the held-out halves (docs/benchmarks.md).
+
+// rerankDepth is how many fused candidates are scored again.
+const rerankDepth = 40
+
+// windowWords is the span, in words, within which a passage must hold the
+// question's words to count as saying them together (about two sentences).
+const windowWords = 24
+
+// pairDistance is how far apart two neighbouring question words may be in a
+// passage to count as the same phrase ("express ... delivery").
+const pairDistance = 3
+
+// genericWeight is what a word that is common in any support question
+// ("how", "work", "account", "problem") counts for, against 1 for a word
+// that says what the question is about.
+const genericWeight = 0.3
+
+// genericWords are words of support questions that rarely carry their
+// subject. They are not stopwords (a passage may still match them); they
+// weigh less in coverage, and their absence never makes a question
+// unanswerable.
+var genericWords = wordSet(`how what when where why which who can could would should will may might
+must do does did done get gets got getting use used using need needs needed want wants wanted know
+tell please help hi hello hey thanks thank way ways possible able anyone someone something anything
+thing things make makes made work works working try trying tried problem problems issue issues
+question questions go going still also just really actually now currently again mean means find see
+look looking say said sure like much many often let lets seem seems guys ok okay option options
+whats hows wheres im ive id m d s t ll ve re doesn don didn won isn aren couldn wouldn shouldn hasn
+haven wasn weren cant dont doesnt wont isnt anymore`)
+
+func wordSet(words string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
+}
+
+// Feature names, in the order of a feature vector.
+const (
+	featCoverage = iota
+	featWindow
+	featTitle
+	featPairs
+	featQA
+	featKeyword
+	featVector
+	featKeywordRank
+	featVectorRank
+	featMissingTop
+	featMissingKnowledge
+	featCount
+)
+
+// FeatureNames name the features, in vector order, for traces and fitting.
+var FeatureNames = [featCount]string{
+	"coverage", "window", "title", "pairs", "qa", "keyword", "vector",
+	"keywordRank", "vectorRank", "missingTop", "missingKnowledge",
+}
+
+// FeatureCount is the length of a feature vector.
+const FeatureCount = featCount
+
+// Answerability features, in the order of their vector: taken from the
+// best candidate after reranking, and from the question itself.
+const (
+	ansRelevance = iota
+	ansCoverage
+	ansWindow
+	ansTitle
+	ansMissingTop
+	ansMissingKnowledge
+	ansHeaviest
+	ansCount
+)
+
+// AnswerFeatureCount is the length of an answerability feature vector.
+const AnswerFeatureCount = ansCount
+
+// AnswerFeatureNames name the answerability features, in vector order.
+var AnswerFeatureNames = [ansCount]string{"relevance", "coverage", "window", "title", "missingTop", "missingKnowledge", "heaviest"}
+
+// RelevanceModel scores candidates and decides answerability. Candidates
+// are ordered by Weights·f (a conditional logit: fitted so that the
+// passages of the right page come first); Scale and Offset turn that score
+// into a calibrated relevance, sigmoid(Scale·score + Offset), the chance
+// that the passage is from a page that answers the question. Answerability
+// is a second logistic model over the best candidate and the question,
+// sigmoid(AnswerBias + AnswerWeights·a): the chance that the knowledge
+// answers the question at all.
+type RelevanceModel struct {
+	Weights       [featCount]float64
+	Scale, Offset float64
+	AnswerBias    float64
+	AnswerWeights [ansCount]float64
+}
+
+// DefaultRelevanceModel returns the model agents use.
+func DefaultRelevanceModel() RelevanceModel { return defaultModel }
+
+// defaultModel was fitted on the tuning halves of testdata/eval.
+var defaultModel = RelevanceModel{
+	Weights: [featCount]float64{
+		featCoverage: 4.332, featWindow: 4.981, featTitle: 5.121, featPairs: 0.951, featQA: 0,
+		featKeyword: 2.665, featVector: 3.787, featKeywordRank: 0.146, featVectorRank: 0.765,
+		featMissingTop: 0.973, featMissingKnowledge: 0,
+	},
+	Scale: 0.370, Offset: -4.184,
+	AnswerBias: 0.476,
+	AnswerWeights: [ansCount]float64{
+		ansRelevance: 0.467, ansCoverage: 2.307, ansWindow: 0.085, ansTitle: -1.556,
+		ansMissingTop: -0.727, ansMissingKnowledge: -2.059, ansHeaviest: -0.762,
+	},
+}
+
+// Score is the candidate's ranking score for a feature vector.
+func (m *RelevanceModel) Score(f *[featCount]float64) float64 {
+	var z float64
+	for i, x := range f {
+		z += m.Weights[i] * x
+	}
+	return z
+}
+
+// Relevance is the calibrated relevance of a ranking score.
+func (m *RelevanceModel) Relevance(score float64) float64 {
+	return sigmoid(m.Scale*score + m.Offset)
+}
+
+// Answerability is the chance that the knowledge answers the question.
+func (m *RelevanceModel) Answerability(a *[ansCount]float64) float64 {
+	z := m.AnswerBias
+	for i, x := range a {
+		z += m.AnswerWeights[i] * x
+	}
+	return sigmoid(z)
+}
+
+func sigmoid(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
+
+// FocusWord is one content word of the question with what it weighs.
+type FocusWord struct {
+	memindex.QueryWord
+	// Weight is its share of the question's meaning before normalising:
+	// its specificity in this knowledge base (idf relative to the rarest
+	// possible), 1 for a word no passage holds, times genericWeight for a
+	// generic word.
+	Weight  float64
+	Generic bool
+}
+
+// Judged is one reranked candidate.
+type Judged struct {
+	Ranked
+	Features [featCount]float64
+	// Score orders candidates; Relevance is it calibrated into [0, 1].
+	Score, Relevance float64
+	// Missing are the question's specific words the passage lacks.
+	Missing []string
+	// covered marks the focus words the passage holds.
+	covered []bool
+}
+
+// Judgement is a reranked candidate list with the question's analysis.
+type Judgement struct {
+	Focus      []FocusWord
+	Candidates []Judged // best first
+	// Answer are the answerability features and Answerability the chance
+	// that the knowledge answers the question (0 without candidates).
+	Answer        [ansCount]float64
+	Answerability float64
+}
+
+// analyseQuery weighs the question's content words.
+func analyseQuery(ix *memindex.Index, text string) []FocusWord {
+	words := ix.QueryWords(text)
+	out := make([]FocusWord, len(words))
+	top := ix.IDF(1)
+	for i, w := range words {
+		f := FocusWord{QueryWord: w, Weight: 1}
+		if w.Term != memindex.NoTerm && top > 0 {
+			f.Weight = min(1, ix.IDF(w.DF)/top)
+		}
+		if isGeneric(w.Word) {
+			f.Generic = true
+			f.Weight *= genericWeight
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// Rerank scores the first rerankDepth candidates of ranked (best first by
+// fusion) against text and returns them best first by relevance. doc
+// returns the chunk at a document position, with its text.
+func Rerank(ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
+	return RerankWith(&defaultModel, ix, text, ranked, doc)
+}
+
+// RerankWith is Rerank with another model, for fitting and evaluation.
+func RerankWith(m *RelevanceModel, ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
+	focus := analyseQuery(ix, text)
+	j := Judgement{Focus: focus}
+	if len(ranked) == 0 {
+		return j
+	}
+	ranked = ranked[:min(len(ranked), rerankDepth)]
+	var total, heaviest, unknown float64
+	for _, f := range focus {
+		total += f.Weight
+		heaviest = max(heaviest, f.Weight)
+		if f.Term == memindex.NoTerm {
+			unknown += f.Weight
+		}
+	}
+	s := newPassageScan(len(focus))
+	j.Candidates = make([]Judged, len(ranked))
+	for i, r := range ranked {
+		c := doc(r.Doc)
+		jd := Judged{Ranked: r}
+		f := &jd.Features
+		f[featKeyword] = r.KeywordScore
+		f[featVector] = max(0, r.VectorScore)
+		if r.KeywordRank > 0 {
+			f[featKeywordRank] = 1 / float64(r.KeywordRank)
+		}
+		if r.VectorRank > 0 {
+			f[featVectorRank] = 1 / float64(r.VectorRank)
+		}
+		if total > 0 {
+			s.read(ix, focus, c)
+			var covered, inTitle, missingTop float64
+			jd.covered = make([]bool, len(focus))
+			for k, fw := range focus {
+				switch {
+				case s.body[k] || s.title[k]:
+					jd.covered[k] = true
+					covered += fw.Weight
+				default:
+					missingTop = max(missingTop, fw.Weight)
+					if !fw.Generic && fw.Weight >= 0.5*heaviest {
+						jd.Missing = append(jd.Missing, fw.Word)
+					}
+				}
+				if s.title[k] {
+					inTitle += fw.Weight
+				}
+			}
+			f[featCoverage] = covered / total
+			f[featTitle] = inTitle / total
+			f[featWindow] = s.window(focus) / total
+			f[featPairs] = s.pairs(len(focus))
+			f[featQA] = s.qa
+			f[featMissingTop] = missingTop / heaviest
+			f[featMissingKnowledge] = unknown / total
+		}
+		jd.Score = m.Score(f)
+		jd.Relevance = m.Relevance(jd.Score)
+		j.Candidates[i] = jd
+	}
+	slices.SortStableFunc(j.Candidates, func(a, b Judged) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	best := &j.Candidates[0]
+	j.Answer = [ansCount]float64{
+		ansRelevance: best.Relevance, ansCoverage: best.Features[featCoverage], ansWindow: best.Features[featWindow],
+		ansTitle: best.Features[featTitle], ansMissingTop: best.Features[featMissingTop],
+		ansMissingKnowledge: best.Features[featMissingKnowledge],
+		ansHeaviest:         heaviestCovered(focus, best.covered),
+	}
+	j.Answerability = m.Answerability(&j.Answer)
+	return j
+}
+
+// heaviestCovered is the share of the question's three heaviest words
+// (their weight) that a passage holds: a long question carries context a
+// passage need not repeat, but the words that say what it is about must be
+// there.
+func heaviestCovered(focus []FocusWord, covered []bool) float64 {
+	if len(covered) != len(focus) {
+		return 0
+	}
+	order := make([]int, len(focus))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case focus[a].Weight > focus[b].Weight:
+			return -1
+		case focus[a].Weight < focus[b].Weight:
+			return 1
+		}
+		return 0
+	})
+	var have, total float64
+	for _, k := range order[:min(3, len(order))] {
+		total += focus[k].Weight
+		if covered[k] {
+			have += focus[k].Weight
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return have / total
+}
+
+// passageScan finds a question's words in one passage; its buffers are
+// reused from passage to passage.
+type passageScan struct {
+	body, title []bool
+	// hits are the positions of question words in the body, in order.
+	hits   []hit
+	qa     float64
+	buf    []byte
+	byTerm map[int32]int
+}
+
+type hit struct {
+	pos  int
+	word int // index into the focus
+}
+
+func newPassageScan(n int) *passageScan {
+	return &passageScan{body: make([]bool, n), title: make([]bool, n), byTerm: make(map[int32]int, n)}
+}
+
+func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
+	clear(s.body)
+	clear(s.title)
+	clear(s.byTerm)
+	s.hits = s.hits[:0]
+	s.qa = 0
+	for k, f := range focus {
+		if f.Term != memindex.NoTerm {
+			s.byTerm[f.Term] = k
+		}
+	}
+	s.buf = ix.EachTerm(c.Text, s.buf, func(pos int, t int32) {
+		if k, ok := s.byTerm[t]; ok && t != memindex.NoTerm {
+			s.body[k] = true
+			s.hits = append(s.hits, hit{pos, k})
+		}
+	})
+	// The chunk's first line repeats its heading path; the document's name
+	// and a Q&A pair's question are titles too.
+	heading := c.Text
+	if nl := strings.IndexByte(heading, '\n'); nl >= 0 {
+		heading = heading[:nl]
+	}
+	for _, title := range []string{heading, c.DocumentName, c.Question} {
+		if title == "" {
+			continue
+		}
+		s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32) {
+			if k, ok := s.byTerm[t]; ok && t != memindex.NoTerm {
+				s.title[k] = true
+			}
+		})
+	}
+	if c.Question != "" {
+		s.qa = s.questionOverlap(ix, focus, c.Question)
+	}
+}
+
+// questionOverlap is the F1 of the question's content words against a Q&A
+// pair's question: how nearly the visitor asked the stored question.
+func (s *passageScan) questionOverlap(ix *memindex.Index, focus []FocusWord, question string) float64 {
+	var theirs, shared int
+	seen := map[int32]bool{}
+	s.buf = ix.EachTerm(question, s.buf, func(_ int, t int32) {
+		if t == memindex.NoTerm || seen[t] {
+			return
+		}
+		seen[t] = true
+		theirs++
+		if _, ok := s.byTerm[t]; ok {
+			shared++
+		}
+	})
+	if shared == 0 {
+		return 0
+	}
+	p, r := float64(shared)/float64(theirs), float64(shared)/float64(len(focus))
+	return 2 * p * r / (p + r)
+}
+
+// window returns the largest weight of distinct question words found within
+// windowWords of each other in the body.
+func (s *passageScan) window(focus []FocusWord) float64 {
+	counts := make([]int, len(focus))
+	var best, cur float64
+	lo := 0
+	for _, h := range s.hits {
+		if counts[h.word] == 0 {
+			cur += focus[h.word].Weight
+		}
+		counts[h.word]++
+		for s.hits[lo].pos <= h.pos-windowWords {
+			w := s.hits[lo].word
+			counts[w]--
+			if counts[w] == 0 {
+				cur -= focus[w].Weight
+			}
+			lo++
+		}
+		best = max(best, cur)
+	}
+	return best
+}
+
+// pairs returns the share of neighbouring question words (in the
+// question's order) that the body holds within pairDistance of each other,
+// in either order. A one-word question has no pairs: its word found counts
+// as its phrase found.
+func (s *passageScan) pairs(n int) float64 {
+	if n < 2 {
+		if n == 1 && s.body[0] {
+			return 1
+		}
+		return 0
+	}
+	found := 0
+	for k := 0; k+1 < n; k++ {
+		if s.near(k, k+1) {
+			found++
+		}
+	}
+	return float64(found) / float64(n-1)
+}
+
+func (s *passageScan) near(a, b int) bool {
+	for i, h := range s.hits {
+		if h.word != a && h.word != b {
+			continue
+		}
+		for _, o := range s.hits[i+1:] {
+			if o.pos-h.pos > pairDistance {
+				break
+			}
+			if (h.word == a && o.word == b) || (h.word == b && o.word == a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isGeneric(w string) bool { return genericWords[w] }
+
+// keepRatio drops, from an answer's passages, those far less relevant than
+// the best: they add noise to the answer, not evidence.
+const keepRatio = 0.25
+
+// Decide is the answerability decision, separate from the ranking: when the
+// judgement's answerability reaches threshold, it returns up to limit
+// passages best first (each scored with its relevance), leaving out those
+// under keepRatio of the best one's relevance; otherwise none, and the
+// agent falls back. chunk returns the chunk at a document position.
+func Decide(j Judgement, chunk func(int) domain.Chunk, limit int, threshold float64) []domain.Chunk {
+	if len(j.Candidates) == 0 || j.Answerability < threshold {
+		return nil
+	}
+	floor := j.Candidates[0].Relevance * keepRatio
+	var out []domain.Chunk
+	for _, c := range j.Candidates {
+		if len(out) == limit || c.Relevance < floor {
+			break
+		}
+		ch := chunk(c.Doc)
+		ch.Score = c.Relevance
+		out = append(out, ch)
+	}
+	return out
+}
+
+// judgementTrace records what the retrieval considered and why it decided.
+func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
+	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold,
+		Answerability: j.Answerability, FeatureNames: FeatureNames[:],
+		Candidates: make([]domain.TraceCandidate, 0, min(len(j.Candidates), traceCandidates))}
+	for _, f := range j.Focus {
+		t.Focus = append(t.Focus, domain.FocusTerm{Word: f.Word, Weight: f.Weight, InKnowledge: f.Term != memindex.NoTerm, Typo: f.Typo})
+	}
+	answers := len(j.Candidates) > 0 && j.Answerability >= q.Threshold
+	if len(j.Candidates) > 0 {
+		t.Missing = j.Candidates[0].Missing
+	}
+	switch {
+	case len(j.Candidates) == 0:
+		t.Verdict = domain.VerdictNothingFound
+	case answers:
+		t.Verdict = domain.VerdictAnswer
+	default:
+		t.Verdict = domain.VerdictNotAnswerable
+	}
+	kept := 0
+	floor := 0.0
+	if len(j.Candidates) > 0 {
+		floor = j.Candidates[0].Relevance * keepRatio
+	}
+	for _, c := range j.Candidates {
+		if len(t.Candidates) == traceCandidates {
+			break
+		}
+		m := meta(c.Doc)
+		tc := domain.TraceCandidate{ChunkID: m.ID, SourceID: m.SourceID, DocumentName: m.DocumentName,
+			KeywordRank: c.KeywordRank, KeywordScore: c.KeywordScore, VectorRank: c.VectorRank, VectorScore: c.VectorScore,
+			Score: c.Score, Relevance: c.Relevance, Missing: c.Missing, Features: slices.Clone(c.Features[:])}
+		switch {
+		case !answers:
+			tc.Reason = domain.TraceNotAnswerable
+		case c.Relevance < floor:
+			tc.Reason = domain.TraceFarBelowBest
+		case kept == limit:
+			tc.Reason = domain.TraceBeyondTopK
+		default:
+			tc.Kept, tc.Reason = true, domain.TraceKept
+			kept++
+		}
+		t.Candidates = append(t.Candidates, tc)
+	}
+	return t
+}

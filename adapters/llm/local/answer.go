@@ -66,12 +66,16 @@ type candidate struct {
 	start, end int
 	mask, syn  uint64 // the question's terms in the sentence (see sentenceFacts)
 	ctx        uint64 // the question's terms in the sentence's context
-	pairs      uint64
-	short      bool
-	typed      bool
-	score      float64
-	typeScore  float64 // the part of score owed to typeBonus
-	excluded   bool
+	// section: the part of ctx owed to the sentence's own section (its
+	// heading, the question before it, a Q&A source's question), not to the
+	// document's name.
+	section   uint64
+	pairs     uint64
+	short     bool
+	typed     bool
+	score     float64
+	typeScore float64 // the part of score owed to typeBonus
+	excluded  bool
 }
 
 // guard rejects text that must never be output: prompt-injection phrases and
@@ -133,6 +137,18 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	if len(q.terms) == 0 {
 		return "", nil
 	}
+	// A question turning on something the knowledge never mentions
+	// ("Canada", "Podman") is not answered with sentences about the rest
+	// of it. Typos are forgiven first.
+	found, buf := q.found(knowledge, buf)
+	if missing := q.focus &^ found; missing != 0 {
+		var typos uint64
+		typos, buf = q.matchTypos(knowledge, missing, buf)
+		found |= typos
+		if q.key&^found != 0 {
+			return "", nil
+		}
+	}
 	g := guard{raw: system}
 	if text, id, ok := q.matchQA(knowledge, &g, buf); ok {
 		if qaMaxChars > 0 {
@@ -140,7 +156,7 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 		}
 		return text, citedIDs(id)
 	}
-	return q.extract(knowledge, &g, buf, maxChars)
+	return q.extract(knowledge, found, &g, buf, maxChars)
 }
 
 func citedIDs(id string) []string {
@@ -178,7 +194,7 @@ func (q *query) matchQA(knowledge []domain.Chunk, g *guard, buf []byte) (string,
 
 // extract scores every sentence of knowledge against the question and
 // quotes the best ones.
-func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars int) (string, []string) {
+func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []byte, maxChars int) (string, []string) {
 	cands := make([]candidate, 0, 4*len(knowledge))
 	spans := make([]span, 0, 32)
 	sentences := 0
@@ -187,12 +203,12 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 	inlineF1, inlineText, inlineID := 0.0, "", ""
 	for ci := range knowledge {
 		c := &knowledge[ci]
-		var docCtx uint64
+		var nameCtx, qaCtx uint64
 		var f sentenceFacts
 		f, buf = q.scan(c.DocumentName, buf)
-		docCtx = f.mask
+		nameCtx = f.mask
 		f, buf = q.scan(c.Question, buf)
-		docCtx |= f.mask
+		qaCtx = f.mask
 		var headingCtx, questionCtx uint64
 		spans = splitSentences(c.Text, spans[:0])
 		ord := 0
@@ -207,7 +223,8 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 					}
 				}
 			}
-			ctx := docCtx | headingCtx | questionCtx
+			section := qaCtx | headingCtx | questionCtx
+			ctx := nameCtx | section
 			switch {
 			case sp.heading:
 				headingCtx, questionCtx = f.mask, 0
@@ -225,7 +242,7 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 			}
 			cands = append(cands, candidate{
 				chunk: ci, ord: ord, start: sp.start, end: sp.end,
-				mask: f.mask, syn: f.syn, ctx: ctx, pairs: f.pairs,
+				mask: f.mask, syn: f.syn, ctx: ctx, section: section, pairs: f.pairs,
 				short: f.words < 4 || sp.title,
 				typed: f.typed,
 			})
@@ -257,9 +274,15 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 	// Relevance is measured against the heaviest few terms of what is asked,
 	// so a long message (a story, then the question) can still be answered
 	// by a sentence that matches its core.
+	// Words that only describe the situation ("right away") and that the
+	// knowledge never uses do not count against it.
+	measured := q.asked &^ (^found &^ q.focus)
+	if measured&ownMask(q.originals) == 0 {
+		measured = q.asked // "How do we combine them?": only such words
+	}
 	top := make([]float64, 0, len(w))
 	for i, x := range w {
-		if q.asked&(1<<i) != 0 {
+		if measured&(1<<i) != 0 {
 			top = append(top, x)
 		}
 	}
@@ -273,9 +296,20 @@ func (q *query) extract(knowledge []domain.Chunk, g *guard, buf []byte, maxChars
 		pairW[i] = pairWeight * min(w[p[0]], w[p[1]])
 	}
 
+	core := q.core(w, found)
+	focus := q.focus & found
+	focusTotal := sumWeights(focus, w)
 	first := -1
 	for i := range cands {
 		c := &cands[i]
+		onFocus := core == 0 || (c.mask|c.section)&core != 0 ||
+			credit(c.mask&focus, c.syn&focus, w) >= focusCover*focusTotal
+		if !onFocus || (q.asksPrice && !c.typed) {
+			// On topic, perhaps, but without what is asked about, or
+			// without a price when one is asked for.
+			c.excluded = true
+			continue
+		}
 		own := credit(c.mask, c.syn, w)
 		ctxOnly := sumWeights(c.ctx&^c.mask, w)
 		typed := c.typed

@@ -13,6 +13,20 @@
 //     for "shipping") counting half. In a message that tells a story before
 //     asking ("I ordered last week. How long does shipping take?"), words
 //     outside its questions count half.
+//   - The question's focus is what it asks about: the content words of
+//     its questions that are not generic in support questions ("how
+//     much", "cost", "account", "get") nor describe the situation ("keep",
+//     "right away", "different"), numbers, times or amounts. Words of the
+//     clause that asks ("where does it keep my password?" after "When I
+//     run docker login,") must each be found in the knowledge, directly,
+//     by synonym or within one edit of a word of five letters or more (two
+//     for long words: "pasword", "instal" and "authentification" are
+//     forgiven); if one is in none of the passages ("Do you ship to
+//     Canada?" over a shipping policy that does not name Canada), Content
+//     is "". The noun after "which" or "what" is exempt: "Which countries
+//     do you ship to?" is answered by a list. A message that asks nothing
+//     is held to this only when it is as short as a search ("shipping
+//     canada"), not when it tells a story.
 //   - If the question of a Q&A chunk matches the user's well (weighted F1
 //     overlap of 0.65 or more), the answer is that chunk's answer text,
 //     whole, citing that chunk. A question written in a text chunk (a FAQ
@@ -23,11 +37,17 @@
 //     bonuses for question bigrams, for the kind of answer asked for (a
 //     duration for "how long", an amount for "how much") and for words also
 //     found in the sentence's context (document name, Q&A question, section
-//     heading), which also earns half credit for words found only there. The
-//     answer quotes the best sentence and up to two more that add to it, at
-//     most Options.MaxAnswerChars bytes, grouped by chunk and in their
-//     original order; ties go to the better-ranked chunk. Completion.Cited
-//     lists the quoted chunks' IDs, deduplicated, in order of use.
+//     heading), which also earns half credit for words found only there.
+//     Only sentences that contain the focus may be quoted: one of its most
+//     specific words (weighted like IDF, within 80% of the heaviest), in
+//     the sentence or its section's heading, or 60% of its weight; and a
+//     question about a price ("how much does it cost") is answered only by
+//     sentences with an amount. The answer quotes the best sentence and up
+//     to two more that add to it, at most Options.MaxAnswerChars bytes,
+//     grouped by chunk and in their original order; ties go to the
+//     better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
+//     deduplicated, in order of use. A chunk's first line naming its
+//     section path ("Billing > Invoices") is context, never quoted.
 //   - When Knowledge is empty, the question has no content word (small talk
 //     such as "hi" or "thanks"), or no sentence covers enough of the question
 //     (30% of the weight of its four heaviest words), Content is "" and Cited

@@ -26,10 +26,26 @@ type query struct {
 	// asked marks the own terms found in the message's questions (all of
 	// them when it asks none).
 	asked uint64
+	// raw is the first spelling of each own term as the user wrote it
+	// (lowercased), for matching typos.
+	raw []string
+	// typo marks alias terms that are a knowledge word within one edit of
+	// an own term: they count as that term, not as a synonym.
+	typo uint64
+	// focus marks the own terms that carry the subject of what is asked:
+	// asked, not generic, not a number, time, amount or situation word
+	// (situationWords). key is the part of focus that must
+	// be found in the knowledge for the model to answer at all (see
+	// keyTerms).
+	focus, key uint64
 	// What kind of answer the question asks for: a time or duration
 	// ("how long", "when", "hours"), a price ("how much", "cost") or a
 	// count ("how many").
 	wantTime, wantMoney, wantNumber bool
+	// asksPrice: the question asks how much something costs ("how much"
+	// and "cost", "price", "fee"...). Only a sentence with an amount (a
+	// figure, a currency, "free") can answer it.
+	asksPrice bool
 }
 
 // asideWeight is what a term counts for when the message asks questions
@@ -62,6 +78,9 @@ var synonymGroups, synonymIndex = makeSynonyms([]string{
 	"invoice receipt",
 	"subscription membership",
 	"support assistance",
+	"limit cap maximum",
+	"computer laptop machine pc",
+	"admin administrator",
 })
 
 func makeSynonyms(groups []string) ([][]string, map[string]int) {
@@ -96,19 +115,26 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 	for _, sp := range spans {
 		asking = asking || sp.question
 	}
-	var inQuestion uint64
+	var inQuestion, plain, categories uint64
+	howMuch, priceCue := false, false
+	var clauses clauseTracker
 	for _, sp := range spans {
 		isQuestion := !asking || sp.question
 		sentence := text[sp.start:sp.end]
 		prevRaw := ""
 		prev := -1
+		clauses.startSentence()
 		for i := 0; ; {
-			w, _, end, ok := nextWord(sentence, i, buf)
+			w, start, end, ok := nextWord(sentence, i, buf)
 			if !ok {
 				break
 			}
+			if i == 0 || strings.ContainsAny(sentence[i:start], ",;:") {
+				clauses.startClause()
+			}
 			buf, i = w, end
 			raw := string(w)
+			clauses.word(raw)
 			if isQuestion {
 				switch {
 				case raw == "when" || (prevRaw == "what" && raw == "time"):
@@ -116,11 +142,12 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 				case prevRaw == "how" && (raw == "long" || raw == "soon" || raw == "quickly" || raw == "fast"):
 					q.wantTime = true
 				case prevRaw == "how" && raw == "much":
-					q.wantMoney = true
+					q.wantMoney, howMuch = true, true
 				case prevRaw == "how" && raw == "many":
 					q.wantNumber = true
 				}
 			}
+			after := prevRaw
 			prevRaw = raw
 			if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
 				continue
@@ -130,7 +157,7 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 				q.wantTime = true
 			}
 			if isQuestion && moneyCues.has(st) {
-				q.wantMoney = true
+				q.wantMoney, priceCue = true, true
 			}
 			s := string(st)
 			id, seen := q.index[s]
@@ -140,6 +167,18 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 					continue
 				}
 				id = q.add(s, -1)
+				q.raw = append(q.raw, raw)
+				if isDigits(raw) || len(raw) <= 2 || situationWords.has(st) || timeWords.has(st) || moneyWords.has(st) {
+					// Not the subject: a number or a two-letter word, a time ("monthly"), an amount
+					// ("free") or the situation ("keep", "right away").
+					plain |= 1 << id
+				}
+			}
+			clauses.term(id)
+			if after == "which" || after == "what" {
+				// "Which countries do you ship to?" is answered by a list of
+				// countries that need not say "countries".
+				categories |= 1 << id
 			}
 			if isQuestion {
 				inQuestion |= 1 << id
@@ -149,13 +188,18 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 			}
 			prev = id
 		}
+		clauses.endSentence(sp.question)
 	}
 	q.originals = len(q.terms)
+	q.asksPrice = howMuch && priceCue
 	if inQuestion == 0 {
 		// "What? I ordered a jacket." asks nothing by its words alone.
 		inQuestion = ^uint64(0)
 	}
 	q.asked = inQuestion
+	specific := ownMask(q.originals) &^ q.generic &^ plain
+	q.focus = inQuestion & specific
+	q.key = clauses.keyTerms(specific) &^ categories
 	q.base = make([]float64, q.originals)
 	for i := range q.base {
 		q.base[i] = q.termWeight(i)
@@ -221,7 +265,12 @@ func (q *query) resolve(raw uint64) (mask, syn uint64) {
 	}
 	mask = raw & own
 	for m := raw &^ own; m != 0; m &= m - 1 {
-		syn |= 1 << q.canon(bits.TrailingZeros64(m))
+		id := bits.TrailingZeros64(m)
+		if q.typo&(1<<id) != 0 {
+			mask |= 1 << q.canon(id)
+		} else {
+			syn |= 1 << q.canon(id)
+		}
 	}
 	syn &^= mask
 	return mask | syn, syn
@@ -281,7 +330,7 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 		}
 		buf, i = w, end
 		f.words++
-		if q.wantNumber && w[0] >= '0' && w[0] <= '9' {
+		if (q.wantNumber || q.asksPrice) && w[0] >= '0' && w[0] <= '9' {
 			f.typed = true
 		}
 		if stopwords.has(w) {

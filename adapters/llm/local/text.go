@@ -213,8 +213,30 @@ cheers bye goodbye sorry excuse dear sir madam
 var genericWords = makeStemSet(`
 take takes get gets got make need want know work way thing like help able possible tell say go
 come give find let see look long much many use new good best question questions info information
-back
+back cost costs price prices pricing account accounts
 `)
+
+// situationWords are common verbs, adjectives and adverbs that describe the
+// customer's situation or the manner of what they ask ("keep", "lose",
+// "right away", "different", "existing") rather than name its subject. They
+// count as usual when matching, but are not part of a question's focus: a
+// passage that does not repeat them may still answer. Stored stemmed.
+var situationWords = makeStemSet(`
+keep keeps kept lose loses lost stop stops start starts started try tried trying wait waiting
+move moved talk talking fail fails failed failing happen happens happened seem seems stay put
+leave left bring brought call called turn turned run runs running ran set setting going went
+done doing did said says tells told ask asked asking think thought feel mean means meant
+combine combined join joined hold help helps keep letting let show shows showed
+right away different difference differences versus vs existing exist exists fully full whole entire
+same other another current currently old new first last next main own real sure correct wrong
+short big bigger small smaller high higher low lower early late later soon quick quickly easy
+easily hard simple several certain specific general normal regular usual usually instead again
+ever anyway somehow automatically manually properly already still extra middle single every
+each enough less least more most much many lot lots kind type sort way ways thing things
+day days week weeks month months year years time times today tomorrow yesterday
+hand minute minutes hour hours second seconds
+someone anyone everyone people person guy guys corporate
+accept accepted allow allowed offer offered provide arrive arrived arrives`)
 
 // timeWords are stems that make a sentence a plausible answer to "how long"
 // or "when".
@@ -412,7 +434,15 @@ func splitBlock(text string, start, end int, last bool, dst []span) []span {
 		return dst
 	}
 	if strings.IndexByte(block, '\n') < 0 {
-		if lastRune, _ := utf8.DecodeLastRuneInString(block); lastRune == ':' {
+		lastRune, _ := utf8.DecodeLastRuneInString(block)
+		if lastRune == ':' {
+			return append(dst, span{start: start, end: end, heading: true})
+		}
+		// The heading path the chunker puts first in a chunk ("Billing >
+		// Invoices > Add a VAT number") names the section: context, not
+		// an answer.
+		if !listItem && strings.Contains(block, " > ") && !strings.ContainsRune(".!?", lastRune) &&
+			strings.TrimSpace(text[:start]) == "" {
 			return append(dst, span{start: start, end: end, heading: true})
 		}
 		if !listItem && !last && isTitleLine(block) {

@@ -125,3 +125,25 @@ func TestTruncateWords(t *testing.T) {
 		t.Fatalf("len %d > 14", len(got))
 	}
 }
+
+func TestHeadingPathLine(t *testing.T) {
+	tests := []struct {
+		text    string
+		heading []bool
+	}{
+		{"Billing > Invoices > VAT number\nAdd it under Billing settings.", []bool{true, false}},
+		// Only the first line of a chunk is its path; later lines with ">"
+		// are content.
+		{"Open the menu.\nSettings > General > Resources is where memory is set", []bool{false, false}},
+		{"Select Settings > General.", []bool{false}},
+	}
+	for _, tt := range tests {
+		var got []bool
+		for _, sp := range splitSentences(tt.text, nil) {
+			got = append(got, sp.heading)
+		}
+		if !reflect.DeepEqual(got, tt.heading) {
+			t.Errorf("%q: headings %v, want %v", tt.text, got, tt.heading)
+		}
+	}
+}

@@ -44,7 +44,8 @@ type AgentConfig struct {
 	BlockedTopics []string
 	// RetrievalTopK is how many chunks of knowledge an answer may use.
 	RetrievalTopK int
-	// RetrievalThreshold drops chunks whose relevance, in [0, 1], is lower.
+	// RetrievalThreshold is the least answerability, in [0, 1], the agent
+	// answers with; below it the agent falls back.
 	RetrievalThreshold float64
 	// PrimaryColor is the widget's accent colour, "#rrggbb" in lowercase.
 	PrimaryColor string
@@ -76,11 +77,13 @@ const (
 // DefaultPrimaryColor is the widget's accent colour when an agent sets none.
 const DefaultPrimaryColor = "#2563eb"
 
-// Retrieval defaults for agents that do not set them. The threshold was
-// chosen on the evaluation set in testdata/eval (see docs/benchmarks.md).
+// Retrieval defaults for agents that do not set them. The threshold is the
+// least answerability (the reranker's calibrated chance that the knowledge
+// answers the question) an agent answers with; it was chosen on the tuning
+// halves of the evaluation sets in testdata/eval (docs/benchmarks.md).
 const (
 	DefaultRetrievalTopK      = 5
-	DefaultRetrievalThreshold = 0.2
+	DefaultRetrievalThreshold = 0.5
 )
 
 // DefaultFallbackMessage is used when an agent sets none.

@@ -51,7 +51,14 @@ type Completion struct {
 	// Cited lists the ids of Knowledge chunks the answer relies on. The engine
 	// keeps only ids that were actually retrieved for this answer.
 	Cited []string
-	Usage domain.Usage
+	// Declined is true when the model said, instead of answering, that the
+	// Knowledge passages do not answer the question. ToolCalls is then
+	// empty: a decline is never a tool the engine runs. Content is whatever
+	// the model produced before it decided (usually nothing); it has been
+	// passed to onDelta already, so the caller decides whether text already
+	// shown stands.
+	Declined bool
+	Usage    domain.Usage
 }
 
 // LLM generates answers.
@@ -63,6 +70,10 @@ type LLM interface {
 	// be reached or keeps failing, domain.ErrRateLimited when it throttles us
 	// after retries, and domain.ErrInvalidInput when it refuses the request.
 	// Provider error text is never part of the returned message.
+	// An adapter that can let the model decline in a structured way (a
+	// tool or a response format it parses) offers it when the request
+	// carries Knowledge and reports it as Completion.Declined, never as a
+	// tool call or as text.
 	Complete(ctx context.Context, req CompletionRequest, onDelta func(string) error) (Completion, error)
 }
 

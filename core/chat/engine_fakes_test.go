@@ -393,7 +393,9 @@ type llmRound struct {
 	deltas    []string
 	toolCalls []domain.ToolCall
 	cited     []string
-	usage     domain.Usage
+	// declined is the model saying the passages do not answer, after deltas.
+	declined bool
+	usage    domain.Usage
 	// err is returned after the deltas were delivered.
 	err error
 	// afterDelta runs after onDelta accepted delta i.
@@ -454,7 +456,7 @@ func (m *scriptedLLM) Complete(ctx context.Context, req ports.CompletionRequest,
 	if r.err != nil {
 		return ports.Completion{Content: content.String(), Usage: r.usage}, r.err
 	}
-	return ports.Completion{Content: content.String(), ToolCalls: r.toolCalls, Cited: r.cited, Usage: r.usage}, nil
+	return ports.Completion{Content: content.String(), ToolCalls: r.toolCalls, Cited: r.cited, Declined: r.declined, Usage: r.usage}, nil
 }
 
 func (m *scriptedLLM) calls() []ports.CompletionRequest {

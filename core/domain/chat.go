@@ -39,8 +39,13 @@ const (
 	FallbackPromptInjection FallbackReason = "GUARDRAIL_PROMPT_INJECTION"
 	FallbackBlockedTopic    FallbackReason = "GUARDRAIL_BLOCKED_TOPIC"
 	FallbackModelError      FallbackReason = "MODEL_ERROR"
-	FallbackToolError       FallbackReason = "TOOL_ERROR"
-	FallbackHumanActive     FallbackReason = "HUMAN_ACTIVE"
+	// FallbackModelDeclined marks an answer whose model said, in the
+	// structured way its adapter offers (ports.Completion.Declined), that
+	// the retrieved passages do not answer the question, before it said
+	// anything else.
+	FallbackModelDeclined FallbackReason = "MODEL_DECLINED"
+	FallbackToolError     FallbackReason = "TOOL_ERROR"
+	FallbackHumanActive   FallbackReason = "HUMAN_ACTIVE"
 	// FallbackInterrupted marks a reply stored for an answer whose
 	// generation stopped (its process died): its content is what reached
 	// the visitor, and its stream ended with an error event.

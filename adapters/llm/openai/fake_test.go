@@ -608,13 +608,16 @@ func TestNewValidates(t *testing.T) {
 func TestCitedIDs(t *testing.T) {
 	k := []domain.Chunk{{ID: "a"}, {ID: "b"}, {ID: "c"}}
 	for content, want := range map[string][]string{
-		"":                           nil,
-		"no citations":               nil,
-		"[2]":                        {"b"},
-		"x [3] y [1][3] z [0] [4]":   {"c", "a"},
-		"see [2, 1] and [ 3 ]":       {"b", "a"},
-		"[1,2,3,99]":                 {"a", "b", "c"},
-		"array[10] and [x] and [-1]": nil,
+		"":                            nil,
+		"no citations":                nil,
+		"[2]":                         {"b"},
+		"x [3] y [1][3] z [0] [4]":    {"c", "a"},
+		"see [2, 1] and [ 3 ]":        {"b", "a"},
+		"[1,2,3,99]":                  {"a", "b", "c"},
+		"array[10] and [x] and [-1]":  nil,
+		"[0] [99] [1a] [a1] [1.5] [2": nil,
+		"[99] then [3]":               {"c"},
+		"[1a][2]":                     {"b"},
 	} {
 		if got := citedIDs(content, k); !reflect.DeepEqual(got, want) {
 			t.Errorf("citedIDs(%q) = %v, want %v", content, got, want)

@@ -122,6 +122,43 @@ func TestMockLLM(t *testing.T) {
 		mock.expectCompletions(t, before, 1)
 	})
 
+	t.Run("grounded request offers no_answer; citations only name retrieved passages", func(t *testing.T) {
+		// The rule answers only a request that, as mock-llm parses it,
+		// offers the decline tool next to the agent's tool and tells the
+		// model to use it; anything else gets the echo. mock-llm cannot
+		// stream a tool call (see above), so the decline itself is covered
+		// by the fake (decline_test.go).
+		const answerText = "Parcels take 3 days [2]. Ask about [7], [0] or [2a]."
+		grounded := rule("body.tools && contains(body.tools[].function.name, 'no_answer') && "+
+			"contains(body.tools[].function.name, 'lookup_order') && "+
+			"contains(body.messages[1].content, 'call the no_answer tool instead of answering')", 200, reply(answerText))
+		mock.configure(t, echoRule(), grounded)
+		req := userTurn("how long is shipping?")
+		req.Knowledge = []domain.Chunk{
+			{ID: "chk_returns", DocumentName: "Returns", Text: "Returns are free."},
+			{ID: "chk_shipping", DocumentName: "Shipping", Text: "Parcels take 3 days."},
+		}
+		req.Tools = []ports.ToolSpec{{Name: "lookup_order", Parameters: []byte(`{"type":"object","properties":{"order_id":{"type":"string"}}}`)}}
+		comp, err := mock.model(t, Options{}).Complete(ctx, req, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if comp.Content != answerText || comp.Declined || len(comp.ToolCalls) != 0 {
+			t.Fatalf("completion %+v", comp)
+		}
+		if !reflect.DeepEqual(comp.Cited, []string{"chk_shipping"}) {
+			t.Fatalf("cited %v", comp.Cited)
+		}
+
+		// Without passages there is nothing to decline from: no tool, so
+		// the echo answers.
+		req.Knowledge = nil
+		comp, err = mock.model(t, Options{}).Complete(ctx, req, nil)
+		if err != nil || comp.Content != "mock-model: how long is shipping?" || comp.Cited != nil {
+			t.Fatalf("without knowledge: %+v %v", comp, err)
+		}
+	})
+
 	t.Run("model override reaches the server", func(t *testing.T) {
 		mock.configure(t, echoRule())
 		m := mock.model(t, Options{Model: "default-model"})

@@ -264,8 +264,18 @@ func (a *streamResult) completion(knowledge []domain.Chunk) ports.Completion {
 			if tc.ID == "" && tc.Function.Name == "" {
 				continue // a hole left by a sparse index
 			}
+			if tc.Function.Name == declineTool && len(knowledge) > 0 {
+				comp.Declined = true
+				continue
+			}
 			comp.ToolCalls = append(comp.ToolCalls, domain.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
+	}
+	// A model that declines and also calls tools has said it cannot answer:
+	// its other calls are not run, as they may act (a handoff) on an answer
+	// that will not come.
+	if comp.Declined {
+		comp.ToolCalls = nil
 	}
 	comp.Cited = citedIDs(comp.Content, knowledge)
 	return comp

@@ -560,3 +560,92 @@ func (p *plainBM25) rank(q string) []string {
 	}
 	return files
 }
+
+// TestAnswerQuality asks every question of every evaluation set end to end
+// through POST /api/v2/chat, with the corpus uploaded as file sources and
+// indexed by the worker, the embedded model and the default threshold, and
+// reports per set and split the share of answerable questions answered,
+// of unanswerable ones that fall back, and of answerable ones whose answer
+// contains the phrase carrying the answer. `make eval` runs it verbose.
+func TestAnswerQuality(t *testing.T) {
+	sets := loadEvalSets(t)
+	s := newStack(t, stackOptions{withWorker: true})
+	tn := s.newTenant(domain.PlanStandard)
+	var report strings.Builder
+	for _, set := range sets {
+		s.createAgent(tn, set.name)
+		files, err := filepath.Glob(filepath.Join(set.dir, "corpus", "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			content, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.mustStatus(s.upload(tn, set.name, map[string]string{"type": "file"}, filepath.Base(f), content), 201)
+		}
+		for _, src := range s.waitIndexed(tn, set.name) {
+			if src["status"] != "READY" {
+				t.Fatalf("%s: source not indexed: %v", set.name, src)
+			}
+		}
+		ask := func(q string) answerBody {
+			r, a := s.chat(tn, map[string]any{"agent": set.name, "message": q})
+			s.mustStatus(r, 200)
+			return a
+		}
+		for _, split := range []string{splitTuning, splitHeldOut} {
+			if os.Getenv("EVAL_SPLIT") == splitTuning && split != splitTuning {
+				continue
+			}
+			ans, un := inSplit(set.Answerable, split), inSplit(set.Unanswerable, split)
+			answered, evidence, cited, declined := 0, 0, 0, 0
+			for _, q := range ans {
+				a := ask(q.Question)
+				if a.IsFallback {
+					continue
+				}
+				answered++
+				if containsEvidence(a.Message, q.Evidence) {
+					evidence++
+				}
+				for _, c := range a.Citations {
+					if slices.Contains(q.Sources, c.DocumentName) {
+						cited++
+						break
+					}
+				}
+			}
+			for _, q := range un {
+				if ask(q.Question).IsFallback {
+					declined++
+				}
+			}
+			fmt.Fprintf(&report, "| %s | %s | %d/%d (%.0f %%) | %d/%d (%.0f %%) | %d/%d (%.0f %%) | %d/%d (%.0f %%) |\n", set.name, split,
+				answered, len(ans), pct(answered, len(ans)), declined, len(un), pct(declined, len(un)),
+				evidence, len(ans), pct(evidence, len(ans)), cited, len(ans), pct(cited, len(ans)))
+		}
+	}
+	t.Logf("\nend to end through POST /api/v2/chat (local model, default threshold %.2f)\n\n"+
+		"| set | split | answerable answered | unanswerable falling back | answers containing the evidence | answers citing a right page |\n|---|---|---|---|---|---|\n%s",
+		domain.DefaultRetrievalThreshold, report.String())
+}
+
+// containsEvidence reports whether an answer holds one of the phrases that
+// carry the answer, both reduced to lowercase letters and digits separated
+// by single spaces (testdata/eval/README.md).
+func containsEvidence(answer string, evidence []string) bool {
+	norm := func(s string) string {
+		return " " + strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}), " ") + " "
+	}
+	a := norm(answer)
+	for _, e := range evidence {
+		if strings.Contains(a, norm(e)) {
+			return true
+		}
+	}
+	return false
+}

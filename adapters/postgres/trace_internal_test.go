@@ -12,7 +12,7 @@ import (
 
 // traceJSONOf is the stored shape of tr.
 func traceJSONOf(tr *domain.RetrievalTrace) traceJSON {
-	j := traceJSON{Query: tr.Query, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
+	j := traceJSON{Question: tr.Question, Query: tr.Query, QueryNote: tr.QueryNote, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
 		TopK: tr.TopK, Threshold: tr.Threshold, Candidates: make([]candidateJSON, len(tr.Candidates))}
 	for i, c := range tr.Candidates {
 		j.Candidates[i] = candidateJSON(c)
@@ -42,7 +42,9 @@ func TestEncodeTrace(t *testing.T) {
 				{ChunkID: "chk_1", SourceID: "src_1", DocumentName: "Passwords", KeywordRank: 1, KeywordScore: 0.8123456789012345, VectorRank: 3, VectorScore: 0.41, Score: 0.032266458495966696, Kept: true, Reason: domain.TraceKept},
 				{ChunkID: "chk_2", SourceID: "src_2", DocumentName: "Billing", VectorRank: 1, VectorScore: 0.19, Score: 0.01639344262295082, Reason: domain.TraceBelowThreshold},
 			}}},
-		{"text to escape", domain.RetrievalTrace{Query: "\"quoted\" \\ back <b>&amp;</b>\n\ttab \u2028 ünïcödé 日本 \x00\x7f", Method: "keyword", Note: "the index is loading: keyword search in PostgreSQL only",
+		{"follow-up", domain.RetrievalTrace{Question: "and how much is express?", Query: "and how much is express?\nHow long does standard delivery take?",
+			QueryNote: "follow-up: the query adds the conversation's previous question", Method: "hybrid", TopK: 5}},
+		{"text to escape", domain.RetrievalTrace{Question: "\"quoted\" <b>", QueryNote: "a \\ note\n", Query: "\"quoted\" \\ back <b>&amp;</b>\n\ttab \u2028 ünïcödé 日本 \x00\x7f", Method: "keyword", Note: "the index is loading: keyword search in PostgreSQL only",
 			Candidates: []domain.TraceCandidate{{DocumentName: "Q&A: \"returns\" <policy>", Reason: "x"}}}},
 		{"numbers at the format edges", domain.RetrievalTrace{Threshold: 1e-7, KnowledgeVersion: -3, TopK: -1,
 			Candidates: []domain.TraceCandidate{

@@ -42,7 +42,9 @@ type traceCandidateDTO struct {
 }
 
 type traceDTO struct {
+	Question         string              `json:"question"`
 	Query            string              `json:"query"`
+	QueryNote        *string             `json:"queryNote"`
 	Method           string              `json:"method"`
 	Note             *string             `json:"note"`
 	Embedder         *string             `json:"embedder"`
@@ -66,7 +68,7 @@ func rank(r int) *int {
 }
 
 func toTraceDTO(t domain.RetrievalTrace) traceDTO {
-	dto := traceDTO{Query: t.Query, Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
+	dto := traceDTO{Question: t.Question, Query: t.Query, QueryNote: wire.OptionalString(t.QueryNote), Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
 		KnowledgeVersion: t.KnowledgeVersion, TopK: t.TopK, Threshold: t.Threshold, Candidates: make([]traceCandidateDTO, len(t.Candidates))}
 	for i, c := range t.Candidates {
 		dto.Candidates[i] = traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,

@@ -570,9 +570,33 @@ func exchange(workspaceID, conversationID string, at time.Time) []domain.Message
 	r.TokenEnds = []int{5, 14, 20, 29}
 	r.TokensIn, r.TokensOut = 120, 9
 	r.OfferHandoff = true
-	r.Trace = &domain.RetrievalTrace{Query: "reset password", Method: "hybrid", TopK: 5, Threshold: 0.2,
+	r.Trace = &domain.RetrievalTrace{Question: q.Content, Query: q.Content + "\nI cannot sign in",
+		QueryNote: "follow-up: the query adds the conversation's previous question", Method: "hybrid", TopK: 5, Threshold: 0.2,
 		Candidates: []domain.TraceCandidate{{ChunkID: "chk_1", SourceID: "src_1", Score: 0.7, Kept: true}}}
 	return []domain.Message{q, r}
+}
+
+// A trace stored before questions were kept searched the question as
+// asked: it reads with its query as its question.
+func TestMessageTraceStoredWithoutQuestion(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.NewDB(t)
+	store := postgres.NewStore(db)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", t0)
+	conv := domain.NewConversation(ws.ID, &agent, "", t0)
+	turn := exchange(ws.ID, conv.ID, t0)
+	if _, err := store.StartConversation(ctx, &conv, turn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`UPDATE messages SET trace = '{"query":"reset password","method":"hybrid","knowledgeVersion":1,"topK":5,"threshold":0.2,"candidates":[]}' WHERE id = ?`,
+		turn[1].ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	trace, err := store.MessageTrace(ctx, ws.ID, conv.ID, turn[1].ID)
+	if err != nil || trace.Question != "reset password" || trace.Query != "reset password" || trace.QueryNote != "" {
+		t.Errorf("trace = %+v, %v", trace, err)
+	}
 }
 
 func TestStartConversationWithItsReply(t *testing.T) {
@@ -635,7 +659,7 @@ func checkTurnStored(t *testing.T, store *postgres.Store, workspaceID, conversat
 		}
 	}
 	trace, err := store.MessageTrace(ctx, workspaceID, conversationID, reply.ID)
-	if err != nil || trace.Query != reply.Trace.Query || len(trace.Candidates) != 1 {
+	if err != nil || trace.Query != reply.Trace.Query || trace.Question != reply.Trace.Question || trace.QueryNote != reply.Trace.QueryNote || len(trace.Candidates) != 1 {
 		t.Errorf("reply trace = %+v, %v", trace, err)
 	}
 	if _, err := store.MessageTrace(ctx, workspaceID, conversationID, turn[0].ID); !errors.Is(err, domain.ErrNotFound) {

@@ -16,7 +16,9 @@ import (
 // traceJSON is the stored shape of domain.RetrievalTrace, spelled out so a
 // renamed domain field never silently changes stored traces.
 type traceJSON struct {
+	Question         string          `json:"question,omitempty"`
 	Query            string          `json:"query"`
+	QueryNote        string          `json:"queryNote,omitempty"`
 	Method           string          `json:"method"`
 	Note             string          `json:"note,omitempty"`
 	Embedder         string          `json:"embedder,omitempty"`
@@ -66,8 +68,18 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 		return nil, nil
 	}
 	b := make([]byte, 0, 512+320*len(t.Candidates))
-	b = append(b, `{"query":`...)
+	b = append(b, '{')
+	if t.Question != "" {
+		b = append(b, `"question":`...)
+		b = appendJSONString(b, t.Question)
+		b = append(b, ',')
+	}
+	b = append(b, `"query":`...)
 	b = appendJSONString(b, t.Query)
+	if t.QueryNote != "" {
+		b = append(b, `,"queryNote":`...)
+		b = appendJSONString(b, t.QueryNote)
+	}
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, t.Method)
 	if t.Note != "" {
@@ -227,7 +239,12 @@ func (s *Store) MessageTrace(ctx context.Context, workspaceID, conversationID, m
 	if err := json.Unmarshal(raw, &j); err != nil {
 		return domain.RetrievalTrace{}, fmt.Errorf("postgres: decode trace of message %s: %w", messageID, err)
 	}
-	t := domain.RetrievalTrace{Query: j.Query, Method: j.Method, Note: j.Note, Embedder: j.Embedder, KnowledgeVersion: j.KnowledgeVersion,
+	// Traces stored before questions were kept searched the question as
+	// asked.
+	if j.Question == "" {
+		j.Question = j.Query
+	}
+	t := domain.RetrievalTrace{Question: j.Question, Query: j.Query, QueryNote: j.QueryNote, Method: j.Method, Note: j.Note, Embedder: j.Embedder, KnowledgeVersion: j.KnowledgeVersion,
 		TopK: j.TopK, Threshold: j.Threshold, Missing: j.Missing, Answerability: j.Answerability, Verdict: j.Verdict,
 		FeatureNames: j.FeatureNames, Candidates: make([]domain.TraceCandidate, len(j.Candidates))}
 	for _, f := range j.Focus {

@@ -12,7 +12,7 @@ import (
 
 // traceJSONOf is the stored shape of tr.
 func traceJSONOf(tr *domain.RetrievalTrace) traceJSON {
-	j := traceJSON{Query: tr.Query, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
+	j := traceJSON{Question: tr.Question, Query: tr.Query, QueryNote: tr.QueryNote, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
 		TopK: tr.TopK, Threshold: tr.Threshold, Missing: tr.Missing, Answerability: tr.Answerability, Verdict: tr.Verdict,
 		FeatureNames: tr.FeatureNames, Candidates: make([]candidateJSON, len(tr.Candidates))}
 	for _, f := range tr.Focus {
@@ -53,7 +53,9 @@ func TestEncodeTrace(t *testing.T) {
 				{ChunkID: "chk_1", KeywordRank: 1, Score: 3.25, Relevance: 0.4123456789, Features: []float64{0.5, 0.25}, Missing: []string{"canada", "\"x\""}, Reason: domain.TraceNotAnswerable},
 				{ChunkID: "chk_2", Score: -1.5, Relevance: 0.01, Features: []float64{0, 1e-9}, Reason: domain.TraceNotAnswerable},
 			}}},
-		{"text to escape", domain.RetrievalTrace{Query: "\"quoted\" \\ back <b>&amp;</b>\n\ttab \u2028 ünïcödé 日本 \x00\x7f", Method: "keyword", Note: "the index is loading: keyword search in PostgreSQL only",
+		{"follow-up", domain.RetrievalTrace{Question: "and how much is express?", Query: "and how much is express?\nHow long does standard delivery take?",
+			QueryNote: "follow-up: the query adds the conversation's previous question", Method: "hybrid", TopK: 5}},
+		{"text to escape", domain.RetrievalTrace{Question: "\"quoted\" <b>", QueryNote: "a \\ note\n", Query: "\"quoted\" \\ back <b>&amp;</b>\n\ttab \u2028 ünïcödé 日本 \x00\x7f", Method: "keyword", Note: "the index is loading: keyword search in PostgreSQL only",
 			Candidates: []domain.TraceCandidate{{DocumentName: "Q&A: \"returns\" <policy>", Reason: "x"}}}},
 		{"numbers at the format edges", domain.RetrievalTrace{Threshold: 1e-7, KnowledgeVersion: -3, TopK: -1,
 			Candidates: []domain.TraceCandidate{

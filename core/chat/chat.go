@@ -269,11 +269,15 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	defer cancel()
 	// Retrieval needs neither the session nor the question to be stored, so
 	// it runs while they are written: that is most of the time to the first
-	// token.
+	// token. A follow-up in a continued conversation ("and how much is
+	// express?") is the exception: its query needs the earlier questions,
+	// so its retrieval waits for the history.
 	verdict := checkInput(p.message, agent.Config.BlockedTopics)
+	followUp := !p.fresh && isFollowUp(p.message)
+	search := searchText{question: p.message, query: p.message}
 	var retrieval <-chan retrieved
-	if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
-		retrieval = s.retrieveAsync(ctx, &agent, p.message)
+	if verdict == domain.FallbackNone && conv.Status.AgentAnswers() && !followUp {
+		retrieval = s.retrieveAsync(ctx, &agent, search)
 	}
 	var (
 		history []domain.Message
@@ -282,6 +286,15 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	if !p.fresh {
 		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
 			return domain.Answer{}, err
+		}
+	}
+	if followUp {
+		var earlier int
+		if search.query, earlier = followUpQuery(p.message, history); earlier > 0 {
+			search.note = followUpNote(earlier)
+		}
+		if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
+			retrieval = s.retrieveAsync(ctx, &agent, search)
 		}
 	}
 	pub := newPublisher(ctx, s.bus, s.log, emit)
@@ -310,7 +323,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 			return s.silent(t, answer, emit), nil
 		}
 		if retrieval == nil && verdict == domain.FallbackNone {
-			retrieval = s.retrieveAsync(ctx, &agent, p.message) // the conversation went back to the agent meanwhile
+			retrieval = s.retrieveAsync(ctx, &agent, search) // the conversation went back to the agent meanwhile
 		}
 	}
 
@@ -548,14 +561,24 @@ type retrieved struct {
 	err    error
 }
 
+// searchText is what a turn's retrieval searches: the question as asked,
+// the query actually searched (the question, or a follow-up widened with
+// earlier questions) and, when they differ, why.
+type searchText struct {
+	question, query, note string
+}
+
 // retrieveAsync runs retrieval on its own goroutine; the channel is
 // buffered, so the goroutine never leaks when the answer ends early.
-func (s *Service) retrieveAsync(ctx context.Context, agent *domain.Agent, text string) <-chan retrieved {
+func (s *Service) retrieveAsync(ctx context.Context, agent *domain.Agent, text searchText) <-chan retrieved {
 	ch := make(chan retrieved, 1)
 	go func() {
-		q := s.retrievalQuery(agent, text)
+		q := s.retrievalQuery(agent, text.query)
 		q.Trace = &domain.RetrievalTrace{}
 		chunks, err := s.retriever.Retrieve(ctx, q)
+		// The retriever writes the trace whole; what was asked is the
+		// engine's to add.
+		q.Trace.Question, q.Trace.QueryNote = text.question, text.note
 		ch <- retrieved{chunks: chunks, trace: q.Trace, err: err}
 	}()
 	return ch

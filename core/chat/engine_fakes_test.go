@@ -369,6 +369,10 @@ func (r *stubRetriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queries = append(r.queries, q)
+	if q.Trace != nil {
+		// As the real retrievers do, it writes the trace whole.
+		*q.Trace = domain.RetrievalTrace{Query: q.Text, Method: "hybrid", TopK: q.Limit, Threshold: q.Threshold}
+	}
 	if err := r.failOn[q.Text]; err != nil {
 		return nil, err
 	}

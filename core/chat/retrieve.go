@@ -58,5 +58,6 @@ func (s *Service) Retrieve(ctx context.Context, req RetrieveRequest) ([]domain.C
 	if err != nil {
 		return nil, domain.RetrievalTrace{}, err
 	}
+	trace.Question = query
 	return chunks, trace, nil
 }

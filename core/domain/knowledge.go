@@ -75,7 +75,13 @@ type SourceRef struct {
 // admins tuning their agent: every chunk considered, its scores and why it
 // was kept or dropped.
 type RetrievalTrace struct {
-	Query string
+	// Question is the user's message as asked; Query is the text actually
+	// searched. They differ when a follow-up ("and how much is express?")
+	// was widened with the conversation's earlier questions, which
+	// QueryNote then says.
+	Question  string
+	Query     string
+	QueryNote string
 	// Method is "hybrid", "keyword" or "vector": the legs that ran.
 	Method string
 	// Note explains a degraded method ("the index is loading: keyword search

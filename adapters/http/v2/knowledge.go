@@ -54,7 +54,9 @@ type focusTermDTO struct {
 }
 
 type traceDTO struct {
+	Question         string              `json:"question"`
 	Query            string              `json:"query"`
+	QueryNote        *string             `json:"queryNote"`
 	Method           string              `json:"method"`
 	Note             *string             `json:"note"`
 	Embedder         *string             `json:"embedder"`
@@ -89,7 +91,7 @@ func rank(r int) *int {
 }
 
 func toTraceDTO(t domain.RetrievalTrace) traceDTO {
-	dto := traceDTO{Query: t.Query, Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
+	dto := traceDTO{Question: t.Question, Query: t.Query, QueryNote: wire.OptionalString(t.QueryNote), Method: t.Method, Note: wire.OptionalString(t.Note), Embedder: wire.OptionalString(t.Embedder),
 		KnowledgeVersion: t.KnowledgeVersion, TopK: t.TopK, Threshold: t.Threshold,
 		Focus: make([]focusTermDTO, len(t.Focus)), Missing: nonNil(t.Missing), Verdict: wire.OptionalString(t.Verdict),
 		Candidates: make([]traceCandidateDTO, len(t.Candidates))}

@@ -19,7 +19,7 @@ import (
 // evalCorpus returns the pages of the evaluation set (real documentation).
 func evalCorpus(b *testing.B) []string {
 	b.Helper()
-	files, err := filepath.Glob("../../testdata/eval/corpus/*.md")
+	files, err := filepath.Glob("../../testdata/eval/docker/corpus/*.md")
 	if err != nil || len(files) == 0 {
 		b.Fatalf("corpus: %v", err)
 	}
@@ -173,7 +173,7 @@ func BenchmarkRetrieval(b *testing.B) {
 }
 
 func evalQuestions(b *testing.B) []string {
-	raw, err := os.ReadFile("../../testdata/eval/questions.json")
+	raw, err := os.ReadFile("../../testdata/eval/docker/questions.json")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -83,7 +83,7 @@ const DefaultPrimaryColor = "#2563eb"
 // halves of the evaluation sets in testdata/eval (docs/benchmarks.md).
 const (
 	DefaultRetrievalTopK      = 5
-	DefaultRetrievalThreshold = 0.5
+	DefaultRetrievalThreshold = 0.35
 )
 
 // DefaultFallbackMessage is used when an agent sets none.

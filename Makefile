@@ -25,11 +25,15 @@ BENCH ?= .
 bench: services
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m ./app/concierge/
 
-## eval: retrieval quality on the shipped evaluation set (testdata/eval):
-## recall@1, recall@5 and MRR for keyword, vector and hybrid retrieval, and
-## the fallback rate on unanswerable questions (also part of make test)
+## eval: answer quality on the evaluation sets in testdata/eval, per set and
+## tuning/held-out half: recall@1, recall@5 and MRR for a plain BM25 floor,
+## keyword, vector, hybrid and hybrid + rerank; the answerability decision;
+## and end to end through POST /api/v2/chat, the shares of questions answered,
+## falling back and answered with the evidence (also part of make test).
+## EVAL_SPLIT=tuning hides the held-out halves while tuning; EVAL_FIT=1 refits
+## the reranker on the tuning halves; EVAL_THRESHOLD=x measures another threshold.
 eval: services
-	$(GO) test -count=1 -run '^TestRetrievalQuality$$' -v ./app/concierge/ | grep -v '^=== RUN'
+	$(GO) test -count=1 -run '^(TestRetrievalQuality|TestAnswerQuality)$$' -v ./app/concierge/ | grep -v '^=== RUN'
 
 ## build: the two binaries into ./bin
 build:

@@ -221,7 +221,10 @@ func TestRetrievalQuality(t *testing.T) {
 		name string
 		rank ranking
 	}
-	heldOutBeatsFloor := true
+	// Guards, not the targets (those are reported, see
+	// docs/benchmarks.md): on every held-out half the reranker must not fall
+	// below the plain BM25 floor on recall@5 nor below fusion alone on MRR.
+	var regressions []string
 	for _, set := range sets {
 		c := corpora[set.name]
 		methods := []line{
@@ -240,7 +243,7 @@ func TestRetrievalQuality(t *testing.T) {
 			ans, un := inSplit(set.Answerable, split), inSplit(set.Unanswerable, split)
 			fmt.Fprintf(&report, "\n%s, %s half: %d answerable, %d unanswerable\n\n", set.name, split, len(ans), len(un))
 			fmt.Fprintf(&report, "| method | recall@1 | recall@5 | MRR@10 |\n|---|---|---|---|\n")
-			var floor, reranked recallScores
+			var floor, fused, reranked recallScores
 			for _, m := range methods {
 				s := scoreRanking(ans, m.rank)
 				switch m.name {
@@ -248,11 +251,16 @@ func TestRetrievalQuality(t *testing.T) {
 					floor = s
 				case "hybrid + rerank":
 					reranked = s
+				case "hybrid (RRF)":
+					fused = s
 				}
 				fmt.Fprintf(&report, "| %s | %.3f | %.3f | %.3f |\n", m.name, s.r1, s.r5, s.mrr)
 			}
-			if split == splitHeldOut && reranked.r5 <= floor.r5 {
-				heldOutBeatsFloor = false
+			if split == splitHeldOut && reranked.r5 < floor.r5 {
+				regressions = append(regressions, fmt.Sprintf("%s: recall@5 %.3f below the plain BM25 floor %.3f", set.name, reranked.r5, floor.r5))
+			}
+			if split == splitHeldOut && reranked.mrr < fused.mrr {
+				regressions = append(regressions, fmt.Sprintf("%s: MRR %.3f below fusion alone %.3f", set.name, reranked.mrr, fused.mrr))
 			}
 			answered, declined := 0, 0
 			for _, q := range ans {
@@ -292,8 +300,8 @@ func TestRetrievalQuality(t *testing.T) {
 		fmt.Fprintf(&report, "| %.2f | %.0f %% | %.0f %% |\n", th, pct(ans, nAns), pct(un, nUn))
 	}
 	t.Log(report.String())
-	if !heldOutBeatsFloor {
-		t.Errorf("hybrid + rerank does not beat the plain BM25 floor on recall@5 on every held-out half")
+	for _, r := range regressions {
+		t.Errorf("held-out half of %s", r)
 	}
 }
 

@@ -1,0 +1,148 @@
+package retrieval_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/conciergehq/concierge/adapters/embedding/local"
+	"github.com/conciergehq/concierge/adapters/retrieval"
+	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// judged builds an index over texts (named by their first line), runs the
+// hybrid legs and the reranker on question, and returns the judgement with
+// the chunks.
+func judged(t *testing.T, texts []string, question string) (retrieval.Judgement, []domain.Chunk) {
+	t.Helper()
+	emb, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]memindex.Doc, len(texts))
+	chunks := make([]domain.Chunk, len(texts))
+	for i, text := range texts {
+		docs[i] = memindex.Doc{Text: text, Vector: emb.EmbedOne(text)}
+		chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), SourceID: fmt.Sprint("src_", i), DocumentName: fmt.Sprint("doc ", i), Text: text}
+	}
+	ix, err := memindex.Build(docs, emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranked := retrieval.Rank(ix, question, emb.EmbedOne(question), retrieval.Hybrid, retrieval.DefaultCandidates)
+	return retrieval.Rerank(ix, question, ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
+}
+
+const (
+	refunds  = "Refund policy\nYou can return any unused item within 30 days of delivery. Refunds are issued to the original payment method within 5 business days."
+	shipping = "Shipping\nStandard delivery takes 3-5 business days and costs 4.95 GBP. Express next-day delivery costs 9.50 GBP when ordered before 2pm."
+)
+
+// The two examples on a two-chunk knowledge base: the express
+// question is answered from Shipping (it was a false fallback under the
+// old absolute threshold), the Canada question falls back and says Canada
+// is what is missing.
+func TestRerankDecidesOnTheQuestionsFocus(t *testing.T) {
+	threshold := domain.DefaultRetrievalThreshold
+	tests := []struct {
+		question    string
+		answer      bool
+		best        string // chunk id answered from
+		wantMissing string
+	}{
+		{"How much is express delivery?", true, "chk_1", ""},
+		{"how long does standard delivery take", true, "chk_1", ""},
+		{"Can I get a refund on an unused item?", true, "chk_0", ""},
+		{"Do you ship to Canada?", false, "", "canada"},
+		{"Can I pay with PayPal?", false, "", "paypal"},
+		{"What's the capital of Australia?", false, "", "australia"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question, func(t *testing.T) {
+			j, chunks := judged(t, []string{refunds, shipping}, tt.question)
+			got := retrieval.Decide(j, func(i int) domain.Chunk { return chunks[i] }, 5, threshold)
+			if tt.answer != (len(got) > 0) {
+				t.Fatalf("answers = %v (answerability %.3f), want %v", len(got) > 0, j.Answerability, tt.answer)
+			}
+			if tt.answer && got[0].ID != tt.best {
+				t.Errorf("best passage = %s, want %s", got[0].ID, tt.best)
+			}
+			if tt.wantMissing != "" && !slices.Contains(j.Candidates[0].Missing, tt.wantMissing) {
+				t.Errorf("missing = %v, want it to name %q", j.Candidates[0].Missing, tt.wantMissing)
+			}
+			for _, c := range got {
+				if !(c.Score >= 0 && c.Score <= 1) {
+					t.Errorf("relevance %v is not in [0, 1]", c.Score)
+				}
+			}
+		})
+	}
+}
+
+// The relevance of the same passage for the same question must not drift
+// with the size of the knowledge base: the two chunks alone, and the same
+// two among 5,000 unrelated ones.
+func TestRelevanceDoesNotDriftWithKnowledgeSize(t *testing.T) {
+	filler := make([]string, 0, 5002)
+	filler = append(filler, refunds, shipping)
+	topics := []string{"password", "invoice", "account", "printer", "warranty", "garden", "battery", "screen", "keyboard", "router"}
+	for i := range 5000 {
+		filler = append(filler, fmt.Sprintf("Article %d\nThe %s guide explains settings for %s and %s, step %d of the setup.",
+			i, topics[i%len(topics)], topics[(i/3)%len(topics)], topics[(i/7)%len(topics)], i%13))
+	}
+	for _, q := range []string{"How much is express delivery?", "Do you ship to Canada?", "Can I get a refund on an unused item?"} {
+		small, _ := judged(t, filler[:2], q)
+		large, _ := judged(t, filler, q)
+		if d := math.Abs(small.Answerability - large.Answerability); d > 0.15 {
+			t.Errorf("%q: answerability %.3f on 2 chunks, %.3f on %d: drifts by %.3f", q, small.Answerability, large.Answerability, len(filler), d)
+		}
+		if (small.Answerability >= domain.DefaultRetrievalThreshold) != (large.Answerability >= domain.DefaultRetrievalThreshold) {
+			t.Errorf("%q: the decision changes with the knowledge base's size (%.3f against %.3f)", q, small.Answerability, large.Answerability)
+		}
+	}
+}
+
+// A typo does not make a question's word read as missing from the
+// knowledge; a short word one letter from another is not taken for it.
+func TestRerankForgivesTypos(t *testing.T) {
+	j, _ := judged(t, []string{"Passwords\nYour password must be at least 9 characters long.", shipping}, "whats the minimum pasword length")
+	var found bool
+	for _, f := range j.Focus {
+		if f.Word == "pasword" {
+			found = true
+			if !f.Typo || f.Term == memindex.NoTerm {
+				t.Errorf("pasword = %+v, want a typo of password", f)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("focus = %+v", j.Focus)
+	}
+	j, _ = judged(t, []string{"Chat\nOpen the chat from the menu."}, "chart")
+	if f := j.Focus[0]; f.Typo {
+		t.Errorf("chart was taken for chat: %+v", f)
+	}
+}
+
+// The features of every candidate are in [0, 1] and named.
+func TestRerankFeaturesAreBounded(t *testing.T) {
+	j, _ := judged(t, []string{refunds, shipping, "Q\nExpress express express delivery delivery costs."}, "express delivery costs refund")
+	if len(retrieval.FeatureNames) != retrieval.FeatureCount {
+		t.Fatalf("%d names for %d features", len(retrieval.FeatureNames), retrieval.FeatureCount)
+	}
+	for _, c := range j.Candidates {
+		for k, f := range c.Features {
+			if !(f >= 0 && f <= 1) {
+				t.Errorf("candidate %d: %s = %v, not in [0, 1]", c.Doc, retrieval.FeatureNames[k], f)
+			}
+		}
+		if !(c.Relevance >= 0 && c.Relevance <= 1) {
+			t.Errorf("relevance %v", c.Relevance)
+		}
+	}
+	if !(j.Answerability >= 0 && j.Answerability <= 1) {
+		t.Errorf("answerability %v", j.Answerability)
+	}
+}

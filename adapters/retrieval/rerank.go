@@ -4,8 +4,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -68,20 +70,21 @@ const (
 	featWindow
 	featTitle
 	featPairs
-	featQA
+	featQa
 	featKeyword
 	featVector
 	featKeywordRank
 	featVectorRank
 	featMissingTop
 	featMissingKnowledge
+	featSynonyms
 	featCount
 )
 
 // FeatureNames name the features, in vector order, for traces and fitting.
 var FeatureNames = [featCount]string{
 	"coverage", "window", "title", "pairs", "qa", "keyword", "vector",
-	"keywordRank", "vectorRank", "missingTop", "missingKnowledge",
+	"keywordRank", "vectorRank", "missingTop", "missingKnowledge", "synonyms",
 }
 
 // FeatureCount is the length of a feature vector.
@@ -97,6 +100,8 @@ const (
 	ansMissingTop
 	ansMissingKnowledge
 	ansHeaviest
+	ansMissingName
+	ansNoNumber
 	ansCount
 )
 
@@ -104,7 +109,7 @@ const (
 const AnswerFeatureCount = ansCount
 
 // AnswerFeatureNames name the answerability features, in vector order.
-var AnswerFeatureNames = [ansCount]string{"relevance", "coverage", "window", "title", "missingTop", "missingKnowledge", "heaviest"}
+var AnswerFeatureNames = [ansCount]string{"relevance", "coverage", "window", "title", "missingTop", "missingKnowledge", "heaviest", "missingName", "noNumber"}
 
 // RelevanceModel scores candidates and decides answerability. Candidates
 // are ordered by Weights·f (a conditional logit: fitted so that the
@@ -127,15 +132,31 @@ func DefaultRelevanceModel() RelevanceModel { return defaultModel }
 // defaultModel was fitted on the tuning halves of testdata/eval.
 var defaultModel = RelevanceModel{
 	Weights: [featCount]float64{
-		featCoverage: 4.332, featWindow: 4.981, featTitle: 5.121, featPairs: 0.951, featQA: 0,
-		featKeyword: 2.665, featVector: 3.787, featKeywordRank: 0.146, featVectorRank: 0.765,
-		featMissingTop: 0.973, featMissingKnowledge: 0,
+		featCoverage:         3.975,
+		featWindow:           6.672,
+		featTitle:            5.419,
+		featPairs:            1.885,
+		featQa:               0.000,
+		featKeyword:          2.418,
+		featVector:           3.687,
+		featKeywordRank:      -0.176,
+		featVectorRank:       0.840,
+		featMissingTop:       1.061,
+		featMissingKnowledge: -0.000,
+		featSynonyms:         1.945,
 	},
-	Scale: 0.370, Offset: -4.184,
-	AnswerBias: 0.476,
+	Scale: 0.335, Offset: -4.200,
+	AnswerBias: 1.199,
 	AnswerWeights: [ansCount]float64{
-		ansRelevance: 0.467, ansCoverage: 2.307, ansWindow: 0.085, ansTitle: -1.556,
-		ansMissingTop: -0.727, ansMissingKnowledge: -2.059, ansHeaviest: -0.762,
+		ansRelevance:        0.356,
+		ansCoverage:         1.367,
+		ansWindow:           0.130,
+		ansTitle:            -1.869,
+		ansMissingTop:       -0.711,
+		ansMissingKnowledge: -1.661,
+		ansHeaviest:         -0.340,
+		ansMissingName:      -1.674,
+		ansNoNumber:         -1.028,
 	},
 }
 
@@ -173,6 +194,12 @@ type FocusWord struct {
 	// generic word.
 	Weight  float64
 	Generic bool
+	// Name says the question writes it as a name: capitalised inside a
+	// sentence, in capitals, or mixed case ("PayPal", "iPhone", "EKS").
+	Name bool
+	// Synonyms are the terms of the knowledge base that are synonyms of
+	// the word (WordNet's, for its commonest senses).
+	Synonyms []int32
 }
 
 // Judged is one reranked candidate.
@@ -185,6 +212,10 @@ type Judged struct {
 	Missing []string
 	// covered marks the focus words the passage holds.
 	covered []bool
+	// missingName: a word the question writes as a name is not in the
+	// passage; noNumber: the question asks for a quantity and no number
+	// stands near its words.
+	missingName, noNumber bool
 }
 
 // Judgement is a reranked candidate list with the question's analysis.
@@ -197,13 +228,18 @@ type Judgement struct {
 	Answerability float64
 }
 
-// analyseQuery weighs the question's content words.
-func analyseQuery(ix *memindex.Index, text string) []FocusWord {
+// maxSynonyms bounds the synonyms looked for per question word.
+const maxSynonyms = 8
+
+// analyseQuery weighs the question's content words and finds their
+// synonyms in the knowledge base.
+func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusWord {
 	words := ix.QueryWords(text)
+	names := namesIn(text)
 	out := make([]FocusWord, len(words))
 	top := ix.IDF(1)
 	for i, w := range words {
-		f := FocusWord{QueryWord: w, Weight: 1}
+		f := FocusWord{QueryWord: w, Weight: 1, Name: names[w.Word]}
 		if w.Term != memindex.NoTerm && top > 0 {
 			f.Weight = min(1, ix.IDF(w.DF)/top)
 		}
@@ -211,31 +247,98 @@ func analyseQuery(ix *memindex.Index, text string) []FocusWord {
 			f.Generic = true
 			f.Weight *= genericWeight
 		}
+		for _, other := range syn.Of(w.Word) {
+			if len(f.Synonyms) == maxSynonyms {
+				break
+			}
+			if t := ix.Term(other); t != memindex.NoTerm && t != w.Term && !slices.Contains(f.Synonyms, t) {
+				f.Synonyms = append(f.Synonyms, t)
+			}
+		}
 		out[i] = f
 	}
 	return out
 }
 
+// namesIn returns the lowercased words that text writes as names: with a
+// capital letter other than at the start of a sentence, or with capitals
+// after their first letter.
+func namesIn(text string) map[string]bool {
+	names := map[string]bool{}
+	start := true
+	for _, tok := range strings.FieldsFunc(text, func(r rune) bool { return unicode.IsSpace(r) || r == '"' || r == '(' || r == ')' }) {
+		word := strings.TrimFunc(tok, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		if word != "" {
+			upper := 0
+			for i, r := range word {
+				if unicode.IsUpper(r) && (i > 0 || !start) {
+					upper++
+				}
+			}
+			if upper > 0 {
+				names[strings.ToLower(word)] = true
+			}
+			start = false
+		}
+		if strings.ContainsAny(tok[len(tok)-1:], ".?!:") {
+			start = true
+		}
+	}
+	return names
+}
+
+// quantityWords are phrases of questions that ask for a number: a price, a
+// limit, a size, a duration or a count. The passage that answers them holds
+// one near the question's words.
+var quantityWords = []string{"how many", "how much", "how long", "how big", "how large", "how often", "how far",
+	"maximum", "minimum", "max ", "limit", "price", "cost", "size", "biggest", "largest", "smallest", "per month", "per year", "per gb"}
+
+// asksForNumber reports whether a question asks for a quantity.
+func asksForNumber(text string) bool {
+	lower := strings.ToLower(text)
+	for _, w := range quantityWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reranker scores fused candidates and decides answerability.
+type Reranker struct {
+	// Model is the relevance model; Synonyms the table that bridges a
+	// question's words and the knowledge's (nil: none).
+	Model    RelevanceModel
+	Synonyms *synonyms.Table
+}
+
+// NewReranker returns a reranker with the default model.
+func NewReranker(syn *synonyms.Table) *Reranker {
+	return &Reranker{Model: defaultModel, Synonyms: syn}
+}
+
 // Rerank scores the first rerankDepth candidates of ranked (best first by
 // fusion) against text and returns them best first by relevance. doc
 // returns the chunk at a document position, with its text.
-func Rerank(ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
-	return RerankWith(&defaultModel, ix, text, ranked, doc)
-}
-
-// RerankWith is Rerank with another model, for fitting and evaluation.
-func RerankWith(m *RelevanceModel, ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
-	focus := analyseQuery(ix, text)
+func (rr *Reranker) Rerank(ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
+	m := &rr.Model
+	focus := analyseQuery(ix, rr.Synonyms, text)
 	j := Judgement{Focus: focus}
 	if len(ranked) == 0 {
 		return j
 	}
 	ranked = ranked[:min(len(ranked), rerankDepth)]
+	wantsNumber := asksForNumber(text)
 	var total, heaviest, unknown float64
 	for _, f := range focus {
 		total += f.Weight
 		heaviest = max(heaviest, f.Weight)
-		if f.Term == memindex.NoTerm {
+		switch {
+		case f.Term != memindex.NoTerm:
+		case len(f.Synonyms) > 0:
+			// The knowledge may say it in other words.
+			unknown += f.Weight / 2
+		default:
 			unknown += f.Weight
 		}
 	}
@@ -255,13 +358,17 @@ func RerankWith(m *RelevanceModel, ix *memindex.Index, text string, ranked []Ran
 		}
 		if total > 0 {
 			s.read(ix, focus, c)
-			var covered, inTitle, missingTop float64
+			var covered, bySynonym, inTitle, missingTop float64
 			jd.covered = make([]bool, len(focus))
 			for k, fw := range focus {
 				switch {
 				case s.body[k] || s.title[k]:
 					jd.covered[k] = true
 					covered += fw.Weight
+				case s.synonym[k]:
+					jd.covered[k] = true
+					bySynonym += fw.Weight
+					missingTop = max(missingTop, fw.Weight/2)
 				default:
 					missingTop = max(missingTop, fw.Weight)
 					if !fw.Generic && fw.Weight >= 0.5*heaviest {
@@ -273,16 +380,28 @@ func RerankWith(m *RelevanceModel, ix *memindex.Index, text string, ranked []Ran
 				}
 			}
 			f[featCoverage] = covered / total
+			f[featSynonyms] = bySynonym / total
 			f[featTitle] = inTitle / total
 			f[featWindow] = s.window(focus) / total
 			f[featPairs] = s.pairs(len(focus))
-			f[featQA] = s.qa
+			f[featQa] = s.qa
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
 		}
-		jd.Score = m.Score(f)
-		jd.Relevance = m.Relevance(jd.Score)
+		if total > 0 {
+			for k, fw := range focus {
+				if fw.Name && !jd.covered[k] {
+					jd.missingName = true
+				}
+			}
+			jd.noNumber = wantsNumber && !s.numberNear()
+		}
 		j.Candidates[i] = jd
+	}
+	for i := range j.Candidates {
+		jd := &j.Candidates[i]
+		jd.Score = m.Score(&jd.Features)
+		jd.Relevance = m.Relevance(jd.Score)
 	}
 	slices.SortStableFunc(j.Candidates, func(a, b Judged) int {
 		switch {
@@ -299,6 +418,8 @@ func RerankWith(m *RelevanceModel, ix *memindex.Index, text string, ranked []Ran
 		ansTitle: best.Features[featTitle], ansMissingTop: best.Features[featMissingTop],
 		ansMissingKnowledge: best.Features[featMissingKnowledge],
 		ansHeaviest:         heaviestCovered(focus, best.covered),
+		ansMissingName:      b2f(best.missingName),
+		ansNoNumber:         b2f(best.noNumber),
 	}
 	j.Answerability = m.Answerability(&j.Answer)
 	return j
@@ -342,11 +463,17 @@ func heaviestCovered(focus []FocusWord, covered []bool) float64 {
 // reused from passage to passage.
 type passageScan struct {
 	body, title []bool
-	// hits are the positions of question words in the body, in order.
-	hits   []hit
-	qa     float64
-	buf    []byte
-	byTerm map[int32]int
+	// synonym marks the words the passage holds only in other words.
+	synonym []bool
+	// hits are the positions of question words in the body, in order;
+	// numbers those of words that start with a digit.
+	hits    []hit
+	numbers []int
+	qa      float64
+	buf     []byte
+	byTerm  map[int32]int
+	// bySynonym maps the terms of synonyms to their question word.
+	bySynonym map[int32]int
 }
 
 type hit struct {
@@ -355,23 +482,41 @@ type hit struct {
 }
 
 func newPassageScan(n int) *passageScan {
-	return &passageScan{body: make([]bool, n), title: make([]bool, n), byTerm: make(map[int32]int, n)}
+	return &passageScan{body: make([]bool, n), title: make([]bool, n), synonym: make([]bool, n),
+		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n)}
 }
 
 func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
 	clear(s.body)
 	clear(s.title)
+	clear(s.synonym)
 	clear(s.byTerm)
+	clear(s.bySynonym)
 	s.hits = s.hits[:0]
+	s.numbers = s.numbers[:0]
 	s.qa = 0
 	for k, f := range focus {
 		if f.Term != memindex.NoTerm {
 			s.byTerm[f.Term] = k
 		}
+		for _, t := range f.Synonyms {
+			if _, own := s.byTerm[t]; !own {
+				s.bySynonym[t] = k
+			}
+		}
 	}
-	s.buf = ix.EachTerm(c.Text, s.buf, func(pos int, t int32) {
-		if k, ok := s.byTerm[t]; ok && t != memindex.NoTerm {
+	s.buf = ix.EachTerm(c.Text, s.buf, func(pos int, t int32, number bool) {
+		if number {
+			s.numbers = append(s.numbers, pos)
+		}
+		if t == memindex.NoTerm {
+			return
+		}
+		if k, ok := s.byTerm[t]; ok {
 			s.body[k] = true
+			s.hits = append(s.hits, hit{pos, k})
+		} else if k, ok := s.bySynonym[t]; ok {
+			s.synonym[k] = true
 			s.hits = append(s.hits, hit{pos, k})
 		}
 	})
@@ -385,9 +530,14 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 		if title == "" {
 			continue
 		}
-		s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32) {
-			if k, ok := s.byTerm[t]; ok && t != memindex.NoTerm {
+		s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32, _ bool) {
+			if t == memindex.NoTerm {
+				return
+			}
+			if k, ok := s.byTerm[t]; ok {
 				s.title[k] = true
+			} else if k, ok := s.bySynonym[t]; ok {
+				s.synonym[k] = true
 			}
 		})
 	}
@@ -401,7 +551,7 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 func (s *passageScan) questionOverlap(ix *memindex.Index, focus []FocusWord, question string) float64 {
 	var theirs, shared int
 	seen := map[int32]bool{}
-	s.buf = ix.EachTerm(question, s.buf, func(_ int, t int32) {
+	s.buf = ix.EachTerm(question, s.buf, func(_ int, t int32, _ bool) {
 		if t == memindex.NoTerm || seen[t] {
 			return
 		}
@@ -416,6 +566,21 @@ func (s *passageScan) questionOverlap(ix *memindex.Index, focus []FocusWord, que
 	}
 	p, r := float64(shared)/float64(theirs), float64(shared)/float64(len(focus))
 	return 2 * p * r / (p + r)
+}
+
+// numberNear reports whether a number stands within windowWords/2 words
+// of a question word in the body.
+func (s *passageScan) numberNear() bool {
+	i := 0
+	for _, h := range s.hits {
+		for i < len(s.numbers) && s.numbers[i] < h.pos-windowWords/2 {
+			i++
+		}
+		if i < len(s.numbers) && s.numbers[i] <= h.pos+windowWords/2 {
+			return true
+		}
+	}
+	return false
 }
 
 // window returns the largest weight of distinct question words found within
@@ -477,6 +642,13 @@ func (s *passageScan) near(a, b int) bool {
 		}
 	}
 	return false
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func isGeneric(w string) bool { return genericWords[w] }

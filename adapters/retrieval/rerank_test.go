@@ -9,6 +9,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/embedding/local"
 	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -32,7 +33,11 @@ func judged(t *testing.T, texts []string, question string) (retrieval.Judgement,
 		t.Fatal(err)
 	}
 	ranked := retrieval.Rank(ix, question, emb.EmbedOne(question), retrieval.Hybrid, retrieval.DefaultCandidates)
-	return retrieval.Rerank(ix, question, ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
+	syn, err := synonyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return retrieval.NewReranker(syn).Rerank(ix, question, ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
 }
 
 const (

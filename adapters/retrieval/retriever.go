@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	// the in-memory BM25F. It costs a database query per retrieval; see
 	// docs/benchmarks.md for what each choice measured.
 	KeywordFromPostgres bool
+	// Synonyms bridge a question's words and the knowledge's in the
+	// reranker; nil reranks without them.
+	Synonyms *synonyms.Table
 }
 
 // Retriever implements ports.Retriever.
@@ -73,6 +77,7 @@ type Retriever struct {
 	reader   ports.ChunkReader
 	embedder ports.Embedder
 	cache    *memindex.Cache[*agentChunks]
+	reranker *Reranker
 	opts     Options
 	log      *slog.Logger
 }
@@ -92,7 +97,8 @@ func New(reader ports.ChunkReader, embedder ports.Embedder, opts Options, log *s
 	if opts.LoadWait <= 0 {
 		opts.LoadWait = DefaultLoadWait
 	}
-	return &Retriever{reader: reader, embedder: embedder, cache: memindex.NewCache[*agentChunks](opts.Budget), opts: opts, log: log}
+	return &Retriever{reader: reader, embedder: embedder, cache: memindex.NewCache[*agentChunks](opts.Budget),
+		reranker: NewReranker(opts.Synonyms), opts: opts, log: log}
 }
 
 // Invalidate drops an agent's cached index: version > 0 says its knowledge
@@ -140,7 +146,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 	} else {
 		ranked = Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
 	}
-	j := Rerank(entry.Index, q.Text, ranked, entry.Value.chunk)
+	j := r.reranker.Rerank(entry.Index, q.Text, ranked, entry.Value.chunk)
 	chunks := Decide(j, entry.Value.chunk, limit, q.Threshold)
 	if q.Trace != nil {
 		*q.Trace = judgementTrace(q, j, entry.Value.meta, limit, mode)

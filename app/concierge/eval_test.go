@@ -17,6 +17,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/ingest"
 	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
+	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -93,6 +94,7 @@ type evalIndex struct {
 	chunks []domain.Chunk
 	emb    *local.Embedder
 	plain  *plainBM25
+	syn    *synonyms.Table
 	files  int
 }
 
@@ -110,7 +112,14 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("%s corpus: %v", set.name, err)
 	}
-	c := &evalIndex{emb: emb, plain: &plainBM25{}, files: len(files)}
+	syn, err := synonyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.Getenv("EVAL_NO_SYNONYMS") != "" {
+		syn = nil // to measure what the synonyms bring
+	}
+	c := &evalIndex{emb: emb, plain: &plainBM25{}, syn: syn, files: len(files)}
 	var docs []memindex.Doc
 	for _, f := range files {
 		text, err := os.ReadFile(f)
@@ -147,7 +156,8 @@ func (c *evalIndex) legs(mode retrieval.Mode) ranking {
 
 func (c *evalIndex) judge(m *retrieval.RelevanceModel, q string) retrieval.Judgement {
 	ranked := retrieval.Rank(c.ix, q, c.emb.EmbedOne(q), retrieval.Hybrid, retrieval.DefaultCandidates)
-	return retrieval.RerankWith(m, c.ix, q, ranked, func(i int) domain.Chunk { return c.chunks[i] })
+	rr := retrieval.Reranker{Model: *m, Synonyms: c.syn}
+	return rr.Rerank(c.ix, q, ranked, func(i int) domain.Chunk { return c.chunks[i] })
 }
 
 func (c *evalIndex) reranked(m *retrieval.RelevanceModel) ranking {

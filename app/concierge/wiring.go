@@ -24,6 +24,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/retrieval"
+	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/chat"
@@ -99,7 +100,13 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
-	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes, KeywordFromPostgres: cfg.KeywordSearch == "postgres"}, log)
+	syn, err := synonyms.Load()
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes, KeywordFromPostgres: cfg.KeywordSearch == "postgres",
+		Synonyms: syn}, log)
 	s.agentCache = agent.NewCache(s.store, cfg.AgentCacheTTL, s.clock)
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL, s.announcer)
@@ -128,7 +135,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
-	models, err := languageModels(cfg)
+	models, err := languageModels(cfg, syn)
 	if err != nil {
 		s.close()
 		return nil, err
@@ -271,10 +278,10 @@ func (a *announcer) AgentChanged(ctx context.Context, workspaceID, agentID strin
 }
 
 // languageModels builds every configured model adapter: the embedded one
-// always (agents may pick it), the OpenAI-compatible one when it is the
-// default or has credentials.
-func languageModels(cfg config.Config) (map[string]ports.LLM, error) {
-	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay})}
+// always (agents may pick it), sharing the retriever's synonyms, and the
+// OpenAI-compatible one when it is the default or has credentials.
+func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LLM, error) {
+	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay, Related: syn.Of})}
 	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
 		m, err := openai.New(openai.Options{
 			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel,

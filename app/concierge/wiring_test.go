@@ -25,7 +25,7 @@ func TestLanguageModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			models, err := languageModels(cfg)
+			models, err := languageModels(cfg, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to name %s", err, tt.wantErr)

@@ -128,12 +128,12 @@ func (g *guard) allows(norm string) bool {
 // answer whole (cut at qaMaxChars when that is positive), or up to three
 // sentences in at most maxChars bytes. It returns "" when nothing in
 // knowledge is relevant enough.
-func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int) (string, []string) {
+func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string) (string, []string) {
 	if len(knowledge) == 0 || maxChars <= 0 {
 		return "", nil
 	}
 	buf := make([]byte, 0, 64)
-	q, buf := parseQuery(question, buf)
+	q, buf := parseQuery(question, buf, related)
 	if len(q.terms) == 0 {
 		return "", nil
 	}

@@ -218,7 +218,7 @@ func TestQuestionFocus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {
-			q, _ := parseQuery(tt.question, nil)
+			q, _ := parseQuery(tt.question, nil, nil)
 			if got := q.termsOf(q.focus); !reflect.DeepEqual(got, tt.focus) {
 				t.Errorf("focus = %q, want %q", got, tt.focus)
 			}
@@ -245,5 +245,27 @@ func TestNothingAskedIsFound(t *testing.T) {
 	comp := complete(t, New(Options{}), ask("My order is late. Can I do it right away?", demoShipping))
 	if comp.Content != "" {
 		t.Fatalf("Content = %q, want no answer", comp.Content)
+	}
+}
+
+// With the retriever's synonym table, a question in other words than the
+// passage's finds its focus there instead of declining; without it, the
+// same question declines.
+func TestRelatedWordsBridgeTheFocus(t *testing.T) {
+	erase := domain.Chunk{ID: "chk_erase", DocumentName: "Your data",
+		Text: "To erase your profile, open Settings and choose Erase profile. Erasing cannot be undone."}
+	related := func(w string) []string {
+		if w == "wipe" {
+			return []string{"erase", "pass"}
+		}
+		return nil
+	}
+	question := "How do I wipe my profile?"
+	if got, _ := answer(question, []domain.Chunk{erase}, "", 600, 0, nil); got != "" {
+		t.Fatalf("without related words the model answered %q, want a decline", got)
+	}
+	got, cited := answer(question, []domain.Chunk{erase}, "", 600, 0, related)
+	if !strings.Contains(got, "Erase profile") || len(cited) == 0 {
+		t.Fatalf("answer = %q cited %v, want the erase sentence", got, cited)
 	}
 }

@@ -90,6 +90,10 @@ type Options struct {
 	// MaxAnswerChars caps an extracted answer, in bytes (default 600). A Q&A
 	// answer is used whole, only cut by the request's MaxTokens.
 	MaxAnswerChars int
+	// Related returns synonyms of a word (the retriever's WordNet table),
+	// so a question's focus is found in passages that say it in other
+	// words; nil uses the model's small built-in groups only.
+	Related func(word string) []string
 }
 
 // DefaultMaxAnswerChars is the cap of an extracted answer when
@@ -130,7 +134,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		qaMaxChars = 4 * req.MaxTokens
 		maxChars = min(maxChars, qaMaxChars)
 	}
-	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars)
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related)
 	if content != "" {
 		comp.Cited = cited
 	}

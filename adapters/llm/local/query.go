@@ -108,7 +108,7 @@ var moneyCues = makeStemSet(`cost costs price prices pricing fee fees charge cha
 // mixes questions with other sentences ("I ordered last week. I live in
 // Canada. How long does shipping take?"), terms found only outside its
 // questions count asideWeight: they are context, not what is asked.
-func parseQuery(text string, buf []byte) (query, []byte) {
+func parseQuery(text string, buf []byte, related func(string) []string) (query, []byte) {
 	q := query{index: make(map[string]int, 16)}
 	spans := splitSentences(text, make([]span, 0, 4))
 	asking := false
@@ -216,6 +216,21 @@ func parseQuery(text string, buf []byte) (query, []byte) {
 		for _, syn := range synonymGroups[g] {
 			if _, seen := q.index[syn]; !seen && len(q.terms) < maxTerms {
 				q.add(syn, id)
+			}
+		}
+	}
+	if related != nil {
+		// Then the wider table's synonyms (WordNet's, from the retriever's
+		// table), for the words the small groups do not cover.
+		for id := 0; id < q.originals; id++ {
+			if _, grouped := synonymIndex[q.terms[id]]; grouped {
+				continue
+			}
+			for _, w := range related(q.raw[id]) {
+				syn := stemString(w)
+				if _, seen := q.index[syn]; !seen && len(q.terms) < maxTerms && !stopwords.hasString(w) {
+					q.add(syn, id)
+				}
 			}
 		}
 	}

@@ -55,6 +55,15 @@ func (ix *Index) QueryWords(query string) []QueryWord {
 	return out
 }
 
+// Term returns the term of a lowercase word (its stem looked up), or NoTerm
+// when no document has it or it is a stopword.
+func (ix *Index) Term(word string) int32 {
+	if id, ok := ix.lookup([]byte(word)); ok {
+		return int32(id)
+	}
+	return NoTerm
+}
+
 // IDF is the BM25 inverse document frequency of a term held by df of the
 // index's documents (Lucene's form, always positive).
 func (ix *Index) IDF(df int) float64 {
@@ -64,16 +73,16 @@ func (ix *Index) IDF(df int) float64 {
 
 // EachTerm calls fn with the position (counting words, stopwords included)
 // and the term of every word of text; term is NoTerm for stopwords and
-// words the index does not hold. Words of indexed documents are looked up
-// without stemming.
-func (ix *Index) EachTerm(text string, buf []byte, fn func(pos int, term int32)) []byte {
+// words the index does not hold. number says the word starts with a digit.
+// Words of indexed documents are looked up without stemming.
+func (ix *Index) EachTerm(text string, buf []byte, fn func(pos int, term int32, number bool)) []byte {
 	pos := 0
 	return forEachWord(text, buf, func(w []byte) {
 		t := int32(NoTerm)
 		if id, ok := ix.lookup(w); ok {
 			t = int32(id)
 		}
-		fn(pos, t)
+		fn(pos, t, w[0] >= '0' && w[0] <= '9')
 		pos++
 	})
 }

@@ -82,6 +82,11 @@ type RetrievalQuery struct {
 	WorkspaceID string
 	AgentID     string
 	Text        string
+	// Context is earlier text a follow-up leans on (the conversation's
+	// previous questions): searched along with Text, but what the question
+	// is about comes from Text alone, so a word of Context that the
+	// knowledge lacks never makes the question unanswerable. Usually "".
+	Context string
 	// Limit is the agent's top-k; 0 uses the retriever's default.
 	Limit int
 	// Threshold drops chunks whose relevance (in [0, 1]) is below it.

@@ -43,6 +43,10 @@ const pairDistance = 3
 // that says what the question is about.
 const genericWeight = 0.3
 
+// contextWeight is what a word of a follow-up's earlier questions counts
+// for, against the same word in the question itself.
+const contextWeight = 0.5
+
 // genericWords are words of support questions that rarely carry their
 // subject. They are not stopwords (a passage may still match them); they
 // weigh less in coverage, and their absence never makes a question
@@ -146,17 +150,17 @@ var defaultModel = RelevanceModel{
 		featSynonyms:         1.945,
 	},
 	Scale: 0.335, Offset: -4.200,
-	AnswerBias: 1.199,
+	AnswerBias: 1.000,
 	AnswerWeights: [ansCount]float64{
-		ansRelevance:        0.356,
-		ansCoverage:         1.367,
-		ansWindow:           0.130,
-		ansTitle:            -1.869,
-		ansMissingTop:       -0.711,
-		ansMissingKnowledge: -1.661,
-		ansHeaviest:         -0.340,
-		ansMissingName:      -1.674,
-		ansNoNumber:         -1.028,
+		ansRelevance:        0.381,
+		ansCoverage:         1.536,
+		ansWindow:           0.098,
+		ansTitle:            -1.927,
+		ansMissingTop:       -0.621,
+		ansMissingKnowledge: -1.604,
+		ansHeaviest:         -0.334,
+		ansMissingName:      -1.636,
+		ansNoNumber:         -0.503,
 	},
 }
 
@@ -197,6 +201,8 @@ type FocusWord struct {
 	// Name says the question writes it as a name: capitalised inside a
 	// sentence, in capitals, or mixed case ("PayPal", "iPhone", "EKS").
 	Name bool
+	// Context says the word comes from earlier questions, not this one.
+	Context bool
 	// Synonyms are the terms of the knowledge base that are synonyms of
 	// the word (WordNet's, for its commonest senses).
 	Synonyms []int32
@@ -320,9 +326,23 @@ func NewReranker(syn *synonyms.Table) *Reranker {
 // Rerank scores the first rerankDepth candidates of ranked (best first by
 // fusion) against text and returns them best first by relevance. doc
 // returns the chunk at a document position, with its text.
-func (rr *Reranker) Rerank(ix *memindex.Index, text string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
+//
+// context is earlier text the question leans on (a follow-up's previous
+// questions), or "": its words count for less, never as names and never as
+// missing, so the decision stays about what the question itself asks.
+func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
 	m := &rr.Model
 	focus := analyseQuery(ix, rr.Synonyms, text)
+	if context != "" {
+		for _, f := range analyseQuery(ix, rr.Synonyms, context) {
+			if slices.ContainsFunc(focus, func(g FocusWord) bool { return g.Word == f.Word || (g.Term != memindex.NoTerm && g.Term == f.Term) }) {
+				continue
+			}
+			f.Weight *= contextWeight
+			f.Name, f.Context = false, true
+			focus = append(focus, f)
+		}
+	}
 	j := Judgement{Focus: focus}
 	if len(ranked) == 0 {
 		return j
@@ -334,7 +354,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text string, ranked []Ranked, doc
 		total += f.Weight
 		heaviest = max(heaviest, f.Weight)
 		switch {
-		case f.Term != memindex.NoTerm:
+		case f.Term != memindex.NoTerm || f.Context:
 		case len(f.Synonyms) > 0:
 			// The knowledge may say it in other words.
 			unknown += f.Weight / 2
@@ -370,8 +390,10 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text string, ranked []Ranked, doc
 					bySynonym += fw.Weight
 					missingTop = max(missingTop, fw.Weight/2)
 				default:
-					missingTop = max(missingTop, fw.Weight)
-					if !fw.Generic && fw.Weight >= 0.5*heaviest {
+					if !fw.Context {
+						missingTop = max(missingTop, fw.Weight)
+					}
+					if !fw.Generic && !fw.Context && fw.Weight >= 0.5*heaviest {
 						jd.Missing = append(jd.Missing, fw.Word)
 					}
 				}
@@ -681,7 +703,11 @@ func Decide(j Judgement, chunk func(int) domain.Chunk, limit int, threshold floa
 
 // judgementTrace records what the retrieval considered and why it decided.
 func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.Chunk, limit int, mode Mode) domain.RetrievalTrace {
-	t := domain.RetrievalTrace{Query: q.Text, Method: mode.String(), TopK: limit, Threshold: q.Threshold,
+	query := q.Text
+	if q.Context != "" {
+		query += "\n" + q.Context
+	}
+	t := domain.RetrievalTrace{Query: query, Method: mode.String(), TopK: limit, Threshold: q.Threshold,
 		Answerability: j.Answerability, FeatureNames: FeatureNames[:],
 		Candidates: make([]domain.TraceCandidate, 0, min(len(j.Candidates), traceCandidates))}
 	for _, f := range j.Focus {

@@ -37,7 +37,7 @@ func judged(t *testing.T, texts []string, question string) (retrieval.Judgement,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return retrieval.NewReranker(syn).Rerank(ix, question, ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
+	return retrieval.NewReranker(syn).Rerank(ix, question, "", ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
 }
 
 const (
@@ -149,5 +149,48 @@ func TestRerankFeaturesAreBounded(t *testing.T) {
 	}
 	if !(j.Answerability >= 0 && j.Answerability <= 1) {
 		t.Errorf("answerability %v", j.Answerability)
+	}
+}
+
+// A follow-up's earlier question is context: it helps find the passage but
+// a word of it the knowledge lacks ("Germany") does not make the new
+// question unanswerable.
+func TestRerankTakesContextForWhatItIs(t *testing.T) {
+	tests := []struct {
+		question, context, best string
+	}{
+		{"what about returns?", "Do you ship to Germany?", "chk_0"},
+		{"and how much is express?", "How long does standard delivery take?", "chk_1"},
+	}
+	emb, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syn, err := synonyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{refunds, shipping}
+	docs := make([]memindex.Doc, len(texts))
+	chunks := make([]domain.Chunk, len(texts))
+	for i, text := range texts {
+		docs[i] = memindex.Doc{Text: text, Vector: emb.EmbedOne(text)}
+		chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), Text: text}
+	}
+	ix, err := memindex.Build(docs, emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		whole := tt.question + "\n" + tt.context
+		ranked := retrieval.Rank(ix, whole, emb.EmbedOne(whole), retrieval.Hybrid, retrieval.DefaultCandidates)
+		j := retrieval.NewReranker(syn).Rerank(ix, tt.question, tt.context, ranked, func(i int) domain.Chunk { return chunks[i] })
+		got := retrieval.Decide(j, func(i int) domain.Chunk { return chunks[i] }, 5, domain.DefaultRetrievalThreshold)
+		if len(got) == 0 || got[0].ID != tt.best {
+			t.Errorf("%q after %q: answered from %v (answerability %.3f, missing %v), want %s", tt.question, tt.context, got, j.Answerability, j.Candidates[0].Missing, tt.best)
+		}
+		if slices.Contains(j.Candidates[0].Missing, "germany") {
+			t.Errorf("a word of the context is reported missing: %v", j.Candidates[0].Missing)
+		}
 	}
 }

@@ -123,13 +123,21 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 		limit = defaultLimit
 	}
 	limit = min(limit, maxLimit)
+	// A follow-up's earlier questions are searched along with it; the
+	// reranker tells the question from its context.
+	text := q.Text
+	if q.Context != "" {
+		text = q.Text + "\n" + q.Context
+	}
+	whole := q
+	whole.Text, whole.Context = text, ""
 	entry, err := r.index(ctx, q)
 	if err != nil {
-		return r.fromPostgres(ctx, q, limit, err)
+		return r.fromPostgres(ctx, whole, limit, err)
 	}
 	var vec []float32
 	mode := Hybrid
-	vectors, err := r.embedder.Embed(ctx, []string{q.Text})
+	vectors, err := r.embedder.Embed(ctx, []string{text})
 	if err != nil || len(vectors) != 1 {
 		// The keyword leg alone still answers; an embedding provider that is
 		// down must not take the agent down.
@@ -140,13 +148,13 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 	}
 	var ranked []Ranked
 	if r.opts.KeywordFromPostgres {
-		if ranked, err = r.rankWithPostgres(ctx, q, entry, vec); err != nil {
+		if ranked, err = r.rankWithPostgres(ctx, whole, entry, vec); err != nil {
 			return nil, err
 		}
 	} else {
-		ranked = Rank(entry.Index, q.Text, vec, mode, r.opts.Candidates)
+		ranked = Rank(entry.Index, text, vec, mode, r.opts.Candidates)
 	}
-	j := r.reranker.Rerank(entry.Index, q.Text, ranked, entry.Value.chunk)
+	j := r.reranker.Rerank(entry.Index, q.Text, q.Context, ranked, entry.Value.chunk)
 	chunks := Decide(j, entry.Value.chunk, limit, q.Threshold)
 	if q.Trace != nil {
 		*q.Trace = judgementTrace(q, j, entry.Value.meta, limit, mode)

@@ -292,6 +292,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		var earlier int
 		if search.query, earlier = followUpQuery(p.message, history); earlier > 0 {
 			search.note = followUpNote(earlier)
+			search.context = strings.TrimPrefix(search.query, p.message+"\n")
 		}
 		if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
 			retrieval = s.retrieveAsync(ctx, &agent, search)
@@ -566,6 +567,8 @@ type retrieved struct {
 // earlier questions) and, when they differ, why.
 type searchText struct {
 	question, query, note string
+	// context is the query's earlier questions, after the question.
+	context string
 }
 
 // retrieveAsync runs retrieval on its own goroutine; the channel is
@@ -574,6 +577,9 @@ func (s *Service) retrieveAsync(ctx context.Context, agent *domain.Agent, text s
 	ch := make(chan retrieved, 1)
 	go func() {
 		q := s.retrievalQuery(agent, text.query)
+		if text.context != "" {
+			q.Text, q.Context = text.question, text.context
+		}
 		q.Trace = &domain.RetrievalTrace{}
 		chunks, err := s.retriever.Retrieve(ctx, q)
 		// The retriever writes the trace whole; what was asked is the

@@ -371,7 +371,11 @@ func (r *stubRetriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([
 	r.queries = append(r.queries, q)
 	if q.Trace != nil {
 		// As the real retrievers do, it writes the trace whole.
-		*q.Trace = domain.RetrievalTrace{Query: q.Text, Method: "hybrid", TopK: q.Limit, Threshold: q.Threshold}
+		query := q.Text
+		if q.Context != "" {
+			query += "\n" + q.Context
+		}
+		*q.Trace = domain.RetrievalTrace{Query: query, Method: "hybrid", TopK: q.Limit, Threshold: q.Threshold}
 	}
 	if err := r.failOn[q.Text]; err != nil {
 		return nil, err

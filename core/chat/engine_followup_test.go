@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,8 +52,11 @@ func TestAnswerWidensFollowUps(t *testing.T) {
 				t.Fatal(err)
 			}
 			calls := r.retriever.calls()
-			if got := calls[len(calls)-1].Text; got != tt.want {
-				t.Errorf("retrieval query = %q, want %q", got, tt.want)
+			// The retriever searches the question with its context, one
+			// line after it.
+			got := calls[len(calls)-1]
+			if searched := strings.TrimSuffix(got.Text+"\n"+got.Context, "\n"); searched != tt.want || got.Text != tt.message {
+				t.Errorf("retrieval query = %q with context %q, want %q", got.Text, got.Context, tt.want)
 			}
 			for _, tr := range []*domain.RetrievalTrace{ans.Reply.Trace, r.stored(t, ans.Reply.ID).Trace} {
 				if tr == nil || tr.Question != tt.message || tr.Query != tt.want || tr.QueryNote != tt.wantNote {
@@ -160,8 +164,9 @@ func TestFollowUpRetrievalWaitsForHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls := r.retriever.calls()
-	if got := calls[len(calls)-1].Text; got != "and how much is express?\nHow do I reset my password?" {
-		t.Errorf("follow-up query = %q", got)
+	// The question stays the question; the earlier one is its context.
+	if got := calls[len(calls)-1]; got.Text != "and how much is express?" || got.Context != "How do I reset my password?" {
+		t.Errorf("follow-up query = %q with context %q", got.Text, got.Context)
 	}
 }
 

@@ -22,6 +22,14 @@ type QueryWord struct {
 	Typo bool
 }
 
+// numberWords are numbers written out.
+var numberWords = map[string]bool{
+	"one": true, "two": true, "three": true, "four": true, "five": true, "six": true, "seven": true,
+	"eight": true, "nine": true, "ten": true, "eleven": true, "twelve": true, "fifteen": true,
+	"twenty": true, "thirty": true, "forty": true, "fifty": true, "hundred": true, "thousand": true,
+	"million": true, "dozen": true, "half": true, "once": true, "twice": true, "unlimited": true,
+}
+
 // minTypoBytes is the shortest word matched to a term one edit away:
 // shorter words are too often other real words ("chart" is not "chat").
 const minTypoBytes = 7
@@ -73,7 +81,8 @@ func (ix *Index) IDF(df int) float64 {
 
 // EachTerm calls fn with the position (counting words, stopwords included)
 // and the term of every word of text; term is NoTerm for stopwords and
-// words the index does not hold. number says the word starts with a digit.
+// words the index does not hold. number says the word is a number: it
+// starts with a digit, or is a number word ("seven", "twelve", "hundred").
 // Words of indexed documents are looked up without stemming.
 func (ix *Index) EachTerm(text string, buf []byte, fn func(pos int, term int32, number bool)) []byte {
 	pos := 0
@@ -82,7 +91,7 @@ func (ix *Index) EachTerm(text string, buf []byte, fn func(pos int, term int32, 
 		if id, ok := ix.lookup(w); ok {
 			t = int32(id)
 		}
-		fn(pos, t, w[0] >= '0' && w[0] <= '9')
+		fn(pos, t, w[0] >= '0' && w[0] <= '9' || numberWords[string(w)])
 		pos++
 	})
 }

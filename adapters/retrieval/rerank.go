@@ -58,7 +58,7 @@ thing things make makes made work works working try trying tried problem problem
 question questions go going still also just really actually now currently again mean means find see
 look looking say said sure like much many often let lets seem seems guys ok okay option options
 whats hows wheres im ive id m d s t ll ve re doesn don didn won isn aren couldn wouldn shouldn hasn
-haven wasn weren cant dont doesnt wont isnt anymore`)
+haven wasn weren cant dont doesnt wont isnt anymore long take takes soon far big`)
 
 func wordSet(words string) map[string]bool {
 	set := map[string]bool{}
@@ -136,31 +136,31 @@ func DefaultRelevanceModel() RelevanceModel { return defaultModel }
 // defaultModel was fitted on the tuning halves of testdata/eval.
 var defaultModel = RelevanceModel{
 	Weights: [featCount]float64{
-		featCoverage:         3.975,
-		featWindow:           6.672,
-		featTitle:            5.419,
-		featPairs:            1.885,
+		featCoverage:         3.945,
+		featWindow:           6.495,
+		featTitle:            5.099,
+		featPairs:            1.955,
 		featQa:               0.000,
-		featKeyword:          2.418,
-		featVector:           3.687,
-		featKeywordRank:      -0.176,
-		featVectorRank:       0.840,
-		featMissingTop:       1.061,
-		featMissingKnowledge: -0.000,
-		featSynonyms:         1.945,
+		featKeyword:          2.502,
+		featVector:           3.673,
+		featKeywordRank:      -0.153,
+		featVectorRank:       0.775,
+		featMissingTop:       1.197,
+		featMissingKnowledge: 0.000,
+		featSynonyms:         1.931,
 	},
-	Scale: 0.335, Offset: -4.200,
-	AnswerBias: 1.000,
+	Scale: 0.342, Offset: -4.268,
+	AnswerBias: 1.177,
 	AnswerWeights: [ansCount]float64{
-		ansRelevance:        0.381,
-		ansCoverage:         1.536,
-		ansWindow:           0.098,
-		ansTitle:            -1.927,
-		ansMissingTop:       -0.621,
-		ansMissingKnowledge: -1.604,
-		ansHeaviest:         -0.334,
-		ansMissingName:      -1.636,
-		ansNoNumber:         -0.503,
+		ansRelevance:        -0.035,
+		ansCoverage:         1.652,
+		ansWindow:           -0.048,
+		ansTitle:            -1.763,
+		ansMissingTop:       -0.765,
+		ansMissingKnowledge: -1.458,
+		ansHeaviest:         -0.048,
+		ansMissingName:      -1.808,
+		ansNoNumber:         -1.188,
 	},
 }
 

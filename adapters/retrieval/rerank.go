@@ -16,16 +16,22 @@ import (
 // shortlist them, but its scores say nothing about whether a passage answers
 // the question: a rank is a rank on 2 chunks and on 100,000. So every fused
 // candidate is scored again on what makes a passage answer a question (does
-// it hold the words the question is about, close together, in its heading,
-// as its Q&A question), and the features are combined by a logistic model
-// into a relevance in [0, 1]: the estimated chance that the passage comes
-// from a page that answers the question. Each feature is a share or a score
-// already in [0, 1] that does not grow with the size of the knowledge base,
-// so neither does the relevance, and one threshold serves every agent.
+// it hold the words the question is about, or their synonyms, close
+// together, in its heading, as its Q&A question), and the features are
+// combined by a logistic model into a relevance in [0, 1]: the estimated
+// chance that the passage comes from a page that answers the question. Each
+// feature is a share or a score already in [0, 1] that does not grow with
+// the size of the knowledge base, so neither does the relevance.
 //
-// The model's weights were fitted on the tuning halves of the evaluation
-// sets in testdata/eval (`make eval-fit` prints them) and are measured on
-// the held-out halves (docs/benchmarks.md).
+// Whether to answer at all is a second decision, made on the best
+// candidate: its relevance and coverage, a name the question uses that the
+// passage lacks, a quantity asked for with no number near the question's
+// words, words the knowledge never uses. Its answerability is what an
+// agent's threshold is compared with.
+//
+// Both models were fitted on the tuning halves of the evaluation sets in
+// testdata/eval (`EVAL_SPLIT=tuning EVAL_FIT=1 make eval` prints them) and
+// are measured on the held-out halves (docs/benchmarks.md).
 
 // rerankDepth is how many fused candidates are scored again.
 const rerankDepth = 40

@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench eval build lint services mock-llm browser screenshots fmt clean
+.PHONY: run test bench eval synonyms build lint services mock-llm browser screenshots fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
@@ -44,6 +44,13 @@ lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+## synonyms: regenerate the embedded synonym table (adapters/retrieval/synonyms)
+## from WordNet 3.0, installing Debian's wordnet-base when it is missing; the
+## table is committed, so building Concierge never needs this
+synonyms:
+	@test -f /usr/share/wordnet/data.noun || apt-get install -y wordnet-base
+	$(GO) run ./tools/wordnet-synonyms -wordnet /usr/share/wordnet -out adapters/retrieval/synonyms/wordnet.txt.gz
 
 ## mock-llm: install the pinned OpenAI-compatible mock server (tools/mock-llm) for the LLM adapter's contract tests
 mock-llm:

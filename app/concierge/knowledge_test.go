@@ -145,8 +145,38 @@ func TestKnowledgeSourcesOfEveryType(t *testing.T) {
 	}
 	tr := s.do("GET", "/api/v2/conversations/"+answer.SessionID+"/messages/"+*answer.MessageID+"/trace", nil, auth)
 	s.mustStatus(tr, 200)
-	if trace := tr.JSON(t); trace["query"] != "How long is the telescope warranty?" || len(trace["candidates"].([]any)) == 0 {
+	trace := tr.JSON(t)
+	if trace["query"] != "How long is the telescope warranty?" || len(trace["candidates"].([]any)) == 0 {
 		t.Fatalf("trace = %s", tr.Body)
+	}
+	// The stored trace says why the agent answered: the question's focus,
+	// its answerability against the threshold, and each candidate's
+	// reranking features by name.
+	if a, ok := trace["answerability"].(float64); !ok || a < trace["threshold"].(float64) || !strings.HasPrefix(trace["verdict"].(string), "answer:") {
+		t.Fatalf("answerability %v, threshold %v, verdict %v", trace["answerability"], trace["threshold"], trace["verdict"])
+	}
+	focus := map[string]bool{}
+	for _, f := range trace["focus"].([]any) {
+		focus[f.(map[string]any)["word"].(string)] = true
+	}
+	if !focus["telescope"] || !focus["warranty"] {
+		t.Fatalf("focus = %v", trace["focus"])
+	}
+	best := trace["candidates"].([]any)[0].(map[string]any)
+	features, _ := best["features"].(map[string]any)
+	if rel, _ := best["relevance"].(float64); rel <= 0 || rel > 1 || features["coverage"] == nil || features["window"] == nil || len(features) != 12 {
+		t.Fatalf("best candidate = %v", best)
+	}
+
+	// A near miss falls back, and its trace names what was missing.
+	resp, miss := s.chat(tn, map[string]any{"agent": "support", "message": "Does the warranty cover telescopes bought in Canada?"})
+	s.mustStatus(resp, 200)
+	if !miss.IsFallback || miss.FallbackReason == nil || *miss.FallbackReason != "NO_RELEVANT_KNOWLEDGE" {
+		t.Fatalf("near miss answered: %+v", miss)
+	}
+	missTrace := s.do("GET", "/api/v2/conversations/"+miss.SessionID+"/messages/"+*miss.MessageID+"/trace", nil, auth).JSON(t)
+	if !slices.Contains(missTrace["missing"].([]any), any("canada")) || !strings.HasPrefix(missTrace["verdict"].(string), "fallback:") {
+		t.Fatalf("near miss trace: missing %v, verdict %v", missTrace["missing"], missTrace["verdict"])
 	}
 	if r := s.do("GET", "/api/v2/conversations/"+answer.SessionID+"/messages/msg_00000000000000000000000000/trace", nil, auth); r.Status != 404 {
 		t.Fatalf("trace of an unknown message: %d", r.Status)

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -402,6 +403,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 					if !fw.Generic && !fw.Context && fw.Weight >= 0.5*heaviest {
 						jd.Missing = append(jd.Missing, fw.Word)
 					}
+					jd.missingName = jd.missingName || fw.Name
 				}
 				if s.title[k] {
 					inTitle += fw.Weight
@@ -415,31 +417,13 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featQa] = s.qa
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
-		}
-		if total > 0 {
-			for k, fw := range focus {
-				if fw.Name && !jd.covered[k] {
-					jd.missingName = true
-				}
-			}
 			jd.noNumber = wantsNumber && !s.numberNear()
 		}
+		jd.Score = m.Score(f)
+		jd.Relevance = m.Relevance(jd.Score)
 		j.Candidates[i] = jd
 	}
-	for i := range j.Candidates {
-		jd := &j.Candidates[i]
-		jd.Score = m.Score(&jd.Features)
-		jd.Relevance = m.Relevance(jd.Score)
-	}
-	slices.SortStableFunc(j.Candidates, func(a, b Judged) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(j.Candidates, func(a, b Judged) int { return cmp.Compare(b.Score, a.Score) })
 	best := &j.Candidates[0]
 	j.Answer = [ansCount]float64{
 		ansRelevance: best.Relevance, ansCoverage: best.Features[featCoverage], ansWindow: best.Features[featWindow],
@@ -465,15 +449,7 @@ func heaviestCovered(focus []FocusWord, covered []bool) float64 {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case focus[a].Weight > focus[b].Weight:
-			return -1
-		case focus[a].Weight < focus[b].Weight:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(focus[b].Weight, focus[a].Weight) })
 	var have, total float64
 	for _, k := range order[:min(3, len(order))] {
 		total += focus[k].Weight

@@ -2,7 +2,6 @@ package memindex
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -57,12 +56,10 @@ func (ix *Index) Keyword(query string, k int) []Hit {
 	if track && cap(s.touched) < int(postings) {
 		s.touched = make([]uint32, 0, postings)
 	}
-	n := float64(ix.n)
 	for _, t := range s.terms {
-		df := float64(ix.df[t])
-		// Lucene's BM25 idf: always positive, so a matching document's score
-		// is never 0 and acc[d] != 0 tells "matched".
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		// Lucene's BM25 idf is always positive, so a matching document's
+		// score is never 0 and acc[d] != 0 tells "matched".
+		idf := ix.IDF(int(ix.df[t]))
 		s.touched = ix.accumulate(t, float32(idf*(float64(ix.k1)+1)), s.acc, s.touched, track)
 	}
 

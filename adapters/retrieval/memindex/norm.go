@@ -1,7 +1,5 @@
 package memindex
 
-import "math"
-
 // KeywordCeiling is the highest BM25F score any document could reach for
 // query: every distinct query term at saturation. Dividing a Keyword score
 // by it gives a relevance in [0, 1) that compares across queries, which
@@ -9,7 +7,6 @@ import "math"
 // idf, so a query whose telling word is absent from the knowledge base
 // scores low. Returns 0 for a query without terms (stopwords only).
 func (ix *Index) KeywordCeiling(query string) float64 {
-	n := float64(ix.n)
 	var ceiling float64
 	seen := map[string]bool{}
 	forEachWord(query, nil, func(w []byte) {
@@ -18,11 +15,11 @@ func (ix *Index) KeywordCeiling(query string) float64 {
 			return
 		}
 		seen[t] = true
-		var df float64
+		df := 0
 		if id, ok := ix.findStem(t); ok {
-			df = float64(ix.df[id])
+			df = int(ix.df[id])
 		}
-		ceiling += math.Log(1+(n-df+0.5)/(df+0.5)) * (float64(ix.k1) + 1)
+		ceiling += ix.IDF(df) * (float64(ix.k1) + 1)
 	})
 	return ceiling
 }

@@ -223,6 +223,9 @@ type Judged struct {
 	Score, Relevance float64
 	// Missing are the question's specific words the passage lacks.
 	Missing []string
+	// chunk is the candidate with its text, read once for scoring and
+	// handed on as it is when kept.
+	chunk domain.Chunk
 	// covered marks the focus words the passage holds.
 	covered []bool
 	// missingName: a word the question writes as a name is not in the
@@ -373,7 +376,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	j.Candidates = make([]Judged, len(ranked))
 	for i, r := range ranked {
 		c := doc(r.Doc)
-		jd := Judged{Ranked: r}
+		jd := Judged{Ranked: r, chunk: c}
 		f := &jd.Features
 		f[featKeyword] = r.KeywordScore
 		f[featVector] = max(0, r.VectorScore)
@@ -661,24 +664,42 @@ func isGeneric(w string) bool { return genericWords[w] }
 // the best: they add noise to the answer, not evidence.
 const keepRatio = 0.25
 
-// Decide is the answerability decision, separate from the ranking: when the
-// judgement's answerability reaches threshold, it returns up to limit
-// passages best first (each scored with its relevance), leaving out those
-// under keepRatio of the best one's relevance; otherwise none, and the
-// agent falls back. chunk returns the chunk at a document position.
-func Decide(j Judgement, chunk func(int) domain.Chunk, limit int, threshold float64) []domain.Chunk {
-	if len(j.Candidates) == 0 || j.Answerability < threshold {
-		return nil
-	}
-	floor := j.Candidates[0].Relevance * keepRatio
-	var out []domain.Chunk
-	for _, c := range j.Candidates {
-		if len(out) == limit || c.Relevance < floor {
-			break
+// reasons is the answerability decision, separate from the ranking, and
+// what it means for each candidate: when the answerability reaches
+// threshold, the first limit candidates are kept, except those under
+// keepRatio of the best one's relevance; otherwise none is, and the agent
+// falls back. Decide and the trace both read it, so they cannot disagree.
+func (j *Judgement) reasons(limit int, threshold float64) (answers bool, why []string) {
+	answers = len(j.Candidates) > 0 && j.Answerability >= threshold
+	why = make([]string, len(j.Candidates))
+	kept := 0
+	for i, c := range j.Candidates {
+		switch {
+		case !answers:
+			why[i] = domain.TraceNotAnswerable
+		case c.Relevance < j.Candidates[0].Relevance*keepRatio:
+			why[i] = domain.TraceFarBelowBest
+		case kept == limit:
+			why[i] = domain.TraceBeyondTopK
+		default:
+			why[i] = domain.TraceKept
+			kept++
 		}
-		ch := chunk(c.Doc)
-		ch.Score = c.Relevance
-		out = append(out, ch)
+	}
+	return answers, why
+}
+
+// Decide returns the passages an answer uses, best first, each scored with
+// its relevance: none when the knowledge does not answer the question.
+func Decide(j Judgement, limit int, threshold float64) []domain.Chunk {
+	_, why := j.reasons(limit, threshold)
+	var out []domain.Chunk
+	for i, c := range j.Candidates {
+		if why[i] == domain.TraceKept {
+			ch := c.chunk
+			ch.Score = c.Relevance
+			out = append(out, ch)
+		}
 	}
 	return out
 }
@@ -695,7 +716,7 @@ func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.C
 	for _, f := range j.Focus {
 		t.Focus = append(t.Focus, domain.FocusTerm{Word: f.Word, Weight: f.Weight, InKnowledge: f.Term != memindex.NoTerm, Typo: f.Typo})
 	}
-	answers := len(j.Candidates) > 0 && j.Answerability >= q.Threshold
+	answers, why := j.reasons(limit, q.Threshold)
 	if len(j.Candidates) > 0 {
 		t.Missing = j.Candidates[0].Missing
 	}
@@ -707,31 +728,12 @@ func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.C
 	default:
 		t.Verdict = domain.VerdictNotAnswerable
 	}
-	kept := 0
-	floor := 0.0
-	if len(j.Candidates) > 0 {
-		floor = j.Candidates[0].Relevance * keepRatio
-	}
-	for _, c := range j.Candidates {
-		if len(t.Candidates) == traceCandidates {
-			break
-		}
+	for i, c := range j.Candidates[:min(len(j.Candidates), traceCandidates)] {
 		m := meta(c.Doc)
-		tc := domain.TraceCandidate{ChunkID: m.ID, SourceID: m.SourceID, DocumentName: m.DocumentName,
+		t.Candidates = append(t.Candidates, domain.TraceCandidate{ChunkID: m.ID, SourceID: m.SourceID, DocumentName: m.DocumentName,
 			KeywordRank: c.KeywordRank, KeywordScore: c.KeywordScore, VectorRank: c.VectorRank, VectorScore: c.VectorScore,
-			Score: c.Score, Relevance: c.Relevance, Missing: c.Missing, Features: slices.Clone(c.Features[:])}
-		switch {
-		case !answers:
-			tc.Reason = domain.TraceNotAnswerable
-		case c.Relevance < floor:
-			tc.Reason = domain.TraceFarBelowBest
-		case kept == limit:
-			tc.Reason = domain.TraceBeyondTopK
-		default:
-			tc.Kept, tc.Reason = true, domain.TraceKept
-			kept++
-		}
-		t.Candidates = append(t.Candidates, tc)
+			Score: c.Score, Relevance: c.Relevance, Missing: c.Missing, Features: slices.Clone(c.Features[:]),
+			Kept: why[i] == domain.TraceKept, Reason: why[i]})
 	}
 	return t
 }

@@ -66,8 +66,8 @@ func TestRerankDecidesOnTheQuestionsFocus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {
-			j, chunks := judged(t, []string{refunds, shipping}, tt.question)
-			got := retrieval.Decide(j, func(i int) domain.Chunk { return chunks[i] }, 5, threshold)
+			j, _ := judged(t, []string{refunds, shipping}, tt.question)
+			got := retrieval.Decide(j, 5, threshold)
 			if tt.answer != (len(got) > 0) {
 				t.Fatalf("answers = %v (answerability %.3f), want %v", len(got) > 0, j.Answerability, tt.answer)
 			}
@@ -185,7 +185,7 @@ func TestRerankTakesContextForWhatItIs(t *testing.T) {
 		whole := tt.question + "\n" + tt.context
 		ranked := retrieval.Rank(ix, whole, emb.EmbedOne(whole), retrieval.Hybrid, retrieval.DefaultCandidates)
 		j := retrieval.NewReranker(syn).Rerank(ix, tt.question, tt.context, ranked, func(i int) domain.Chunk { return chunks[i] })
-		got := retrieval.Decide(j, func(i int) domain.Chunk { return chunks[i] }, 5, domain.DefaultRetrievalThreshold)
+		got := retrieval.Decide(j, 5, domain.DefaultRetrievalThreshold)
 		if len(got) == 0 || got[0].ID != tt.best {
 			t.Errorf("%q after %q: answered from %v (answerability %.3f, missing %v), want %s", tt.question, tt.context, got, j.Answerability, j.Candidates[0].Missing, tt.best)
 		}

@@ -155,7 +155,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([]dom
 		ranked = Rank(entry.Index, text, vec, mode, r.opts.Candidates)
 	}
 	j := r.reranker.Rerank(entry.Index, q.Text, q.Context, ranked, entry.Value.chunk)
-	chunks := Decide(j, entry.Value.chunk, limit, q.Threshold)
+	chunks := Decide(j, limit, q.Threshold)
 	if q.Trace != nil {
 		*q.Trace = judgementTrace(q, j, entry.Value.meta, limit, mode)
 		q.Trace.Embedder = r.embedder.ID()
@@ -267,9 +267,6 @@ type Ranked struct {
 	KeywordScore float64 // BM25F divided by the query's ceiling, in [0, 1)
 	VectorRank   int
 	VectorScore  float64 // cosine similarity
-	// Relevance is the better of the two normalised scores: what the
-	// agent's threshold compares against.
-	Relevance float64
 }
 
 // Rank runs the legs of mode over ix and fuses them by reciprocal rank, best
@@ -324,27 +321,7 @@ func FuseLegs(kw, vh []memindex.Hit, candidates int) []Ranked {
 				r.VectorScore = vh[r.VectorRank-1].Score
 			}
 		}
-		r.Relevance = max(r.KeywordScore, r.VectorScore)
 		out[i] = r
-	}
-	return out
-}
-
-// Select returns the chunks (chunk(i) is the document at position i) of the
-// first limit candidates whose relevance reaches threshold, each scored with
-// its relevance.
-func Select(ranked []Ranked, chunk func(int) domain.Chunk, limit int, threshold float64) []domain.Chunk {
-	var out []domain.Chunk
-	for _, r := range ranked {
-		if len(out) == limit {
-			break
-		}
-		if r.Relevance < threshold {
-			continue
-		}
-		c := chunk(r.Doc)
-		c.Score = r.Relevance
-		out = append(out, c)
 	}
 	return out
 }

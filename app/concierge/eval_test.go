@@ -178,7 +178,7 @@ func (c *evalIndex) reranked(m *retrieval.RelevanceModel) ranking {
 // default threshold, 0.2.
 func (c *evalIndex) oldRuleAnswers(q string) bool {
 	for _, r := range retrieval.Rank(c.ix, q, c.emb.EmbedOne(q), retrieval.Hybrid, retrieval.DefaultCandidates) {
-		if r.Relevance >= 0.2 {
+		if max(r.KeywordScore, r.VectorScore) >= 0.2 {
 			return true
 		}
 	}

@@ -69,7 +69,7 @@ func layer(path string) string {
 	return "other"
 }
 
-// adapterRoot is the adapter a package belongs to (adapters/http, adapters/postgres, ...).
+// adapterRoot is the adapter a package belongs to (adapters/httpapi, adapters/postgres, ...).
 func adapterRoot(path string) string {
 	parts := strings.Split(strings.TrimPrefix(path, module+"/"), "/")
 	if len(parts) < 2 {
@@ -146,7 +146,7 @@ func TestLayerClassification(t *testing.T) {
 		module + "/core/domain":      "domain",
 		module + "/core/inbound":     "core",
 		module + "/ports":            "ports",
-		module + "/adapters/http/v2": "adapters",
+		module + "/adapters/httpapi/v2": "adapters",
 		module + "/workers":          "workers",
 		module + "/config":           "config",
 		module + "/app/concierge":    "app",

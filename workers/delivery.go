@@ -14,19 +14,6 @@ import (
 	"github.com/conciergehq/concierge/ports"
 )
 
-// Delivery task types: a handoff (or a message of a handed-off conversation)
-// to the workspace's helpdesk, and an outbound event to its events URL. Both
-// carry an outbox row id; the row is the truth, the task only a wake-up.
-const (
-	TypeHandoffDeliver = "handoff:deliver"
-	TypeEventDeliver   = "event:deliver"
-)
-
-// QueueDelivery carries deliveries to workspaces' receivers, which may be
-// slow or down; it has a queue of its own so they never hold up inbound
-// messages or indexing.
-const QueueDelivery = "delivery"
-
 // deliveryTimeout bounds one attempt: a receiver gets a 15 s request
 // timeout, the rest is reading and recording.
 const deliveryTimeout = 30 * time.Second

@@ -14,12 +14,6 @@ import (
 	"github.com/conciergehq/concierge/core/knowledge"
 )
 
-// TypeKnowledgeIndex (re)indexes one source: extract, chunk, embed, store.
-const TypeKnowledgeIndex = "knowledge:index"
-
-// QueueKnowledge carries indexing, which nobody waits on second by second.
-const QueueKnowledge = "knowledge"
-
 // Index task limits. A website crawl is the longest job; it crawls for at
 // most knowledge.DefaultCrawlSlice per attempt and continues in the next,
 // its total bounded by its time budget, so the timeout leaves room to embed

@@ -16,17 +16,35 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// Task types, named noun:verb.
+// Task types, named noun:verb: every task this service enqueues, with the
+// Server method that handles it (routed in NewServer). Each type's payload,
+// constructor and handler live in the file of its concern: inbound below,
+// delivery.go, knowledge.go.
 const (
 	// TypeInboundProcess appends a stored inbound webhook event's USER message
-	// to its session and publishes it.
+	// to its session and publishes it (handleInboundProcess).
 	TypeInboundProcess = "inbound:process"
+	// TypeHandoffDeliver delivers a handoff (or a message of a handed-off
+	// conversation) to the workspace's helpdesk, and TypeEventDeliver an
+	// outbound event to its events URL. Both carry an outbox row id; the
+	// row is the truth, the task only a wake-up (handleDeliver).
+	TypeHandoffDeliver = "handoff:deliver"
+	TypeEventDeliver   = "event:deliver"
+	// TypeKnowledgeIndex (re)indexes one source: extract, chunk, embed, store
+	// (handleKnowledgeIndex).
+	TypeKnowledgeIndex = "knowledge:index"
 )
 
 // Queue names. Server gives each a priority.
 const (
 	// QueueInbound carries work a person is waiting on (inbound messages).
 	QueueInbound = "inbound"
+	// QueueDelivery carries deliveries to workspaces' receivers, which may be
+	// slow or down; it has a queue of its own so they never hold up inbound
+	// messages or indexing.
+	QueueDelivery = "delivery"
+	// QueueKnowledge carries indexing, which nobody waits on second by second.
+	QueueKnowledge = "knowledge"
 	// QueueDefault is where asynq puts tasks enqueued without a queue; the
 	// server listens on it so such tasks never sit unprocessed.
 	QueueDefault = "default"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	httpapi "github.com/conciergehq/concierge/adapters/http"
+	httpapi "github.com/conciergehq/concierge/adapters/httpapi"
 	"github.com/conciergehq/concierge/config"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conciergehq/concierge/adapters/http/openapi/openapitest"
+	"github.com/conciergehq/concierge/adapters/httpapi/openapi/openapitest"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/config"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conciergehq/concierge/adapters/http/openapi/openapitest"
+	"github.com/conciergehq/concierge/adapters/httpapi/openapi/openapitest"
 )
 
 const testKey = "ck_live_test_0123456789"

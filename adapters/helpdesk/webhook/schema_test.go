@@ -8,7 +8,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/conciergehq/concierge/adapters/helpdesk/webhook"
-	"github.com/conciergehq/concierge/adapters/http/openapi"
+	"github.com/conciergehq/concierge/adapters/httpapi/openapi"
 	"github.com/conciergehq/concierge/core/domain"
 )
 

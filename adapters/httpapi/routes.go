@@ -1,0 +1,175 @@
+// Package httpapi is the HTTP edge of Concierge: the fiber app, every route,
+// the middleware, and the one ErrorHandler.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
+	"github.com/conciergehq/concierge/adapters/httpapi/v1"
+	"github.com/conciergehq/concierge/adapters/httpapi/v2"
+	"github.com/conciergehq/concierge/adapters/httpapi/webhook"
+	"github.com/conciergehq/concierge/adapters/httpapi/widget"
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/delivery"
+	"github.com/conciergehq/concierge/core/feedback"
+	"github.com/conciergehq/concierge/core/handoff"
+	"github.com/conciergehq/concierge/core/inbound"
+	"github.com/conciergehq/concierge/core/relay"
+	corewidget "github.com/conciergehq/concierge/core/widget"
+	"github.com/conciergehq/concierge/core/workspace"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Services are the use cases the HTTP edge calls.
+type Services struct {
+	Workspaces    *workspace.Service
+	Agents        *agent.Service
+	Conversations *conversation.Service
+	Inbound       *inbound.Service
+	Chat          *chat.Service
+	Handoff       *handoff.Service
+	Deliveries    *delivery.Service
+	// Relay serves the live streams of conversations.
+	Relay *relay.Service
+	// Widgets resolves widget addresses and opens widget sessions.
+	Widgets  *corewidget.Service
+	Feedback *feedback.Service
+}
+
+// Deps are the outside-world pieces the HTTP edge needs directly.
+type Deps struct {
+	RateLimiter ports.RateLimiter
+	Clock       ports.Clock
+	// Health names the dependencies /readyz checks.
+	Health map[string]ports.HealthChecker
+	// OpenAPI is the JSON document served at /api/v2/openapi.json.
+	OpenAPI []byte
+	Log     *slog.Logger
+}
+
+// Options are the HTTP settings from configuration.
+type Options struct {
+	// BodyLimitBytes bounds a JSON body; uploads and routes that take no
+	// body have limits of their own.
+	BodyLimitBytes int
+	// LargeBodySlots bounds the bodies over BodyLimitBytes (uploads) read
+	// at once; another waits up to LargeBodyWait, then is refused with 503.
+	LargeBodySlots           int
+	LargeBodyWait            time.Duration
+	RateLimitAPIPerMinute    int
+	RateLimitHookPerMinute   int
+	RateLimitPublicPerMinute int
+	// RateLimitWidgetSessionsPerMinute bounds the widget sessions one
+	// client IP opens.
+	RateLimitWidgetSessionsPerMinute int
+	// PublicURL is the service's public base URL, without a trailing slash.
+	PublicURL string
+	// TrustedProxies are the addresses whose X-Forwarded-For is believed when
+	// finding the client IP; empty means the peer address is the client.
+	TrustedProxies []string
+	ReadTimeout    time.Duration
+	IdleTimeout    time.Duration
+}
+
+// New builds the fiber app with every route. base is the context use cases run
+// under (cancelled at shutdown). Its error means the embedded widget front
+// end does not load.
+func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error) {
+	bodyLimits := bodylimit.Limits{
+		Other: min(otherLimitBytes, o.BodyLimitBytes), JSON: o.BodyLimitBytes, Upload: uploadLimitBytes,
+		LargeSlots: o.LargeBodySlots, LargeWait: o.LargeBodyWait,
+	}
+	cfg := bodylimit.Configure(fiber.Config{
+		AppName:               "concierge",
+		ErrorHandler:          errorHandler(d.Log),
+		DisableStartupMessage: true,
+		// Response encoding only: goccy/go-json produces the same output as
+		// encoding/json at a fraction of the CPU on list pages. Requests are
+		// still decoded strictly with encoding/json (wire.Decoder).
+		JSONEncoder: gojson.Marshal,
+		// fasthttp's 4 KiB default refuses a request whose headers exceed it
+		// before our code runs; identity headers alone may be 4 KiB.
+		ReadBufferSize: 16 << 10,
+		// No ReduceMemoryUsage: body streaming cannot have it (see
+		// bodylimit.Configure), so a live stream holds its connection's
+		// read buffer (measured: 58 KiB per idle stream with it held, 40
+		// KiB without).
+		ReadTimeout: o.ReadTimeout,
+		// No WriteTimeout: it would cap the life of SSE streams.
+		IdleTimeout: o.IdleTimeout,
+	}, bodyLimits)
+	if len(o.TrustedProxies) > 0 {
+		cfg.EnableTrustedProxyCheck = true
+		cfg.TrustedProxies = o.TrustedProxies
+		cfg.ProxyHeader = fiber.HeaderXForwardedFor
+	}
+	app := fiber.New(cfg)
+
+	lim := limits{APIPerMinute: o.RateLimitAPIPerMinute, WebhookPerMinute: o.RateLimitHookPerMinute, PublicPerMinute: o.RateLimitPublicPerMinute,
+		WidgetSessionsPerMinute: o.RateLimitWidgetSessionsPerMinute}
+	rl := rateLimiter{limiter: d.RateLimiter}
+	decoder := wire.NewDecoder()
+	widgets, err := widget.NewHandlers(s.Widgets, decoder)
+	if err != nil {
+		return nil, err
+	}
+
+	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
+
+	app.Get("/healthz", healthz)
+	app.Get("/readyz", readyz(d.Health))
+	// The widget's page and assets: HTML and files, outside /api (no JSON
+	// body handling there); /chat/... is the page, /api/chat/... the API.
+	widgets.RegisterPages(app)
+
+	api := app.Group("/api")
+	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+		return c.Send(d.OpenAPI)
+	})
+
+	keyed := requireAPIKey(s.Workspaces, rl, lim)
+	v2api := api.Group("/v2", keyed)
+	v2.NewHandlers(s.Agents, s.Conversations, decoder, o.PublicURL).Register(v2api)
+	v2.NewChatHandlers(s.Chat, decoder).Register(v2api)
+	v2.NewHandoffHandlers(s.Handoff, decoder).Register(v2api)
+	v2.NewIntegrationHandlers(s.Deliveries, decoder).Register(v2api)
+	v2.NewDeliveryHandlers(s.Deliveries).Register(v2api)
+	v2.NewEventHandlers(s.Relay).Register(v2api)
+	v2.NewFeedbackHandlers(s.Feedback).Register(v2api)
+	v1h := v1.NewHandlers(s.Conversations, s.Chat, s.Handoff, decoder, d.Clock)
+	v1h.RegisterKeyed(api.Group("/v1", keyed))
+	// The session id is the capability here; no key, so count per client IP.
+	// One group, so its limiter counts each request once.
+	session := api.Group("/chat", limitPerIP(rl, "ip", lim.PublicPerMinute))
+	v1h.RegisterSession(session)
+	v1.NewEventHandlers(s.Relay).RegisterSession(session)
+	v1.NewFeedbackHandlers(s.Feedback, decoder).RegisterSession(session)
+	// The widget opens its sessions here: no key, no plan, its own per-IP
+	// limit (a session is a conversation row; messages are limited above).
+	widgets.RegisterAPI(api.Group("/widget"), limitPerIP(rl, "widget", lim.WidgetSessionsPerMinute))
+
+	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
+		Workspace: func(c *fiber.Ctx, workspaceID string) error {
+			return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
+		},
+		FailedAuth: func(c *fiber.Ctx) error { return rl.failedAuth(c, lim) },
+	}).Register(api.Group("/webhooks"))
+	return app, nil
+}
+
+// Listener wraps ln for serving the app New builds: a connection whose
+// request body was refused unread then closes without a reset, so its
+// client reads the answer.
+func Listener(ln net.Listener) net.Listener { return bodylimit.Listener(ln) }

@@ -1,0 +1,41 @@
+package sse
+
+import (
+	"context"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// Answer runs a pending answer and streams its token, done and error events
+// (POST /api/v2/chat), preceded, when withQuestion is set, by a message
+// event carrying the stored USER message (POST /api/chat/{sessionId}/message,
+// so the widget learns its question's id and time). The answer runs on its
+// own goroutine under ctx (the server's, not the client's), so a client
+// that leaves does not stop it: it is completed and stored.
+func Answer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending, withQuestion bool) error {
+	stream := NewStream(1024)
+	go func() {
+		defer stream.Close()
+		terminal := false
+		_, err := pending.Run(ctx, func(ev ports.SessionEvent) {
+			switch {
+			case ev.Type == ports.EventToken || ev.Type == ports.EventDone || ev.Type == ports.EventError:
+			case withQuestion && ev.Type == ports.EventMessage && ev.Message != nil && ev.Message.Role == domain.RoleUser:
+			default:
+				return // a POST stream carries its answer; the rest goes to live streams
+			}
+			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
+			stream.Send(Event{ID: ev.EventID(), Data: wire.EventData(ev)})
+		})
+		if err != nil && !terminal {
+			_, body := wire.DescribeError(err)
+			stream.Send(Event{Data: wire.EventData(ports.SessionEvent{Type: ports.EventError, ErrorCode: body.Error.Code, ErrorMessage: body.Error.Message})})
+		}
+	}()
+	return Serve(c, stream)
+}

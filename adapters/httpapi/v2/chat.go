@@ -1,0 +1,70 @@
+package v2
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/sse"
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/chat"
+)
+
+// chatRequest is the body of POST /api/v2/chat. A missing message is left to
+// the engine, which answers with the spec's exact "message is required".
+type chatRequest struct {
+	Agent     string `json:"agent" validate:"max=64"`
+	Message   string `json:"message"`
+	Stream    bool   `json:"stream"`
+	SessionID string `json:"sessionId" validate:"max=64"`
+}
+
+// ChatHandlers serves POST /api/v2/chat.
+type ChatHandlers struct {
+	engine  *chat.Service
+	decoder *wire.Decoder
+}
+
+// NewChatHandlers returns the chat handlers.
+func NewChatHandlers(engine *chat.Service, decoder *wire.Decoder) *ChatHandlers {
+	return &ChatHandlers{engine: engine, decoder: decoder}
+}
+
+// Register adds the chat route to r (already authenticated).
+func (h *ChatHandlers) Register(r fiber.Router) {
+	r.Post("/chat", h.chat)
+	r.Post("/agents/:slug/retrieve", h.retrieve)
+}
+
+func (h *ChatHandlers) chat(c *fiber.Ctx) error {
+	var body chatRequest
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	key, err := wire.Header(c, wire.HeaderIdempotencyKey)
+	if err != nil {
+		return err
+	}
+	p, _ := wire.Principal(c)
+	ctx := c.UserContext()
+	pending, err := h.engine.Start(ctx, chat.Request{
+		Workspace:       &p.Workspace,
+		AgentSlug:       body.Agent,
+		SessionID:       body.SessionID,
+		Message:         body.Message,
+		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
+		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
+		IdempotencyKey:  key,
+	})
+	if err != nil {
+		return err
+	}
+	if !body.Stream {
+		answer, err := pending.Run(ctx, nil)
+		if err != nil {
+			return err
+		}
+		return c.JSON(wire.Answer(answer))
+	}
+	return sse.Answer(c, ctx, pending, false)
+}

@@ -1,0 +1,251 @@
+// Package v2 serves the v2 REST API: agents, their sources, and conversations.
+package v2
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Handlers serves /api/v2. Every route sits behind the API-key middleware, so
+// a principal is always present and every call is scoped to its workspace.
+type Handlers struct {
+	agents        *agent.Service
+	conversations *conversation.Service
+	decoder       *wire.Decoder
+	publicURL     string
+}
+
+// NewHandlers returns the v2 handlers. publicURL is the service's public
+// base URL (no trailing slash), for the agents' widgetUrl.
+func NewHandlers(agents *agent.Service, conversations *conversation.Service, decoder *wire.Decoder, publicURL string) *Handlers {
+	return &Handlers{agents: agents, conversations: conversations, decoder: decoder, publicURL: publicURL}
+}
+
+// Register adds the v2 routes to r (already authenticated).
+func (h *Handlers) Register(r fiber.Router) {
+	r.Get("/agents", h.listAgents)
+	r.Post("/agents", h.createAgent)
+	r.Get("/agents/:slug", h.getAgent)
+	r.Patch("/agents/:slug", h.updateAgent)
+	r.Delete("/agents/:slug", h.deleteAgent)
+	r.Post("/agents/:slug/sources", h.createSource)
+	r.Get("/agents/:slug/sources", h.listSources)
+	r.Get("/agents/:slug/sources/:id", h.getSource)
+	r.Post("/agents/:slug/sources/:id/reindex", h.reindexSource)
+	r.Delete("/agents/:slug/sources/:id", h.deleteSource)
+	r.Get("/conversations", h.listConversations)
+	r.Get("/conversations/:id", h.getConversation)
+	r.Get("/conversations/:id/messages/:messageId/trace", h.messageTrace)
+}
+
+func workspaceID(c *fiber.Ctx) string {
+	p, _ := wire.Principal(c)
+	return p.Workspace.ID
+}
+
+func (h *Handlers) listAgents(c *fiber.Ctx) error {
+	const scope = "agents"
+	page, err := wire.Page(c, scope, domain.PrefixAgent)
+	if err != nil {
+		return err
+	}
+	agents, err := h.agents.List(c.UserContext(), workspaceID(c), page)
+	if err != nil {
+		return err
+	}
+	return c.JSON(wire.NewList(agents, scope, toAgentDTO(h.publicURL)))
+}
+
+func (h *Handlers) createAgent(c *fiber.Ctx) error {
+	var body agentCreate
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	published := true
+	if body.Published != nil {
+		published = *body.Published
+	}
+	threshold := domain.DefaultRetrievalThreshold
+	if body.RetrievalThreshold != nil {
+		threshold = *body.RetrievalThreshold
+	}
+	created, err := h.agents.Create(c.UserContext(), workspaceID(c), domain.Agent{
+		Slug: body.Slug,
+		Name: body.Name,
+		Config: domain.AgentConfig{
+			SystemPrompt:       body.SystemPrompt,
+			WelcomeMessage:     body.WelcomeMessage,
+			SuggestedQuestions: body.SuggestedQuestions,
+			FallbackMessage:    body.FallbackMessage,
+			Published:          published,
+			Model:              body.Model,
+			BlockedTopics:      body.BlockedTopics,
+			RetrievalTopK:      body.RetrievalTopK,
+			RetrievalThreshold: threshold,
+			PrimaryColor:       body.PrimaryColor,
+			AvatarURL:          body.AvatarURL,
+			AllowedOrigins:     body.AllowedOrigins,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	c.Location("/api/v2/agents/" + created.Slug)
+	return c.Status(fiber.StatusCreated).JSON(agentDTOOf(created, h.publicURL))
+}
+
+func (h *Handlers) getAgent(c *fiber.Ctx) error {
+	a, err := h.agents.Get(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(agentDTOOf(a, h.publicURL))
+}
+
+func (h *Handlers) updateAgent(c *fiber.Ctx) error {
+	var body agentUpdate
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	a, err := h.agents.Update(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")), agent.Patch{
+		Name:               body.Name,
+		SystemPrompt:       body.SystemPrompt,
+		WelcomeMessage:     body.WelcomeMessage,
+		SuggestedQuestions: body.SuggestedQuestions,
+		FallbackMessage:    body.FallbackMessage,
+		Published:          body.Published,
+		Model:              body.Model,
+		BlockedTopics:      body.BlockedTopics,
+		RetrievalTopK:      body.RetrievalTopK,
+		RetrievalThreshold: body.RetrievalThreshold,
+		PrimaryColor:       body.PrimaryColor,
+		AvatarURL:          body.AvatarURL,
+		AllowedOrigins:     body.AllowedOrigins,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(agentDTOOf(a, h.publicURL))
+}
+
+func (h *Handlers) deleteAgent(c *fiber.Ctx) error {
+	if err := h.agents.Delete(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug"))); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *Handlers) createSource(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	var src domain.Source
+	if wire.IsMultipart(c) {
+		var err error
+		if src, err = fileSource(c); err != nil {
+			return err
+		}
+	} else {
+		var body sourceCreate
+		if err := h.decoder.Decode(c, &body, false); err != nil {
+			return err
+		}
+		if body.Type == string(domain.SourceFile) {
+			return domain.InvalidField("file", "upload files as multipart/form-data with the fields type=file, name (optional) and file")
+		}
+		src = domain.Source{
+			Type:     domain.SourceType(body.Type),
+			Name:     body.Name,
+			Content:  body.Content,
+			Question: body.Question,
+			Answer:   body.Answer,
+			URL:      body.URL,
+			MaxPages: body.MaxPages,
+			MaxDepth: body.MaxDepth,
+		}
+	}
+	created, err := h.agents.AddSource(c.UserContext(), workspaceID(c), slug, src)
+	if err != nil {
+		return err
+	}
+	c.Location("/api/v2/agents/" + slug + "/sources/" + created.ID)
+	return c.Status(fiber.StatusCreated).JSON(toSourceDTO(slug)(created))
+}
+
+func (h *Handlers) getSource(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	src, err := h.agents.GetSource(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toSourceDTO(slug)(src))
+}
+
+func (h *Handlers) reindexSource(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	src, err := h.agents.Reindex(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(toSourceDTO(slug)(src))
+}
+
+func (h *Handlers) listSources(c *fiber.Ctx) error {
+	slug := strings.Clone(c.Params("slug"))
+	scope := "sources|" + slug
+	page, err := wire.Page(c, scope, domain.PrefixSource)
+	if err != nil {
+		return err
+	}
+	sources, err := h.agents.ListSources(c.UserContext(), workspaceID(c), slug, page)
+	if err != nil {
+		return err
+	}
+	return c.JSON(wire.NewList(sources, scope, toSourceDTO(slug)))
+}
+
+func (h *Handlers) deleteSource(c *fiber.Ctx) error {
+	err := h.agents.DeleteSource(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")), strings.Clone(c.Params("id")))
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (h *Handlers) listConversations(c *fiber.Ctx) error {
+	filter := conversation.ListFilter{
+		AgentSlug: strings.Clone(c.Query("agent")),
+		Status:    domain.ConversationStatus(strings.Clone(c.Query("status"))),
+	}
+	scope := "conversations|agent=" + filter.AgentSlug + "|status=" + string(filter.Status)
+	page, err := wire.Page(c, scope, domain.PrefixSession)
+	if err != nil {
+		return err
+	}
+	convs, err := h.conversations.List(c.UserContext(), workspaceID(c), filter, page)
+	if err != nil {
+		return err
+	}
+	return c.JSON(wire.NewList(convs, scope, toConversationDTO))
+}
+
+func (h *Handlers) getConversation(c *fiber.Ctx) error {
+	id := strings.Clone(c.Params("id"))
+	scope := "messages|" + id
+	page, err := wire.Page(c, scope, domain.PrefixMessage)
+	if err != nil {
+		return err
+	}
+	conv, msgs, err := h.conversations.Get(c.UserContext(), workspaceID(c), id, page)
+	if err != nil {
+		return err
+	}
+	return c.JSON(conversationWithMessagesDTO{
+		conversationDTO: toConversationDTO(conv),
+		Messages:        wire.NewList(msgs, scope, wire.Message),
+	})
+}

@@ -1,0 +1,70 @@
+package v2
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/handoff"
+)
+
+// HandoffHandlers serves the endpoints a helpdesk or an inbox uses to take
+// part in conversations: a person's replies and state changes.
+type HandoffHandlers struct {
+	handoff *handoff.Service
+	decoder *wire.Decoder
+}
+
+// NewHandoffHandlers returns the handoff handlers.
+func NewHandoffHandlers(svc *handoff.Service, decoder *wire.Decoder) *HandoffHandlers {
+	return &HandoffHandlers{handoff: svc, decoder: decoder}
+}
+
+// Register adds the handoff routes to r (already authenticated).
+func (h *HandoffHandlers) Register(r fiber.Router) {
+	r.Post("/conversations/:id/messages", h.postMessage)
+	r.Post("/conversations/:id/status", h.setStatus)
+}
+
+// humanMessageCreate is the body of POST /api/v2/conversations/{id}/messages.
+// The use case checks the fields, so each gets the documented message.
+type humanMessageCreate struct {
+	Role       string `json:"role"`
+	Content    string `json:"content"`
+	AuthorName string `json:"authorName"`
+}
+
+func (h *HandoffHandlers) postMessage(c *fiber.Ctx) error {
+	var body humanMessageCreate
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	p, _ := wire.Principal(c)
+	msg, err := h.handoff.PostHumanMessage(c.UserContext(), &p.Workspace, strings.Clone(c.Params("id")), handoff.HumanMessage{
+		Role: body.Role, Content: body.Content, AuthorName: body.AuthorName,
+	})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(wire.Message(msg))
+}
+
+// statusChange is the body of POST /api/v2/conversations/{id}/status.
+type statusChange struct {
+	Status string `json:"status"`
+}
+
+func (h *HandoffHandlers) setStatus(c *fiber.Ctx) error {
+	var body statusChange
+	if err := h.decoder.Decode(c, &body, false); err != nil {
+		return err
+	}
+	p, _ := wire.Principal(c)
+	conv, err := h.handoff.SetStatus(c.UserContext(), &p.Workspace, strings.Clone(c.Params("id")), domain.ConversationStatus(body.Status))
+	if err != nil {
+		return err
+	}
+	return c.JSON(toConversationDTO(conv))
+}

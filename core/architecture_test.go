@@ -143,13 +143,13 @@ func TestDependencyRules(t *testing.T) {
 
 func TestLayerClassification(t *testing.T) {
 	tests := map[string]string{
-		module + "/core/domain":      "domain",
-		module + "/core/inbound":     "core",
-		module + "/ports":            "ports",
+		module + "/core/domain":         "domain",
+		module + "/core/inbound":        "core",
+		module + "/ports":               "ports",
 		module + "/adapters/httpapi/v2": "adapters",
-		module + "/workers":          "workers",
-		module + "/config":           "config",
-		module + "/app/concierge":    "app",
+		module + "/workers":             "workers",
+		module + "/config":              "config",
+		module + "/app/concierge":       "app",
 	}
 	for path, want := range tests {
 		if got := layer(path); got != want {

@@ -148,8 +148,8 @@ type deliveryWorld struct {
 func newDeliveryWorld(t *testing.T, backoff delivery.Backoff, maxAttempts int) *deliveryWorld {
 	t.Helper()
 	opt := redisOpt(t)
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	sender, err := webhook.New(webhook.Options{AllowPrivateAddresses: true, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

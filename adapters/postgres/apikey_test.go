@@ -13,8 +13,8 @@ import (
 
 func TestAPIKeys(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ctx := ctxT(t)
 	ws, first, firstSecret := newWorkspace(t, store, domain.PlanStandard)
 

@@ -17,8 +17,8 @@ import (
 
 func TestConversationAndMessages(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ctx := ctxT(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
@@ -441,8 +441,8 @@ func TestListConversationsKeyset(t *testing.T) {
 
 func TestDeleteAgentCascades(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ctx := ctxT(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	doomed := newAgent(t, store, ws.ID, "doomed", t0)
@@ -580,8 +580,8 @@ func exchange(workspaceID, conversationID string, at time.Time) []domain.Message
 // asked: it reads with its query as its question.
 func TestMessageTraceStoredWithoutQuestion(t *testing.T) {
 	ctx := t.Context()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
 	conv := domain.NewConversation(ws.ID, &agent, "", t0)

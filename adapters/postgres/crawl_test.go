@@ -27,8 +27,8 @@ type crawlFixture struct {
 
 func newCrawlFixture(t *testing.T) crawlFixture {
 	t.Helper()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
 	src := domain.Source{

@@ -59,13 +59,24 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Open connects to PostgreSQL through gorm on the pgx driver and checks the
-// connection. It skips gorm's implicit transaction around single writes and
-// prepares statements, which the measurements in DEPENDENCIES.md show matter
-// on the hot paths, and translates driver errors. A server that cannot be
-// reached gives an error wrapping domain.ErrUnavailable. Close the handle
-// with Close.
-func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
+// DB is an open connection to PostgreSQL: a pgx pool, and a gorm handle
+// over that same pool, so a process holds one set of connections whichever
+// way it queries. Both go to NewStore; Close closes both.
+type DB struct {
+	// Gorm is the handle for queries through row structs (see the package
+	// documentation for which queries use which).
+	Gorm *gorm.DB
+	// Pool is the pgx pool under Gorm.
+	Pool *pgxpool.Pool
+}
+
+// Open connects to PostgreSQL through a pgx pool, puts gorm on that pool,
+// and checks the connection. gorm skips its implicit transaction around
+// single writes and prepares statements, which the measurements in
+// DEPENDENCIES.md show matter on the hot paths, and translates driver
+// errors. A server that cannot be reached gives an error wrapping
+// domain.ErrUnavailable. Close the connection with Close.
+func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	opts = opts.withDefaults()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -83,7 +94,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 		pool.Close()
 		return nil, dbError("connect", err)
 	}
-	// gorm and the hot read paths share one pgx pool, so a pod holds one set
+	// gorm and the pgx queries share one pgx pool, so a pod holds one set
 	// of connections whichever way it queries.
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	db, err := gorm.Open(gormpg.New(gormpg.Config{Conn: sqlDB}), &gorm.Config{
@@ -105,56 +116,33 @@ func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open gorm: %w", err)
 	}
-	if err := db.Use(&poolPlugin{pool: pool}); err != nil {
-		sqlDB.Close()
-		pool.Close()
-		return nil, fmt.Errorf("postgres: register pool: %w", err)
-	}
-	return db, nil
+	return &DB{Gorm: db, Pool: pool}, nil
 }
 
-// poolPlugin carries the pgx pool under a gorm handle from Open to NewStore
-// and Close, using gorm's own extension point instead of a second return value.
-type poolPlugin struct{ pool *pgxpool.Pool }
-
-const poolPluginName = "concierge:pgxpool"
-
-func (*poolPlugin) Name() string              { return poolPluginName }
-func (*poolPlugin) Initialize(*gorm.DB) error { return nil }
-
-func poolOf(db *gorm.DB) *pgxpool.Pool {
-	if p, ok := db.Config.Plugins[poolPluginName].(*poolPlugin); ok {
-		return p.pool
+// Close closes gorm's database/sql handle and then the pool under it.
+func (d *DB) Close() error {
+	sqlDB, err := d.Gorm.DB()
+	if err == nil {
+		err = sqlDB.Close()
 	}
-	return nil
-}
-
-// Close closes the connection pool under db.
-func Close(db *gorm.DB) error {
-	sqlDB, err := db.DB()
-	if err != nil {
-		return err
-	}
-	err = sqlDB.Close()
-	if pool := poolOf(db); pool != nil {
-		pool.Close()
-	}
+	d.Pool.Close()
 	return err
 }
 
-// Store implements the store ports on one gorm handle, plus the pgx pool
-// under it for hot read paths where gorm's reflection costs more than the
-// query (see DEPENDENCIES.md). It is safe for concurrent use.
+// Store implements the store ports on a gorm handle and the pgx pool under
+// it; the package documentation says which queries use which. It is safe
+// for concurrent use.
 type Store struct {
 	db   *gorm.DB
 	pool *pgxpool.Pool
 }
 
-// NewStore returns a Store over db, which must be a handle from Open.
-func NewStore(db *gorm.DB) *Store {
-	pool := poolOf(db)
-	if pool == nil {
-		panic("postgres.NewStore: the gorm handle must come from postgres.Open")
+// NewStore returns a Store over db and pool, which must be the two halves
+// of one DB from Open (its Gorm and Pool), so that both reach the same
+// database through one set of connections.
+func NewStore(db *gorm.DB, pool *pgxpool.Pool) *Store {
+	if db == nil || pool == nil {
+		panic("postgres.NewStore: both the gorm handle and the pgx pool are required")
 	}
 	return &Store{db: db, pool: pool}
 }

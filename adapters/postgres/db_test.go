@@ -44,8 +44,8 @@ func TestSlowQueriesAreLoggedWithoutParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = postgres.Close(db) })
-	store := postgres.NewStore(db)
+	t.Cleanup(func() { _ = db.Close() })
+	store := postgres.NewStore(db.Gorm, db.Pool)
 
 	ws, _, apiSecret := newWorkspace(t, store, domain.PlanStandard)
 	if _, err := store.FindWorkspaceByWebhookSecretHash(ctx, domain.HashSecret(ws.WebhookSecret)); err != nil {
@@ -75,8 +75,8 @@ func TestDefaultOptionsLogNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = postgres.Close(db) })
-	store := postgres.NewStore(db)
+	t.Cleanup(func() { _ = db.Close() })
+	store := postgres.NewStore(db.Gorm, db.Pool)
 	newWorkspace(t, store, domain.PlanStandard)
 	// Misses and conflicts are answers, not log lines.
 	_, _ = store.GetWorkspace(ctx, "ws_missing")

@@ -90,8 +90,8 @@ type conversationFixture struct {
 
 func newConversationFixture(t *testing.T) conversationFixture {
 	t.Helper()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
 	return conversationFixture{db: db, store: store, ws: ws, agent: agent, conv: newConversation(t, store, ws.ID, agent, t0)}

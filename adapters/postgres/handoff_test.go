@@ -255,8 +255,8 @@ func TestAppendMessageWithDeliveries(t *testing.T) {
 
 func TestStartConversationWithDeliveries(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ctx := ctxT(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	ws.EventsURL = "https://hooks.example/e"

@@ -176,11 +176,11 @@ func TestPingAndClosedPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := postgres.NewStore(db)
+	store := postgres.NewStore(db.Gorm, db.Pool)
 	if err := store.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
 	}
-	if err := postgres.Close(db); err != nil {
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.Ping(ctx); !errors.Is(err, domain.ErrUnavailable) {
@@ -192,7 +192,7 @@ func TestPingAndClosedPool(t *testing.T) {
 // here has it): what makes storing an answer's trace cheap.
 func TestTraceStorage(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
+	db := pgtest.NewDB(t).Gorm
 	var got struct {
 		Type        string
 		Compression string

@@ -15,8 +15,8 @@ import (
 // executions on a connection).
 func BenchmarkRetrieve(b *testing.B) {
 	ctx := context.Background()
-	db := pgtest.NewDB(b)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(b)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	clock := domain.SystemClock{}
 	ws := domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Name: "bench", Plan: domain.PlanStandard, WebhookSecret: domain.NewSecret(domain.PrefixWebhookSecret), CreatedAt: clock.Now(), UpdatedAt: clock.Now()}
 	key, _ := domain.NewAPIKey(ws.ID, "k", clock.Now())

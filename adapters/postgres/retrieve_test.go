@@ -230,8 +230,8 @@ func TestRetrieveNothingToSearchFor(t *testing.T) {
 // SQL are words or nothing.
 func TestRetrieveHostileInput(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
 	kb := newKnowledgeBase(t, store, ws.ID, agent.ID)
@@ -358,8 +358,8 @@ func TestRetrieveOnlyReadySources(t *testing.T) {
 
 func TestRetrieveLimit(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)
 	err := db.Exec(`INSERT INTO sources (id, workspace_id, agent_id, type, name, content, status, created_at, updated_at)
@@ -402,8 +402,8 @@ func TestRetrieveLimit(t *testing.T) {
 // source out of the bounded candidate set.
 func TestRetrievePlanUsesSearchIndex(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	other, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)

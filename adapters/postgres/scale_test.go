@@ -22,8 +22,8 @@ func TestListConversationsScales(t *testing.T) {
 		t.Skip("loads 120,000 conversations")
 	}
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
 	ctx := ctxT(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	other, _, _ := newWorkspace(t, store, domain.PlanStandard)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -28,8 +27,7 @@ func newSource(workspaceID, agentID string, at time.Time) domain.Source {
 
 func TestSources(t *testing.T) {
 	t.Parallel()
-	db := pgtest.NewDB(t)
-	store := postgres.NewStore(db)
+	store := pgtest.NewStore(t)
 	ctx := ctxT(t)
 	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
 	agent := newAgent(t, store, ws.ID, "support", t0)

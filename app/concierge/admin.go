@@ -48,8 +48,8 @@ func (e *env) withWorkspaces(ctx context.Context, fn func(*workspace.Service) er
 		return fmt.Errorf("%sDATABASE_URL: cannot use PostgreSQL at %s: %v; start PostgreSQL (make services), run `concierge migrate`, or fix %sDATABASE_URL",
 			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
 	}
-	defer func() { _ = postgres.Close(db) }()
-	store := postgres.NewStore(db)
+	defer func() { _ = db.Close() }()
+	store := postgres.NewStore(db.Gorm, db.Pool)
 	// Changes are announced to the running pods so that a revoked key or a
 	// plan change applies at once; without Redis they apply within the
 	// pods' authentication cache lifetime, which the service logs.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
@@ -357,10 +356,10 @@ func TestAdminErrors(t *testing.T) {
 	// None of the refused commands changed anything.
 	db := admOpen(t, env["CONCIERGE_DATABASE_URL"])
 	var workspaces, keys int64
-	if err := db.Raw(`SELECT count(*) FROM workspaces`).Scan(&workspaces).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT count(*) FROM workspaces`).Scan(&workspaces).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Raw(`SELECT count(*) FROM api_keys WHERE revoked_at IS NULL`).Scan(&keys).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT count(*) FROM api_keys WHERE revoked_at IS NULL`).Scan(&keys).Error; err != nil {
 		t.Fatal(err)
 	}
 	var shown admWorkspace
@@ -371,13 +370,13 @@ func TestAdminErrors(t *testing.T) {
 }
 
 // admOpen opens the database the CLI works on, closed when the test ends.
-func admOpen(t testing.TB, dsn string) *gorm.DB {
+func admOpen(t testing.TB, dsn string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), dsn, postgres.Options{MaxOpenConns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = postgres.Close(db) })
+	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
 
@@ -539,7 +538,7 @@ func TestMigrateConcurrentlyCreatesTheDatabaseOnce(t *testing.T) {
 	// Each migration was applied once.
 	db := admOpen(t, dsn)
 	var applied int64
-	if err := db.Raw(`SELECT count(*) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied).Error; err != nil {
+	if err := db.Gorm.Raw(`SELECT count(*) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied).Error; err != nil {
 		t.Fatal(err)
 	}
 	if applied != int64(len(states)) {

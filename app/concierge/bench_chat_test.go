@@ -37,7 +37,7 @@ func seedKnowledge(b *testing.B, s *stack, workspaceID, agentID string, n int) {
 		"Subscriptions renew every month and can be cancelled at any time with %s days notice from the Subscriptions page.",
 	}
 	names := []string{"Returns", "Shipping", "Invoices", "Warranty", "Payments", "Passwords", "Accounts", "Delivery", "Discounts", "Subscriptions"}
-	err := s.sys.db.Exec(`
+	err := s.sys.db.Gorm.Exec(`
 		INSERT INTO sources (id, workspace_id, agent_id, type, name, content, question, answer, status, status_reason, chunk_count, token_count, created_at, updated_at)
 		SELECT 'src_' || lpad(i::text, 26, '0'), ?, ?, 'text', (?::text[])[1 + i % 10] || ' guide ' || i,
 		       format((?::text[])[1 + i % 10], 2 + i % 7) || ' Reference ' || i || '.',
@@ -56,7 +56,7 @@ func seedKnowledge(b *testing.B, s *stack, workspaceID, agentID string, n int) {
 	}
 	// A knowledge base at rest: autovacuum has refreshed the GIN index's
 	// statistics (see migration 00004), so the planner uses the index.
-	if err := s.sys.db.Exec("VACUUM ANALYZE chunks").Error; err != nil {
+	if err := s.sys.db.Gorm.Exec("VACUUM ANALYZE chunks").Error; err != nil {
 		b.Fatal(err)
 	}
 }

@@ -229,10 +229,10 @@ func seedChunks(b *testing.B, s *stack, workspaceID, agentID string, n int, para
 			b.Fatal(ok, err)
 		}
 	}
-	if err := s.sys.db.Exec("UPDATE agents SET knowledge_version = 1 WHERE id = ?", agentID).Error; err != nil {
+	if err := s.sys.db.Gorm.Exec("UPDATE agents SET knowledge_version = 1 WHERE id = ?", agentID).Error; err != nil {
 		b.Fatal(err)
 	}
-	if err := s.sys.db.Exec("VACUUM ANALYZE chunks").Error; err != nil {
+	if err := s.sys.db.Gorm.Exec("VACUUM ANALYZE chunks").Error; err != nil {
 		b.Fatal(err)
 	}
 }

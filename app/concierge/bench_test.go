@@ -176,7 +176,7 @@ func compare(b *testing.B, baselineName, subjectName string, want int, baseline,
 // the last n seconds, as a busy workspace would have them.
 func seedConversations(b *testing.B, s *stack, workspaceID, agentID, agentSlug string, n int) {
 	b.Helper()
-	err := s.sys.db.WithContext(context.Background()).Exec(`
+	err := s.sys.db.Gorm.WithContext(context.Background()).Exec(`
 		INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
 		SELECT 'ses_' || lpad(i::text, 26, '0'), ?, ?, ?, 'CHAT', 'AI', NULL, 'Where is my order number ' || i, 2,
 		       now() - (? - i) * interval '1 second', now() - (? - i) * interval '1 second'
@@ -184,7 +184,7 @@ func seedConversations(b *testing.B, s *stack, workspaceID, agentID, agentSlug s
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.sys.db.Exec("ANALYZE conversations").Error; err != nil {
+	if err := s.sys.db.Gorm.Exec("ANALYZE conversations").Error; err != nil {
 		b.Fatal(err)
 	}
 }

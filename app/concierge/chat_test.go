@@ -338,7 +338,7 @@ func TestChatStreamSurvivesDisconnect(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var content string
-		err := s.sys.db.Raw("SELECT content FROM messages WHERE id = ?", messageID).Scan(&content).Error
+		err := s.sys.db.Gorm.Raw("SELECT content FROM messages WHERE id = ?", messageID).Scan(&content).Error
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -456,7 +456,7 @@ func TestShutdownCancelsGeneration(t *testing.T) {
 		t.Fatalf("shutdown took %s with an answer in flight; want the 1 s drain, then cancellation", took)
 	}
 	var content string
-	if err := s.sys.db.Raw("SELECT content FROM messages WHERE id = ?", messageID).Scan(&content).Error; err != nil {
+	if err := s.sys.db.Gorm.Raw("SELECT content FROM messages WHERE id = ?", messageID).Scan(&content).Error; err != nil {
 		t.Fatal(err)
 	}
 	if content == "" {

@@ -186,7 +186,7 @@ func (s *stack) waitJobGone(sourceID string, generation int, timeout time.Durati
 // crawlRows counts what the crawl log and the index hold for a source.
 func (s *stack) crawlRows(sourceID string) (progress, steps, chunks int64) {
 	s.t.Helper()
-	if err := s.sys.db.Raw(`SELECT (SELECT count(*) FROM crawl_progress WHERE source_id = ?), (SELECT count(*) FROM crawl_steps WHERE source_id = ?),
+	if err := s.sys.db.Gorm.Raw(`SELECT (SELECT count(*) FROM crawl_progress WHERE source_id = ?), (SELECT count(*) FROM crawl_steps WHERE source_id = ?),
     (SELECT count(*) FROM chunks WHERE source_id = ?)`, sourceID, sourceID, sourceID).Row().Scan(&progress, &steps, &chunks); err != nil {
 		s.t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestDeletingOrReindexingStopsARunningCrawl(t *testing.T) {
 			return now["/p/1"] == perPath["/p/1"]+1 && waiting == 1 && cancelled == cancelledBefore+1
 		})
 		var generation int
-		if err := s.sys.db.Raw(`SELECT generation FROM crawl_progress WHERE source_id = ?`, id).Scan(&generation).Error; err != nil || generation != 1 {
+		if err := s.sys.db.Gorm.Raw(`SELECT generation FROM crawl_progress WHERE source_id = ?`, id).Scan(&generation).Error; err != nil || generation != 1 {
 			t.Fatalf("crawl progress of generation %d (%v), want only the new generation's", generation, err)
 		}
 		stalled.open()
@@ -368,7 +368,7 @@ func TestKilledCrawlResumesWhereItWas(t *testing.T) {
 		}
 	}
 	var urls int64
-	if err := s.sys.db.Raw(`SELECT count(DISTINCT url) FROM chunks WHERE source_id = ?`, id).Scan(&urls).Error; err != nil || urls != 7 {
+	if err := s.sys.db.Gorm.Raw(`SELECT count(DISTINCT url) FROM chunks WHERE source_id = ?`, id).Scan(&urls).Error; err != nil || urls != 7 {
 		t.Fatalf("chunks from %d pages (%v), want 7", urls, err)
 	}
 }

@@ -47,7 +47,7 @@ type outboxEntry struct {
 func (s *stack) outbox(conversationID string) []outboxEntry {
 	s.t.Helper()
 	var rows []outboxEntry
-	err := s.sys.db.Raw(`SELECT target, event_type, payload FROM outbox WHERE conversation_id = ? ORDER BY created_at, id`, conversationID).
+	err := s.sys.db.Gorm.Raw(`SELECT target, event_type, payload FROM outbox WHERE conversation_id = ? ORDER BY created_at, id`, conversationID).
 		Scan(&rows).Error
 	if err != nil {
 		s.t.Fatal(err)
@@ -408,7 +408,7 @@ func TestOutboundEventsAreWrittenWithTheChanges(t *testing.T) {
 	s := newStack(t, stackOptions{})
 	tn := s.newTenant(domain.PlanStandard)
 	// Before any request, so no pod caches the workspace without it.
-	if err := s.sys.db.Exec(`UPDATE workspaces SET events_url = 'https://hooks.example/concierge' WHERE id = ?`, tn.ID).Error; err != nil {
+	if err := s.sys.db.Gorm.Exec(`UPDATE workspaces SET events_url = 'https://hooks.example/concierge' WHERE id = ?`, tn.ID).Error; err != nil {
 		t.Fatal(err)
 	}
 	supportAgent(s, tn)

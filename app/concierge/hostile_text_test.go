@@ -28,7 +28,7 @@ func (s *stack) rowCounts() map[string]int64 {
 	counts := map[string]int64{}
 	for _, table := range []string{"agents", "sources", "conversations", "messages", "inbound_events", "outbox"} {
 		var n int64
-		if err := s.sys.db.Table(table).Count(&n).Error; err != nil {
+		if err := s.sys.db.Gorm.Table(table).Count(&n).Error; err != nil {
 			s.t.Fatalf("count %s: %v", table, err)
 		}
 		counts[table] = n

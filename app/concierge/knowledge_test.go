@@ -332,7 +332,7 @@ func TestChangingTheEmbedderReembeds(t *testing.T) {
 	before.waitIndexed(tn, "support")
 	embedders := func(s *stack) []string {
 		var ids []string
-		if err := s.sys.db.Raw("SELECT DISTINCT embedder FROM chunks ORDER BY 1").Scan(&ids).Error; err != nil {
+		if err := s.sys.db.Gorm.Raw("SELECT DISTINCT embedder FROM chunks ORDER BY 1").Scan(&ids).Error; err != nil {
 			t.Fatal(err)
 		}
 		return ids

@@ -97,7 +97,7 @@ func TestRateLimitPerAPIKeySharedAcrossPods(t *testing.T) {
 
 	// Rate-limited calls did nothing: no session was opened by the refused POST.
 	var sessions int64
-	if err := podA.sys.db.Raw(`SELECT count(*) FROM conversations`).Scan(&sessions).Error; err != nil {
+	if err := podA.sys.db.Gorm.Raw(`SELECT count(*) FROM conversations`).Scan(&sessions).Error; err != nil {
 		t.Fatal(err)
 	}
 	if sessions != 0 {
@@ -136,7 +136,7 @@ func TestRateLimitWebhookPerWorkspace(t *testing.T) {
 
 	// Only the accepted calls were stored.
 	var n int64
-	if err := podA.sys.db.Raw(`SELECT count(*) FROM inbound_events WHERE workspace_id = ?`, a.ID).Scan(&n).Error; err != nil {
+	if err := podA.sys.db.Gorm.Raw(`SELECT count(*) FROM inbound_events WHERE workspace_id = ?`, a.ID).Scan(&n).Error; err != nil {
 		t.Fatal(err)
 	}
 	if n != 2 {

@@ -255,7 +255,8 @@ func TestLiveStreamsSurviveRedisOutages(t *testing.T) {
 
 	admin := goredisClient(t, redis.URL())
 	bus := redisadapter.NewEventBus(admin)
-	store := postgres.NewStore(admOpen(t, c.env["CONCIERGE_DATABASE_URL"]))
+	db := admOpen(t, c.env["CONCIERGE_DATABASE_URL"])
+	store := postgres.NewStore(db.Gorm, db.Pool)
 
 	// Streams that follow the conversation through every outage.
 	streams := map[string]*liveStream{
@@ -423,7 +424,8 @@ func TestLiveStreamsEndPastTheOutageLimit(t *testing.T) {
 	c.must(c.do(p, "POST", "/api/v2/agents", map[string]any{"slug": "support", "name": "Acme Support"}, tn.auth()), 201)
 	session := c.startSession(p, tn)
 	bus := redisadapter.NewEventBus(goredisClient(t, redis.URL()))
-	store := postgres.NewStore(admOpen(t, c.env["CONCIERGE_DATABASE_URL"]))
+	db := admOpen(t, c.env["CONCIERGE_DATABASE_URL"])
+	store := postgres.NewStore(db.Gorm, db.Pool)
 
 	type follower struct {
 		url  string

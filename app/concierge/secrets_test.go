@@ -52,7 +52,7 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	s.mustStatus(s.do("POST", "/api/chat/"+sess+"/handoff", map[string]any{"name": "Ada"}, nil), 200)
 	whEventually(t, 10*time.Second, "the handoff to be delivered", func() bool {
 		var n int64
-		return s.sys.db.Raw(`SELECT count(*) FROM delivery_attempts`).Scan(&n).Error == nil && n > 0
+		return s.sys.db.Gorm.Raw(`SELECT count(*) FROM delivery_attempts`).Scan(&n).Error == nil && n > 0
 	})
 	if _, err := s.sys.workspaces.RevokeAPIKey(ctx, tn.ID, k3.ID); err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	whEventually(t, 30*time.Second, "the crawl to reach /p/1", func() bool { return site.waitingNow() == 1 })
 
 	var tables []string
-	if err := s.sys.db.Raw(`SELECT table_name FROM information_schema.tables
+	if err := s.sys.db.Gorm.Raw(`SELECT table_name FROM information_schema.tables
 		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`).Scan(&tables).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	rowsSeen := 0
 	for _, tbl := range tables {
 		var rows []string
-		if err := s.sys.db.Raw(`SELECT t::text FROM "` + strings.ReplaceAll(tbl, `"`, `""`) + `" t`).Scan(&rows).Error; err != nil {
+		if err := s.sys.db.Gorm.Raw(`SELECT t::text FROM "` + strings.ReplaceAll(tbl, `"`, `""`) + `" t`).Scan(&rows).Error; err != nil {
 			t.Fatalf("reading %s: %v", tbl, err)
 		}
 		if len(rows) == 0 {
@@ -109,7 +109,7 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 			Hash          string
 			DisplayPrefix string
 		}
-		if err := s.sys.db.Raw(`SELECT hash, display_prefix FROM api_keys WHERE id = ?`, id).Scan(&row).Error; err != nil {
+		if err := s.sys.db.Gorm.Raw(`SELECT hash, display_prefix FROM api_keys WHERE id = ?`, id).Scan(&row).Error; err != nil {
 			t.Fatal(err)
 		}
 		if row.Hash != domain.HashSecret(secret) {

@@ -45,7 +45,7 @@ func whChat(sessionID, message string) map[string]any {
 func whCount(s *stack, query string, args ...any) int64 {
 	s.t.Helper()
 	var n int64
-	if err := s.sys.db.Raw(query, args...).Scan(&n).Error; err != nil {
+	if err := s.sys.db.Gorm.Raw(query, args...).Scan(&n).Error; err != nil {
 		s.t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -55,7 +55,7 @@ func whCount(s *stack, query string, args ...any) int64 {
 func whEventStatus(s *stack, eventID string) string {
 	s.t.Helper()
 	var status []string
-	if err := s.sys.db.Raw(`SELECT status FROM inbound_events WHERE id = ?`, eventID).Scan(&status).Error; err != nil {
+	if err := s.sys.db.Gorm.Raw(`SELECT status FROM inbound_events WHERE id = ?`, eventID).Scan(&status).Error; err != nil {
 		s.t.Fatal(err)
 	}
 	if len(status) == 0 {
@@ -245,7 +245,7 @@ func TestWebhookStoresBeforeAcknowledging(t *testing.T) {
 		Status      string
 		MessageID   *string
 	}
-	if err := s.sys.db.Raw(`SELECT workspace_id, event, session_id, message, status, message_id FROM inbound_events WHERE id = ?`, ack.EventID).
+	if err := s.sys.db.Gorm.Raw(`SELECT workspace_id, event, session_id, message, status, message_id FROM inbound_events WHERE id = ?`, ack.EventID).
 		Scan(&row).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestWebhookBacklogSurvivesWorkerRestart(t *testing.T) {
 		t.Fatalf("%d USER messages, want exactly %d", n, total)
 	}
 	var dupes []string
-	if err := s.sys.db.Raw(`SELECT content FROM messages GROUP BY content HAVING count(*) > 1`).Scan(&dupes).Error; err != nil {
+	if err := s.sys.db.Gorm.Raw(`SELECT content FROM messages GROUP BY content HAVING count(*) > 1`).Scan(&dupes).Error; err != nil {
 		t.Fatal(err)
 	}
 	if len(dupes) > 0 {

@@ -158,8 +158,8 @@ func seedInterruptedAnswer(t *testing.T, c *cluster, tn tenant, said string) str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = postgres.Close(db) }()
-	store := postgres.NewStore(db)
+	defer func() { _ = db.Close() }()
+	store := postgres.NewStore(db.Gorm, db.Pool)
 	question := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: tn.ID, ConversationID: session, Role: domain.RoleUser,
 		Content: "How long does standard shipping take?", ReplyID: domain.NewID(domain.PrefixMessage), CreatedAt: time.Now().Add(-time.Minute)}
 	if _, _, err := store.AppendMessage(ctx, question, domain.StatusAI); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/hibiken/asynq"
 	goredis "github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/adapters/embedding/local"
 	embedopenai "github.com/conciergehq/concierge/adapters/embedding/openai"
@@ -46,7 +45,7 @@ import (
 type system struct {
 	cfg      config.Config
 	log      *slog.Logger
-	db       *gorm.DB
+	db       *postgres.DB
 	store    *postgres.Store
 	redis    *goredis.Client
 	redisOpt asynq.RedisConnOpt
@@ -82,17 +81,17 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	redisadapter.RouteLibraryLogs(log)
 	rdb, err := redisadapter.Connect(ctx, cfg.RedisURL)
 	if err != nil {
-		_ = postgres.Close(db)
+		_ = db.Close()
 		return nil, fmt.Errorf("%sREDIS_URL: cannot use Redis at %s: %v; start Redis (make services) or point %sREDIS_URL at a reachable server",
 			config.Prefix, config.MaskURL(cfg.RedisURL), rootCause(err), config.Prefix)
 	}
 	redisOpt, err := asynq.ParseRedisURI(cfg.RedisURL)
 	if err != nil {
 		_ = rdb.Close()
-		_ = postgres.Close(db)
+		_ = db.Close()
 		return nil, fmt.Errorf("%sREDIS_URL: %v", config.Prefix, err)
 	}
-	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
+	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db.Gorm, db.Pool), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
 	bus := redisadapter.NewEventBus(rdb).WithRetention(redisadapter.LogRetention{MaxLen: cfg.RelayLogMaxLen, TTL: cfg.RelayLogTTL})
 	s.changes = redisadapter.NewChanges(rdb, log)
@@ -318,7 +317,7 @@ func (s *system) close() {
 	if err := s.redis.Close(); err != nil {
 		s.log.Warn("closing Redis", "error", err)
 	}
-	if err := postgres.Close(s.db); err != nil {
+	if err := s.db.Close(); err != nil {
 		s.log.Warn("closing PostgreSQL", "error", err)
 	}
 }

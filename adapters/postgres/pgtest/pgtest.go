@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
 )
@@ -76,9 +75,9 @@ func newEmptyDatabase(t testing.TB) string {
 	return dsn
 }
 
-// NewDB returns a gorm handle on a fresh migrated database, closed when the
-// test ends (before the database is dropped).
-func NewDB(t testing.TB) *gorm.DB {
+// NewDB opens a fresh migrated database, closed when the test ends (before
+// the database is dropped).
+func NewDB(t testing.TB) *postgres.DB {
 	t.Helper()
 	dsn := NewDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -88,7 +87,7 @@ func NewDB(t testing.TB) *gorm.DB {
 		t.Fatalf("pgtest: open: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := postgres.Close(db); err != nil {
+		if err := db.Close(); err != nil {
 			t.Errorf("pgtest: close: %v", err)
 		}
 	})
@@ -98,7 +97,8 @@ func NewDB(t testing.TB) *gorm.DB {
 // NewStore returns a Store on a fresh migrated database.
 func NewStore(t testing.TB) *postgres.Store {
 	t.Helper()
-	return postgres.NewStore(NewDB(t))
+	db := NewDB(t)
+	return postgres.NewStore(db.Gorm, db.Pool)
 }
 
 func dropDatabase(t testing.TB, server, name string) {

@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
+)
+
+// ChangeStatus moves the conversation and appends its notice in one
+// conditional statement, then writes the message that motivated the move
+// (if any) and the deliveries, in one transaction (the statement alone when
+// there are neither): concurrent changes serialize on the conversation's
+// row, and a change that does not apply writes nothing. The notice counts
+// as activity (the conversation moves up the list) but keeps the last
+// message's preview, which shows what someone said; the motivating message
+// becomes the preview.
+func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
+	from := change.From
+	if len(from) == 0 {
+		from = domain.StatusesFrom(change.To)
+	}
+	states := make([]string, len(from))
+	for i, f := range from {
+		states[i] = string(f)
+	}
+	notice, err := messageFromDomain(change.Notice)
+	if err != nil {
+		return domain.Conversation{}, false, err
+	}
+	var motive *messageBatch
+	if change.Message != nil {
+		b, err := newMessageBatch([]domain.Message{*change.Message})
+		if err != nil {
+			return domain.Conversation{}, false, err
+		}
+		if b.rows[0].WorkspaceID != change.WorkspaceID || b.rows[0].ConversationID != change.ConversationID {
+			return domain.Conversation{}, false, errors.New("postgres: change status: the message is another conversation's")
+		}
+		motive = &b
+	}
+	var name, email string
+	if change.Contact != nil {
+		name, email = change.Contact.Name, change.Contact.Email
+	}
+	var (
+		conv    domain.Conversation
+		changed bool
+	)
+	move := func(q querier) (bool, error) {
+		var channel, status string
+		var verified *string
+		err := q.QueryRow(ctx, changeStatusSQL,
+			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
+			notice.ID, notice.Content, notice.AuthorName, change.MessageCount,
+		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
+			&conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		changed = true
+		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
+		return true, nil
+	}
+	if motive != nil {
+		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if change.MessageFirst {
+				// Under the state the change moves from; appendSQL locks
+				// the row, so the move that follows sees the message.
+				while := domain.ConversationStatus("")
+				if len(from) == 1 {
+					while = from[0]
+				}
+				if err := appendInTx(ctx, tx, *motive, while); err != nil {
+					return err
+				}
+			}
+			moved, err := move(tx)
+			if err != nil || !moved {
+				if err == nil {
+					err = errNotMoved // the message first, if any, goes too
+				}
+				return err
+			}
+			if !change.MessageFirst {
+				// The row is locked by the move, so the append sees the new state.
+				if err := appendInTx(ctx, tx, *motive, change.To); err != nil {
+					changed = false
+					return err
+				}
+				conv.MessageCount++
+				if !motive.latest.Before(conv.LastActivityAt) {
+					conv.LastMessage, conv.LastActivityAt = motive.preview, motive.latest
+				}
+			}
+			return insertDeliveries(ctx, tx, change.Deliveries)
+		})
+		if errors.Is(err, errNotMoved) {
+			err = nil
+		}
+	} else {
+		err = s.withDeliveries(ctx, change.Deliveries, move)
+	}
+	if errors.Is(err, domain.ErrMessageExists) {
+		current, gerr := s.GetConversation(ctx, change.WorkspaceID, change.ConversationID)
+		if gerr != nil {
+			return domain.Conversation{}, false, gerr
+		}
+		return current, false, err
+	}
+	if err != nil {
+		if constraint, ok := uniqueViolation(err); ok {
+			return domain.Conversation{}, false, messageConflict(constraint)
+		}
+		return domain.Conversation{}, false, dbError("change status", err)
+	}
+	if !changed {
+		// Nothing was written: say where the conversation stands, or that it
+		// is not the workspace's.
+		conv, err = s.GetConversation(ctx, change.WorkspaceID, change.ConversationID)
+		return conv, false, err
+	}
+	return conv, true, nil
+}
+
+// errNotMoved rolls back a change that did not apply, with the message
+// stored before it.
+var errNotMoved = errors.New("the conversation was not in a state the change moves from")
+
+// appendInTx runs appendSQL for b inside tx, under state while (any when
+// empty): the message that motivated a state change. A message of an
+// inbound event that was stored before is domain.ErrMessageExists and a
+// conversation in another state errNotMoved; either rolls the change back
+// with it.
+func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.ConversationStatus) error {
+	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
+	values, args := b.values(args)
+	var (
+		created bool
+		status  *string
+	)
+	if err := tx.QueryRow(ctx, appendSQL(values, b), args...).Scan(&created, &status); err != nil {
+		return err
+	}
+	switch {
+	case created:
+		return nil
+	case status == nil:
+		return domain.NotFound("conversation")
+	case while != "" && *status != string(while):
+		return errNotMoved
+	default:
+		return domain.ErrMessageExists
+	}
+}
+
+// changeStatusSQL updates the conversation if its status is one of $7 and
+// its message count is $11 (NULL: any) and, only then, inserts the SYSTEM
+// notice; it returns the updated row (conversationListColumns), or no row
+// when nothing changed. The conditions are on the updated row itself, so a
+// concurrent append or change that commits first is seen (PostgreSQL
+// re-checks them on the newest version of a row it had to wait for).
+const changeStatusSQL = `WITH upd AS (
+	UPDATE conversations AS c SET
+		status = $3,
+		contact_name = CASE WHEN $4 = '' THEN c.contact_name ELSE $4 END,
+		contact_email = CASE WHEN $5 = '' THEN c.contact_email ELSE $5 END,
+		message_count = c.message_count + 1,
+		last_activity_at = GREATEST(c.last_activity_at, $6)
+	WHERE c.workspace_id = $1 AND c.id = $2 AND c.status = ANY($7::text[])
+		AND ($11::int IS NULL OR c.message_count = $11::int)
+	RETURNING ` + conversationListColumns + `
+), ins AS (
+	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, status, author_name)
+	SELECT $8, $1, $2, 'SYSTEM', $9, '[]', $6, $3, $10 FROM upd
+)
+SELECT * FROM upd`

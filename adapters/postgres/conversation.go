@@ -731,8 +731,8 @@ func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID 
 
 // HandoffTranscript reads the conversation's message count and its latest
 // messages in one REPEATABLE READ snapshot, so they describe the same moment.
-func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
-	var out ports.HandoffTranscript
+func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error) {
+	var out domain.HandoffTranscript
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var conv conversationRow
 		if err := tx.Select("message_count").Where("workspace_id = ? AND id = ?", workspaceID, conversationID).Take(&conv).Error; err != nil {
@@ -755,7 +755,7 @@ func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversation
 		return nil
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return ports.HandoffTranscript{}, notFoundOr(err, "conversation", "handoff transcript")
+		return domain.HandoffTranscript{}, notFoundOr(err, "conversation", "handoff transcript")
 	}
 	return out, nil
 }
@@ -768,7 +768,7 @@ func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversation
 // as activity (the conversation moves up the list) but keeps the last
 // message's preview, which shows what someone said; the motivating message
 // becomes the preview.
-func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (domain.Conversation, bool, error) {
 	from := change.From
 	if len(from) == 0 {
 		from = domain.StatusesFrom(change.To)

@@ -137,7 +137,7 @@ type Request struct {
 // Emit receives an answer's events in order, as they happen: the USER
 // message, tokens, then done (or error). It must return quickly; a slow
 // client must not slow generation.
-type Emit func(ports.SessionEvent)
+type Emit func(domain.SessionEvent)
 
 // Pending is a chat turn that passed every check and is ready to run.
 type Pending struct {
@@ -360,7 +360,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		switch {
 		case err == nil:
 			t.question, reply, deliveries, stored = msgs[0], msgs[1], delivered, true
-			pub.release(ports.MessageEvent(t.question))
+			pub.release(domain.MessageEvent(t.question))
 		case errors.Is(err, domain.ErrAnswerInProgress):
 			// Another request with the same key stored its turn first:
 			// this one is its retry, and gets that answer (or learns it is
@@ -400,12 +400,12 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		// conversation meanwhile.
 		deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
 		if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
-			pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
+			pub.send(domain.SessionEvent{Type: domain.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 			return answer, err
 		}
 	}
 	answer.UserMessage, answer.Reply = t.question, reply
-	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+	pub.send(domain.SessionEvent{Type: domain.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
 	ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, deliveries)
 	return answer, nil
 }
@@ -425,7 +425,7 @@ func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
 			return err
 		}
 		t.question = stored[0]
-		t.out.pub.release(ports.MessageEvent(t.question))
+		t.out.pub.release(domain.MessageEvent(t.question))
 	} else {
 		// A resolved conversation is reopened with the question, in the
 		// same write.
@@ -434,9 +434,9 @@ func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
 			return err
 		}
 		t.question, deliveries = appended.Message, appended.Deliveries
-		events := []ports.SessionEvent{ports.MessageEvent(t.question)}
+		events := []domain.SessionEvent{domain.MessageEvent(t.question)}
 		if appended.Notice != nil {
-			events = append(events, ports.MessageEvent(*appended.Notice))
+			events = append(events, domain.MessageEvent(*appended.Notice))
 		}
 		t.out.pub.release(events...)
 	}
@@ -491,8 +491,8 @@ func (s *Service) silent(t *turn, answer domain.Answer, emit Emit) domain.Answer
 
 // silentDone ends the stream of a question nobody will answer here; it
 // takes its id from the question (seq 2: the question's own event is 1).
-func silentDone(answer *domain.Answer) ports.SessionEvent {
-	return ports.SessionEvent{Type: ports.EventDone, SessionID: answer.UserMessage.ConversationID, MessageID: answer.UserMessage.ID, Seq: 2, Answer: answer}
+func silentDone(answer *domain.Answer) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventDone, SessionID: answer.UserMessage.ConversationID, MessageID: answer.UserMessage.ID, Seq: 2, Answer: answer}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or
@@ -791,21 +791,21 @@ func (st *storedTurn) replay(emit Emit) domain.Answer {
 	if st.reply.ID == "" {
 		answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question, FallbackReason: domain.FallbackHumanActive}
 		if emit != nil {
-			emit(ports.MessageEvent(st.question))
+			emit(domain.MessageEvent(st.question))
 			emit(silentDone(&answer))
 		}
 		return answer
 	}
-	events := ports.StoredEvents(st.reply)
+	events := domain.StoredEvents(st.reply)
 	answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question}
 	if last := events[len(events)-1]; last.Answer != nil {
 		answer = *last.Answer
 		answer.UserMessage = st.question
 	}
 	if emit != nil {
-		emit(ports.MessageEvent(st.question))
+		emit(domain.MessageEvent(st.question))
 		for _, ev := range events {
-			if ev.Type == ports.EventDone {
+			if ev.Type == domain.EventDone {
 				ev.Answer = &answer
 			}
 			emit(ev)

@@ -421,11 +421,11 @@ func TestAnswerReplyStoreFailure(t *testing.T) {
 		t.Fatalf("err = %v, want the store's unavailable error", err)
 	}
 	last := events[len(events)-1]
-	if last.Type != ports.EventError || last.ErrorCode != "UNAVAILABLE" || last.Seq != 3 || last.MessageID == "" {
+	if last.Type != domain.EventError || last.ErrorCode != "UNAVAILABLE" || last.Seq != 3 || last.MessageID == "" {
 		t.Errorf("last event %+v, want an error event numbered after the 2 tokens", last)
 	}
 	for _, ev := range events {
-		if ev.Type == ports.EventDone {
+		if ev.Type == domain.EventDone {
 			t.Errorf("done sent for an answer that was not stored: %+v", ev)
 		}
 	}

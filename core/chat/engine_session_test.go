@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 func TestAnswerContinuesSession(t *testing.T) {
@@ -182,13 +182,13 @@ func TestAnswerWhileHumanOwnsConversation(t *testing.T) {
 				if st := r.convs.conv(sess).Status; st != status {
 					t.Errorf("status %s, want %s unchanged", st, status)
 				}
-				if len(events) != 2 || events[0].Type != ports.EventMessage || events[0].Message.ID != ans.UserMessage.ID ||
-					events[1].Type != ports.EventDone || events[1].Answer.FallbackReason != domain.FallbackHumanActive {
+				if len(events) != 2 || events[0].Type != domain.EventMessage || events[0].Message.ID != ans.UserMessage.ID ||
+					events[1].Type != domain.EventDone || events[1].Answer.FallbackReason != domain.FallbackHumanActive {
 					t.Errorf("events %s, want the USER message then done", describe(events))
 				}
 				// Followers get the message; only the caller hears that no
 				// reply comes.
-				if bus := r.bus.all(); len(bus) != 1 || bus[0].Type != ports.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
+				if bus := r.bus.all(); len(bus) != 1 || bus[0].Type != domain.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
 					t.Errorf("bus got %s, want only the USER message", describe(bus))
 				}
 				// The person answers from the helpdesk, which gets the message.
@@ -206,7 +206,7 @@ func TestAnswerWhileHumanOwnsConversation(t *testing.T) {
 }
 
 // Every event carries a "<messageId>:<seq>" SSE id from which a client can
-// resume, with Seq counting from 1 (ports.SessionEvent). The done of a turn
+// resume, with Seq counting from 1 (domain.SessionEvent). The done of a turn
 // the agent stays silent in has neither.
 func TestAnswerHumanActiveDoneIsResumable(t *testing.T) {
 	r := newRig(t, Limits{})
@@ -242,9 +242,9 @@ func TestAnswerResolvedConversationGoesBackToAI(t *testing.T) {
 		stored[1].Status != domain.StatusAI || stored[2].Role != domain.RoleAssistant {
 		t.Errorf("stored %+v, want the USER message, the notice of AI, the reply", stored)
 	}
-	var status []ports.SessionEvent
+	var status []domain.SessionEvent
 	for _, ev := range events {
-		if ev.Type == ports.EventStatus {
+		if ev.Type == domain.EventStatus {
 			status = append(status, ev)
 		}
 	}
@@ -303,7 +303,7 @@ func TestAnswerTakenOverBeforeTheQuestionIsStored(t *testing.T) {
 			if stored := r.messagesOf(sess); len(stored) != 1 || stored[0].ID != ans.UserMessage.ID {
 				t.Errorf("stored %+v, want the question once", stored)
 			}
-			if bus := r.bus.all()[r.busMark:]; len(bus) != 1 || bus[0].Type != ports.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
+			if bus := r.bus.all()[r.busMark:]; len(bus) != 1 || bus[0].Type != domain.EventMessage || bus[0].MessageID != ans.UserMessage.ID {
 				t.Errorf("bus got %s, want only the question", describe(bus))
 			}
 		})

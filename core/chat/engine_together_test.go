@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // wholeTurns are the turns an agent answers whole: the first of a new
@@ -163,9 +162,9 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 		t.Errorf("answer %+v", ans)
 	}
 	checkStream(t, r, bus, ans)
-	want := []ports.SessionEvent{
-		{Type: ports.EventMessage}, {Type: ports.EventToken, Content: "Let me check. "},
-		{Type: ports.EventStatus}, {Type: ports.EventToken, Content: "A colleague will join."}, {Type: ports.EventDone},
+	want := []domain.SessionEvent{
+		{Type: domain.EventMessage}, {Type: domain.EventToken, Content: "Let me check. "},
+		{Type: domain.EventStatus}, {Type: domain.EventToken, Content: "A colleague will join."}, {Type: domain.EventDone},
 	}
 	if len(bus) != len(want) {
 		t.Fatalf("bus %s, want the question, what was said before the handoff, its notice, the rest, done", describe(bus))

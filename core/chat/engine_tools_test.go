@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 func searchCall(id, args string) domain.ToolCall {
@@ -340,7 +339,7 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 			if next.FallbackReason != domain.FallbackHumanActive || len(r.local.calls()) != 2 {
 				t.Errorf("next answer %+v after %d model calls, want HUMAN_ACTIVE without the model", next, len(r.local.calls()))
 			}
-			if len(events) != 2 || events[0].Type != ports.EventMessage || events[1].Type != ports.EventDone {
+			if len(events) != 2 || events[0].Type != domain.EventMessage || events[1].Type != domain.EventDone {
 				t.Errorf("events %s, want the USER message and done", describe(events))
 			}
 		})

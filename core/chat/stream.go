@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -44,7 +45,7 @@ func (s *stream) token(text string) {
 		return
 	}
 	s.ends = append(s.ends, s.sent.Len())
-	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
+	s.pub.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
 }
 
 // flush sends what a whole stream gathered since its last flush as one
@@ -58,7 +59,7 @@ func (s *stream) flush() {
 		return
 	}
 	s.ends = append(s.ends, s.sent.Len())
-	s.pub.send(ports.SessionEvent{Type: ports.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: s.sent.String()[from:]})
+	s.pub.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: s.sent.String()[from:]})
 }
 
 // words sends text as word-sized tokens (a word and the space after it), as
@@ -110,7 +111,7 @@ type publisher struct {
 	budget time.Duration
 
 	mu      sync.Mutex
-	pending []ports.SessionEvent
+	pending []domain.SessionEvent
 	closed  bool
 	// dropped is set when the queue overflowed: the rest of the answer is
 	// not published.
@@ -134,7 +135,7 @@ func startPublisher(ctx context.Context, bus ports.EventBus, log *slog.Logger, e
 	return p
 }
 
-func (p *publisher) send(ev ports.SessionEvent) {
+func (p *publisher) send(ev domain.SessionEvent) {
 	if p.emit != nil {
 		p.emit(ev)
 	}
@@ -163,7 +164,7 @@ func (p *publisher) hold() {
 
 // release publishes first, then what was held, and everything sent from
 // now on. On a publisher that holds nothing it is send.
-func (p *publisher) release(first ...ports.SessionEvent) {
+func (p *publisher) release(first ...domain.SessionEvent) {
 	for _, ev := range first {
 		if p.emit != nil {
 			p.emit(ev)
@@ -171,7 +172,7 @@ func (p *publisher) release(first ...ports.SessionEvent) {
 	}
 	p.mu.Lock()
 	if !p.dropped {
-		p.pending = append(append(make([]ports.SessionEvent, 0, len(first)+len(p.pending)), first...), p.pending...)
+		p.pending = append(append(make([]domain.SessionEvent, 0, len(first)+len(p.pending)), first...), p.pending...)
 	}
 	p.held = false
 	p.mu.Unlock()
@@ -181,7 +182,7 @@ func (p *publisher) release(first ...ports.SessionEvent) {
 // discard takes the events held so far off the queue and returns them
 // (an answer not stored as it was generated); the publisher goes on
 // holding. It returns nothing when nothing is held.
-func (p *publisher) discard() []ports.SessionEvent {
+func (p *publisher) discard() []domain.SessionEvent {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.held {
@@ -201,7 +202,7 @@ func (p *publisher) wakeUp() {
 
 // take returns up to max queued events, and whether the publisher is done
 // (closed with nothing left, or dropped).
-func (p *publisher) take(batch []ports.SessionEvent, max int) ([]ports.SessionEvent, bool) {
+func (p *publisher) take(batch []domain.SessionEvent, max int) ([]domain.SessionEvent, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dropped {
@@ -220,7 +221,7 @@ func (p *publisher) take(batch []ports.SessionEvent, max int) ([]ports.SessionEv
 func (p *publisher) run(ctx context.Context) {
 	defer close(p.done)
 	var (
-		batch        []ports.SessionEvent
+		batch        []domain.SessionEvent
 		failingSince time.Time
 		backoff      time.Duration
 		stop         bool

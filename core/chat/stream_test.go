@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // flakyBus fails every publication while down is set, and records what it
@@ -21,10 +20,10 @@ type flakyBus struct {
 	mu       sync.Mutex
 	down     bool
 	attempts int
-	events   []ports.SessionEvent
+	events   []domain.SessionEvent
 }
 
-func (b *flakyBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *flakyBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attempts++
@@ -41,14 +40,14 @@ func (b *flakyBus) setDown(down bool) {
 	b.down = down
 }
 
-func (b *flakyBus) published() ([]ports.SessionEvent, int) {
+func (b *flakyBus) published() ([]domain.SessionEvent, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]ports.SessionEvent(nil), b.events...), b.attempts
+	return append([]domain.SessionEvent(nil), b.events...), b.attempts
 }
 
-func tokenEvent(seq int) ports.SessionEvent {
-	return ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_p", MessageID: "msg_p", Seq: seq, Content: "x"}
+func tokenEvent(seq int) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_p", MessageID: "msg_p", Seq: seq, Content: "x"}
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -68,7 +67,7 @@ func TestPublisherRetriesInOrderThroughAnOutage(t *testing.T) {
 	bus := &flakyBus{}
 	var emitted []int
 	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		func(ev ports.SessionEvent) { emitted = append(emitted, ev.Seq) }, time.Minute)
+		func(ev domain.SessionEvent) { emitted = append(emitted, ev.Seq) }, time.Minute)
 	for seq := 1; seq <= 10; seq++ {
 		p.send(tokenEvent(seq))
 	}

@@ -179,14 +179,14 @@ func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
 		if err != nil {
 			return err
 		}
-		change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, &transcript, s.clock.Now())
+		change := domain.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, &transcript, s.clock.Now())
 		current, changed, err := s.conversations.ChangeStatus(ctx, change)
 		if err != nil {
 			return err
 		}
 		if changed {
 			t.conv.Status = current.Status
-			t.out.pub.send(ports.MessageEvent(change.Notice))
+			t.out.pub.send(domain.MessageEvent(change.Notice))
 			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
 			return nil
 		}

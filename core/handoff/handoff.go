@@ -208,7 +208,7 @@ var errBusy = domain.Conflict("the conversation changed while this request ran; 
 
 // move moves conv (as read) to `to` with its notice, the contact (if any),
 // the message that motivated the move (if any, stored after the notice)
-// and the move's deliveries (ports.NewStatusChange), in one ChangeStatus
+// and the move's deliveries (domain.NewStatusChange), in one ChangeStatus
 // from exactly the state conv was read in, then schedules the deliveries.
 // When another request changed the conversation first, it decides again on
 // the conversation as it is now, up to changeAttempts times. A
@@ -233,7 +233,7 @@ func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Co
 				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
 			}
 		}
-		var transcript *ports.HandoffTranscript
+		var transcript *domain.HandoffTranscript
 		if to == domain.StatusHandoffRequested {
 			read, err := s.conversations.HandoffTranscript(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages)
 			if err != nil {
@@ -241,7 +241,7 @@ func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Co
 			}
 			transcript = &read
 		}
-		change := ports.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
+		change := domain.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
 		if motive != nil {
 			change = change.WithMessage(ws, conv, *motive, false)
 		}
@@ -336,9 +336,9 @@ func (s *Service) publish(ctx context.Context, msgs ...domain.Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	events := make([]ports.SessionEvent, 0, len(msgs))
+	events := make([]domain.SessionEvent, 0, len(msgs))
 	for _, m := range msgs {
-		events = append(events, ports.MessageEvent(m))
+		events = append(events, domain.MessageEvent(m))
 	}
 	// A bus that hangs must not hold the request: the messages are stored.
 	ctx, cancel := context.WithTimeout(ctx, publishTimeout)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -81,7 +82,7 @@ func (s *memConversations) GetConversationBySession(_ context.Context, id string
 	return c, nil
 }
 
-func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *memConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[ch.ConversationID]
@@ -163,15 +164,15 @@ func (s *memConversations) RecentMessages(_ context.Context, workspaceID, id str
 	return out, nil
 }
 
-func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (ports.HandoffTranscript, error) {
+func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (domain.HandoffTranscript, error) {
 	msgs, _ := s.RecentMessages(ctx, workspaceID, id, limit)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[id]
 	if !ok || c.WorkspaceID != workspaceID {
-		return ports.HandoffTranscript{}, domain.NotFound("conversation")
+		return domain.HandoffTranscript{}, domain.NotFound("conversation")
 	}
-	return ports.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
+	return domain.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
 }
 
 // ListMessages pages by message id, like the real store: an After that is
@@ -211,11 +212,11 @@ func (s *memConversations) written() []domain.Delivery {
 
 type recordingBus struct {
 	mu     sync.Mutex
-	events []ports.SessionEvent
+	events []domain.SessionEvent
 	err    error
 }
 
-func (b *recordingBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *recordingBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
@@ -401,7 +402,7 @@ func TestRequestHandoff(t *testing.T) {
 			if last := msgs[len(msgs)-1]; last.Role != domain.RoleSystem || last.Status != domain.StatusHandoffRequested {
 				t.Errorf("last message %+v, want the notice", last)
 			}
-			if got := r.bus.types(); !slices.Equal(got, []string{ports.EventStatus}) {
+			if got := r.bus.types(); !slices.Equal(got, []string{domain.EventStatus}) {
 				t.Errorf("published %v, want the status event", got)
 			}
 			if len(r.queue.ids) != len(written) {
@@ -524,9 +525,9 @@ func TestPostHumanMessage(t *testing.T) {
 				t.Errorf("status %s, want HUMAN", st)
 			}
 			msgs := r.convs.of(sess)
-			wantTypes := []string{ports.EventMessage}
+			wantTypes := []string{domain.EventMessage}
 			if tt.wantNotice {
-				wantTypes = []string{ports.EventStatus, ports.EventMessage}
+				wantTypes = []string{domain.EventStatus, domain.EventMessage}
 				if n := msgs[len(msgs)-2]; n.Role != domain.RoleSystem || n.Status != domain.StatusHuman || n.Content != "Marta joined the conversation." {
 					t.Errorf("notice %+v", n)
 				}
@@ -622,7 +623,7 @@ func TestSetStatus(t *testing.T) {
 					if got := describe(r.convs.written()); !slices.Equal(got, want) {
 						t.Errorf("deliveries %v, want %v", got, want)
 					}
-					if got := r.bus.types(); !slices.Equal(got, []string{ports.EventStatus}) {
+					if got := r.bus.types(); !slices.Equal(got, []string{domain.EventStatus}) {
 						t.Errorf("published %v", got)
 					}
 				}

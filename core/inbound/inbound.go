@@ -186,9 +186,9 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 		return err
 	}
 	if appended.Created {
-		events := []ports.SessionEvent{ports.MessageEvent(appended.Message)}
+		events := []domain.SessionEvent{domain.MessageEvent(appended.Message)}
 		if appended.Notice != nil {
-			events = append(events, ports.MessageEvent(*appended.Notice))
+			events = append(events, domain.MessageEvent(*appended.Notice))
 		}
 		// The live relay is best effort; PostgreSQL holds the durable copy that
 		// resuming clients replay from.

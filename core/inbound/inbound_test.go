@@ -63,7 +63,7 @@ func (f *fakeConversations) appendLocked(m domain.Message, while domain.Conversa
 	return m, true, nil
 }
 
-func (f *fakeConversations) ChangeStatus(_ context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+func (f *fakeConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.convs[ch.ConversationID]
@@ -182,11 +182,11 @@ func (q *fakeQueue) EnqueueInboundEvent(_ context.Context, id string) error {
 
 type fakeBus struct {
 	mu        sync.Mutex
-	published []ports.SessionEvent
+	published []domain.SessionEvent
 	err       error
 }
 
-func (b *fakeBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *fakeBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.published = append(b.published, events...)
@@ -399,11 +399,11 @@ func TestProcessFollowsConversationState(t *testing.T) {
 		wantTargets   []domain.DeliveryTarget
 		wantPublished []string
 	}{
-		{domain.StatusAI, "", domain.StatusAI, nil, []string{ports.EventMessage}},
-		{domain.StatusAI, "https://hooks.example/events", domain.StatusAI, []domain.DeliveryTarget{domain.TargetEvents}, []string{ports.EventMessage}},
-		{domain.StatusHandoffRequested, "", domain.StatusHandoffRequested, []domain.DeliveryTarget{domain.TargetHelpdesk}, []string{ports.EventMessage}},
-		{domain.StatusHuman, "https://hooks.example/events", domain.StatusHuman, []domain.DeliveryTarget{domain.TargetHelpdesk, domain.TargetEvents}, []string{ports.EventMessage}},
-		{domain.StatusResolved, "", domain.StatusAI, nil, []string{ports.EventMessage, ports.EventStatus}},
+		{domain.StatusAI, "", domain.StatusAI, nil, []string{domain.EventMessage}},
+		{domain.StatusAI, "https://hooks.example/events", domain.StatusAI, []domain.DeliveryTarget{domain.TargetEvents}, []string{domain.EventMessage}},
+		{domain.StatusHandoffRequested, "", domain.StatusHandoffRequested, []domain.DeliveryTarget{domain.TargetHelpdesk}, []string{domain.EventMessage}},
+		{domain.StatusHuman, "https://hooks.example/events", domain.StatusHuman, []domain.DeliveryTarget{domain.TargetHelpdesk, domain.TargetEvents}, []string{domain.EventMessage}},
+		{domain.StatusResolved, "", domain.StatusAI, nil, []string{domain.EventMessage, domain.EventStatus}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status)+"/"+tt.eventsURL, func(t *testing.T) {

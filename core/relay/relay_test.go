@@ -86,10 +86,10 @@ func run(t *testing.T, st *Stream, s *sink) (stop func() error) {
 }
 
 // lines describes events as the sink does.
-func lines(events []ports.SessionEvent) []string {
+func lines(events []domain.SessionEvent) []string {
 	out := make([]string, len(events))
 	for i := range events {
-		out[i] = describe(&ports.LiveEvent{SessionEvent: events[i]})
+		out[i] = describe(&domain.LiveEvent{SessionEvent: events[i]})
 	}
 	return out
 }
@@ -104,14 +104,14 @@ func check(t *testing.T, got, want []string) {
 // A conversation's full history: a question, a streamed answer, a status
 // change and a human reply, each stored before it was published.
 type history struct {
-	question ports.SessionEvent
+	question domain.SessionEvent
 	answer   answer
-	notice   ports.SessionEvent
-	human    ports.SessionEvent
+	notice   domain.SessionEvent
+	human    domain.SessionEvent
 }
 
-func (h history) all() []ports.SessionEvent {
-	out := []ports.SessionEvent{h.question}
+func (h history) all() []domain.SessionEvent {
+	out := []domain.SessionEvent{h.question}
 	out = append(out, h.answer.events...)
 	return append(out, h.notice, h.human)
 }
@@ -164,7 +164,7 @@ func TestResumeGivesExactlyWhatWasMissed(t *testing.T) {
 				later := w.message(domain.RoleUser, msgID("q2"), "Thanks")
 				w.publish(later)
 				got = s.waitFor(t, len(want)+1)
-				check(t, got, append(want, lines([]ports.SessionEvent{later})...))
+				check(t, got, append(want, lines([]domain.SessionEvent{later})...))
 			})
 		}
 	}
@@ -207,7 +207,7 @@ func TestGapCatchesUpFromTheLog(t *testing.T) {
 	w.publish(a.events[4]) // the last token, after the resubscription
 	w.store(a.msg)
 	w.publish(a.events[5])
-	check(t, s.waitFor(t, 7), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.waitFor(t, 7), lines(append([]domain.SessionEvent{q}, a.events...)))
 }
 
 // A client resumed at the log's end and then caught up after a Gap gets
@@ -222,9 +222,9 @@ func TestGapAfterResumingAtTheEnd(t *testing.T) {
 	w.gap()
 	last := w.message(domain.RoleUser, msgID("q3"), "hello?")
 	w.publish(last)
-	check(t, s.waitFor(t, 2), lines([]ports.SessionEvent{later, last}))
+	check(t, s.waitFor(t, 2), lines([]domain.SessionEvent{later, last}))
 	time.Sleep(20 * time.Millisecond)
-	check(t, s.got(), lines([]ports.SessionEvent{later, last}))
+	check(t, s.got(), lines([]domain.SessionEvent{later, last}))
 }
 
 // Redis restarted without persistence mid-answer: the log lost the start
@@ -251,7 +251,7 @@ func TestGapAfterTheLogWasLost(t *testing.T) {
 	w.publish(a.events[4])
 	w.store(a.msg)
 	w.publish(a.events[5])
-	want := lines([]ports.SessionEvent{q, a.events[0], a.events[1], n, a.events[2], a.events[3], a.events[4], a.events[5]})
+	want := lines([]domain.SessionEvent{q, a.events[0], a.events[1], n, a.events[2], a.events[3], a.events[4], a.events[5]})
 	check(t, s.waitFor(t, len(want)), want)
 }
 
@@ -276,7 +276,7 @@ func TestAnswerBegunWhileTheFeedWasAway(t *testing.T) {
 	w.publish(a.events[2])
 	w.store(a.msg)
 	w.publish(a.events[3])
-	check(t, s.waitFor(t, 5), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.waitFor(t, 5), lines(append([]domain.SessionEvent{q}, a.events...)))
 }
 
 // A client resuming mid-answer after the log lost the answer's start: the
@@ -310,9 +310,9 @@ func TestHeldAnswerThatFails(t *testing.T) {
 	w.loseLog()
 	w.gap()
 	w.publish(a.events[2])
-	fail := ports.SessionEvent{Type: ports.EventError, SessionID: w.conv.ID, MessageID: a.msg.ID, Seq: 4, ErrorCode: "UNAVAILABLE"}
+	fail := domain.SessionEvent{Type: domain.EventError, SessionID: w.conv.ID, MessageID: a.msg.ID, Seq: 4, ErrorCode: "UNAVAILABLE"}
 	w.publish(fail)
-	check(t, s.waitFor(t, 2), lines([]ports.SessionEvent{a.events[0], fail}))
+	check(t, s.waitFor(t, 2), lines([]domain.SessionEvent{a.events[0], fail}))
 }
 
 // A stream opened mid-answer joins it at the next token.

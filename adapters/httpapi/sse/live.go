@@ -9,8 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/relay"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // Live serves a live stream: it sets the SSE headers and runs run on the
@@ -72,7 +72,7 @@ type LiveSink struct {
 
 // Send writes one event and flushes it. The frame is rendered once per
 // event, however many streams of the pod write it.
-func (s *LiveSink) Send(ev *ports.LiveEvent) error {
+func (s *LiveSink) Send(ev *domain.LiveEvent) error {
 	if _, err := s.w.Write(ev.Frame(renderLive)); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *LiveSink) KeepAlive() error { return ping(s.w, s.guard) }
 
 // renderLive is an event's frame: its id line (none for a stream's own
 // terminal error) and its data, exactly as the POST stream writes them.
-func renderLive(ev *ports.LiveEvent) []byte {
+func renderLive(ev *domain.LiveEvent) []byte {
 	data, err := json.Marshal(wire.EventData(ev.SessionEvent))
 	if err != nil {
 		// Only plain strings, numbers and slices of them: cannot happen.

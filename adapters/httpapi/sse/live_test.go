@@ -8,18 +8,17 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // A live stream writes each event as one frame, the POST stream's format,
 // keep-alives as comments, and a stream's own terminal error without an id.
 func TestLiveWritesFrames(t *testing.T) {
 	user := domain.Message{ID: "msg_u", ConversationID: "ses_1", Role: domain.RoleUser, Content: "hi"}
-	events := []*ports.LiveEvent{
-		{SessionEvent: ports.MessageEvent(user)},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_1", MessageID: "msg_r", Seq: 1, Content: "Hel\nlo"}},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman}},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventError, SessionID: "ses_1", ErrorCode: "UNAVAILABLE", ErrorMessage: "reconnect"}},
+	events := []*domain.LiveEvent{
+		{SessionEvent: domain.MessageEvent(user)},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_1", MessageID: "msg_r", Seq: 1, Content: "Hel\nlo"}},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman}},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventError, SessionID: "ses_1", ErrorCode: "UNAVAILABLE", ErrorMessage: "reconnect"}},
 	}
 	app := fiber.New()
 	app.Get("/live", func(c *fiber.Ctx) error {

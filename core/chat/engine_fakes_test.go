@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -654,10 +655,14 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 		r.retriever.byAgent[d.ID] = []domain.Chunk{chunkWarranty}
 	}
 	r.limits = limits
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lifecycle := conversation.New(conversation.Deps{
+		Conversations: r.convs, Workspaces: r.workspace, Agents: r.agents, Deliveries: r.queue, Bus: r.bus, Clock: r.clock, Log: log,
+	})
 	svc, err := NewService(Deps{
 		Workspaces: r.workspace, Agents: r.agents, Conversations: r.convs, Retriever: r.retriever,
 		Models: map[string]ports.LLM{"local": r.local, "openai": r.openai}, DefaultModel: "local",
-		Bus: r.bus, Deliveries: r.queue, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Lifecycle: lifecycle, Clock: r.clock, Log: log,
 	}, limits)
 	if err != nil {
 		t.Fatal(err)

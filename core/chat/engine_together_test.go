@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -16,10 +17,10 @@ var wholeTurns = []struct {
 	request func(r *rig) Request
 }{
 	{"new conversation", func(r *rig) Request {
-		return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
+		return Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"}
 	}},
 	{"the agent's conversation", func(r *rig) Request {
-		return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
+		return Request{Session: conversation.SessionRef{ID: r.session(domain.PlanStandard, domain.StatusAI)}, Message: "Refund window?"}
 	}},
 }
 
@@ -88,7 +89,7 @@ func TestWholeAnswerPublishesNothingBeforeItIsStored(t *testing.T) {
 		}
 		seenEvents, seenStored = len(r.bus.all()), len(r.messagesOf(sess))
 	}})
-	ans, bus, err := r.askWhole(t, Request{SessionID: sess, Message: "Refund window?"})
+	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{ID: sess}, Message: "Refund window?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 		llmRound{deltas: []string{"Let me check. "}, toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{}`}}},
 		llmRound{deltas: []string{"A colleague will join."}},
 	)
-	ans, bus, err := r.askWhole(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I talk to a human?"})
+	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I talk to a human?"})
 	if err != nil {
 		t.Fatal(err)
 	}

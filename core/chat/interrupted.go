@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // interruptedAfter is at most how long past the engine's hard time limit an
@@ -74,11 +73,10 @@ func (s *Service) closeAnswer(ctx context.Context, a domain.AnswerInProgress) (b
 	s.log.WarnContext(ctx, "closed an answer whose process stopped before storing it",
 		"sessionId", a.ConversationID, "messageId", a.ReplyID, "startedAt", a.StartedAt, "charsSent", len(content))
 	events := domain.StoredEvents(reply)
-	if err := s.bus.Publish(ctx, events[len(events)-1]); err != nil {
-		// Stored: a stream that resumes replays the end from PostgreSQL.
-		s.log.WarnContext(ctx, "publishing the end of an interrupted answer failed", "sessionId", a.ConversationID, "error", err)
-	}
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+	// Stored: a stream that resumes replays the end from PostgreSQL if
+	// publishing it fails.
+	s.lifecycle.Publish(ctx, events[len(events)-1])
+	s.lifecycle.EnqueueDeliveries(ctx, deliveries)
 	return true, nil
 }
 

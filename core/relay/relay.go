@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -39,10 +40,10 @@ type Deps struct {
 	Recent        ports.EventLog
 	Transcript    ports.Transcript
 	Conversations ports.ConversationStore
-	Workspaces    ports.WorkspaceStore
-	Agents        ports.AgentLookups
-	Clock         ports.Clock
-	Log           *slog.Logger
+	// Lifecycle finds the session a keyless caller follows.
+	Lifecycle *conversation.Lifecycle
+	Clock     ports.Clock
+	Log       *slog.Logger
 }
 
 // Options tune the relay; zero fields take the defaults.
@@ -81,16 +82,13 @@ func NewService(d Deps, opts Options) *Service {
 
 // Request asks to follow a conversation.
 type Request struct {
-	// Workspace is the API-key caller's workspace; nil when the caller holds
-	// only the session id (the widget), which then needs a published agent
-	// and honours the identity headers as the widget's message route does.
-	Workspace *domain.Workspace
-	SessionID string
+	// Session is the followed conversation and its caller. Without a
+	// workspace (the widget) it needs a published agent and honours the
+	// identity headers as the widget's message route does.
+	Session conversation.SessionRef
 	// LastEventID is the id of the last event the client has
 	// ("<messageId>:<seq>"); "" starts live from now.
-	LastEventID     string
-	IdentityHeader  string
-	SignatureHeader string
+	LastEventID string
 }
 
 // Position is an event's place: the SSE id "<MessageID>:<Seq>".
@@ -153,20 +151,19 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 
 // conversation resolves the followed conversation as the chat routes do.
 func (s *Service) conversation(ctx context.Context, req Request) (domain.Conversation, error) {
-	if req.Workspace != nil {
+	if ws := req.Session.Workspace; ws != nil {
 		// The v2 route names it a conversation.
-		if !domain.ValidID(domain.PrefixSession, req.SessionID) {
+		if !domain.ValidID(domain.PrefixSession, req.Session.ID) {
 			return domain.Conversation{}, domain.NotFound("conversation")
 		}
-		conv, err := s.d.Conversations.GetConversation(ctx, req.Workspace.ID, req.SessionID)
+		conv, err := s.d.Conversations.GetConversation(ctx, ws.ID, req.Session.ID)
 		if errors.Is(err, domain.ErrNotFound) {
 			err = domain.NotFound("conversation")
 		}
 		return conv, err
 	}
-	_, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.d.Conversations, Workspaces: s.d.Workspaces, Agents: s.d.Agents},
-		ports.SessionRef{SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.d.Clock.Now())
-	return conv, err
+	found, err := s.d.Lifecycle.Find(ctx, req.Session)
+	return found.Conversation, err
 }
 
 // Sink is where a stream writes. Both methods run on the stream's

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -225,9 +226,11 @@ func newFixture() *fixture {
 	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID, Status: domain.StatusAI}
 	f.wss = &fakeWorkspaces{byID: map[string]domain.Workspace{f.ws.ID: f.ws, f.other.ID: f.other}}
 	f.dq = &fakeDeliveries{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.svc = NewService(Deps{
-		Workspaces: f.wss, Conversations: f.convs, Events: f.events, Queue: f.queue, Deliveries: f.dq,
-		Bus: f.bus, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workspaces: f.wss, Conversations: f.convs, Events: f.events, Queue: f.queue,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: f.convs, Workspaces: f.wss, Deliveries: f.dq, Bus: f.bus, Clock: f.clock, Log: log}),
+		Clock:     f.clock, Log: log,
 	}, 20)
 	return f
 }

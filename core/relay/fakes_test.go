@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -87,9 +88,12 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) service() *Service {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	convs := &fakeConversations{w: w}
 	return NewService(Deps{
-		Feed: w, Recent: w, Transcript: w, Conversations: &fakeConversations{w: w}, Workspaces: &fakeWorkspaces{w: w},
-		Agents: &fakeAgents{w: w}, Clock: w.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Feed: w, Recent: w, Transcript: w, Conversations: convs,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: convs, Workspaces: &fakeWorkspaces{w: w}, Agents: &fakeAgents{w: w}, Clock: w.clock, Log: log}),
+		Clock:     w.clock, Log: log,
 	}, Options{KeepAlive: w.keepAlive, PageSize: 3, OutageLimit: 30 * time.Second})
 }
 

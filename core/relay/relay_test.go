@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -54,7 +55,7 @@ func TestParseEventID(t *testing.T) {
 // open opens a stream of the world's conversation as its workspace.
 func open(t *testing.T, w *world, lastEventID string) *Stream {
 	t.Helper()
-	st, err := w.service().Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: lastEventID})
+	st, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: lastEventID})
 	if err != nil {
 		t.Fatalf("Open(%q): %v", lastEventID, err)
 	}
@@ -343,13 +344,13 @@ func TestOpenRefuses(t *testing.T) {
 		want  error
 		field string
 	}{
-		{"another workspace's conversation", w, Request{Workspace: &other, SessionID: w.conv.ID}, domain.ErrNotFound, ""},
-		{"unknown session", w, Request{Workspace: &w.ws, SessionID: domain.NewID(domain.PrefixSession)}, domain.ErrNotFound, ""},
-		{"not a session id", w, Request{SessionID: "../etc"}, domain.ErrNotFound, ""},
-		{"keyless, unpublished agent", unpublished, Request{SessionID: unpublished.conv.ID}, domain.ErrNotFound, ""},
-		{"keyless, half the identity headers", verified, Request{SessionID: verified.conv.ID, IdentityHeader: "x"}, domain.ErrInvalidInput, ""},
-		{"malformed Last-Event-ID", w, Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: "42"}, domain.ErrInvalidInput, "lastEventId"},
-		{"Last-Event-ID of no event here", w, Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: msgID("zz") + ":1"}, domain.ErrInvalidInput, "lastEventId"},
+		{"another workspace's conversation", w, Request{Session: conversation.SessionRef{Workspace: &other, ID: w.conv.ID}}, domain.ErrNotFound, ""},
+		{"unknown session", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
+		{"not a session id", w, Request{Session: conversation.SessionRef{ID: "../etc"}}, domain.ErrNotFound, ""},
+		{"keyless, unpublished agent", unpublished, Request{Session: conversation.SessionRef{ID: unpublished.conv.ID}}, domain.ErrNotFound, ""},
+		{"keyless, half the identity headers", verified, Request{Session: conversation.SessionRef{ID: verified.conv.ID, IdentityHeader: "x"}}, domain.ErrInvalidInput, ""},
+		{"malformed Last-Event-ID", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: "42"}, domain.ErrInvalidInput, "lastEventId"},
+		{"Last-Event-ID of no event here", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: msgID("zz") + ":1"}, domain.ErrInvalidInput, "lastEventId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,7 +368,7 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 	t.Run("keyless, published agent", func(t *testing.T) {
-		st, err := w.service().Open(context.Background(), Request{SessionID: w.conv.ID})
+		st, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{ID: w.conv.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +380,7 @@ func TestOpenRefuses(t *testing.T) {
 	t.Run("feed unavailable", func(t *testing.T) {
 		w.subErr = domain.Unavailable("redis", errors.New("down"))
 		defer func() { w.subErr = nil }()
-		if _, err := w.service().Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID}); !errors.Is(err, domain.ErrUnavailable) {
+		if _, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}}); !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -443,7 +444,7 @@ func TestKeepAlive(t *testing.T) {
 	w := newWorld(t)
 	svc := w.service()
 	svc.opts.KeepAlive = 10 * time.Millisecond
-	st, err := svc.Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID})
+	st, err := svc.Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,12 +144,12 @@ func TestRate(t *testing.T) {
 		{name: "unpublished agent", req: Request{Session: conversation.SessionRef{ID: ids.draftSession}, MessageID: ids.answer, Rating: "up"}, wantErr: domain.ErrNotFound},
 		{name: "another verified user", req: Request{
 			Session:   conversation.SessionRef{ID: ids.verified, IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity(ids.ws.WebhookSecret, otherUser)},
-			MessageID: ids.otherAnswer,
-			Rating:    "up"}, wantErr: domain.ErrNotFound},
+			MessageID: ids.otherAnswer, Rating: "up",
+		}, wantErr: domain.ErrNotFound},
 		{name: "bad signature", req: Request{
 			Session:   conversation.SessionRef{ID: ids.verified, IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity("whsec_x", otherUser)},
-			MessageID: ids.otherAnswer,
-			Rating:    "up"}, wantErr: domain.ErrUnauthorized},
+			MessageID: ids.otherAnswer, Rating: "up",
+		}, wantErr: domain.ErrUnauthorized},
 		{name: "bad rating", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.answer, Rating: "meh"}, wantErr: domain.ErrInvalidInput},
 	}
 	for _, tt := range tests {

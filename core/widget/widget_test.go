@@ -147,13 +147,15 @@ func TestStartSession(t *testing.T) {
 		{name: "by id", req: SessionRequest{Address: ags["std"].ID}, wantAgent: "std"},
 		{name: "verified user", req: SessionRequest{
 			Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity(wss["ws_std"].WebhookSecret, identity)},
-			Address: "std"}, wantAgent: "std", wantUser: "u_1"},
+			Address: "std",
+		}, wantAgent: "std", wantUser: "u_1"},
 		{name: "bad signature", req: SessionRequest{Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity("whsec_other", identity)}, Address: "std"},
 			wantErr: domain.ErrUnauthorized},
 		{name: "identity without signature", req: SessionRequest{Session: conversation.SessionRef{IdentityHeader: identity}, Address: "std"}, wantErr: domain.ErrInvalidInput},
 		{name: "identity on a plan without it", req: SessionRequest{
 			Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity(wss["ws_free"].WebhookSecret, identity)},
-			Address: "free"}, wantErr: domain.ErrForbidden},
+			Address: "free",
+		}, wantErr: domain.ErrForbidden},
 		{name: "unpublished", req: SessionRequest{Address: "draft"}, wantErr: domain.ErrNotFound},
 	}
 	for _, tt := range tests {

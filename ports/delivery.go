@@ -125,3 +125,14 @@ type IntegrationStore interface {
 	// workspace does not exist.
 	UpdateIntegrations(ctx context.Context, workspaceID string, p IntegrationsPatch, at time.Time) (domain.Workspace, error)
 }
+
+// DeliveryQueue schedules outbox rows for delivery by the workers.
+type DeliveryQueue interface {
+	// EnqueueDelivery schedules an attempt of a stored delivery now, even
+	// while the queue still holds an earlier task for it (one a killed
+	// worker left active, say). Enqueueing the same delivery twice is
+	// harmless: the worker claims the row first. Returns an error wrapping
+	// domain.ErrUnavailable if the queue cannot be reached; the row stays
+	// PENDING and the sweeper retries it.
+	EnqueueDelivery(ctx context.Context, d domain.Delivery) error
+}

@@ -153,23 +153,23 @@ type ConversationStore interface {
 	// conversation does not belong to their workspace. Messages with an
 	// InboundEventID go through AppendMessage.
 	AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error)
-	// ChangeStatus applies a StatusChange atomically: the conversation moves
+	// ChangeStatus applies a domain.StatusChange atomically: the conversation moves
 	// to change.To if its status is one of the allowed ones, the contact (if
 	// any) is stored, the notice appended (counted and dated like any message,
 	// without replacing the last message's preview) and the deliveries
 	// written. When the status is not one of them nothing is written and the
 	// conversation is returned as it is, with changed false. Returns
 	// domain.ErrNotFound unless the conversation belongs to the workspace.
-	ChangeStatus(ctx context.Context, change StatusChange) (conv domain.Conversation, changed bool, err error)
+	ChangeStatus(ctx context.Context, change domain.StatusChange) (conv domain.Conversation, changed bool, err error)
 	// RecentMessages returns up to limit of the conversation's latest messages,
 	// oldest first, for the model's context.
 	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
 	// HandoffTranscript returns up to limit of the conversation's latest
 	// messages, oldest first, and how many messages the conversation had
-	// when they were read (one snapshot), for a StatusChange's MessageCount.
+	// when they were read (one snapshot), for a domain.StatusChange's MessageCount.
 	// Returns domain.ErrNotFound unless the conversation belongs to the
 	// workspace.
-	HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (HandoffTranscript, error)
+	HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error)
 	// ListMessages returns a page of a conversation's messages, oldest first.
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
@@ -201,43 +201,13 @@ type JobQueue interface {
 	EnqueueInboundEvent(ctx context.Context, eventID string) error
 }
 
-// Session event types, as the live streams name them.
-const (
-	EventToken   = "token"
-	EventDone    = "done"
-	EventError   = "error"
-	EventMessage = "message"
-	EventStatus  = "status"
-)
-
-// SessionEvent is something that happened in a conversation, published to the
-// session's live channel.
-type SessionEvent struct {
-	Type      string
-	SessionID string
-	// MessageID and Seq identify the event within an answer (SSE id
-	// "<messageId>:<seq>"): Seq counts from 1 for each answer's events.
-	MessageID string
-	Seq       int
-	// Content is a token's text.
-	Content string
-	// Message is a whole message (type message).
-	Message *domain.Message
-	// Answer is the finished answer (type done).
-	Answer *domain.Answer
-	Status domain.ConversationStatus
-	// ErrorCode and ErrorMessage describe a terminal error (type error).
-	ErrorCode    string
-	ErrorMessage string
-}
-
 // EventBus publishes session events to every pod.
 type EventBus interface {
 	// Publish sends events, in order, to subscribers of their sessions'
 	// channels; several events go in one round trip. Returns an error wrapping
 	// domain.ErrUnavailable if the bus cannot be reached (some of the events
 	// may have been published).
-	Publish(ctx context.Context, events ...SessionEvent) error
+	Publish(ctx context.Context, events ...domain.SessionEvent) error
 }
 
 // RateLimit is the outcome of one rate-limit check.

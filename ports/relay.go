@@ -3,49 +3,9 @@ package ports
 import (
 	"context"
 	"errors"
-	"strconv"
-	"sync/atomic"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
-
-// EventID is the event's SSE id, "<MessageID>:<Seq>", with which a client
-// resumes (Last-Event-ID) and by which the recent log finds it; "" for an
-// event without a message id.
-func (ev SessionEvent) EventID() string {
-	if ev.MessageID == "" {
-		return ""
-	}
-	return ev.MessageID + ":" + strconv.Itoa(ev.Seq)
-}
-
-// LiveEvent is a session event as the live relay carries it: shared,
-// read-only, by every local follower of the session.
-type LiveEvent struct {
-	SessionEvent
-	// LogID is the event's entry in the session's recent log (EventLog);
-	// "" for an event rebuilt from stored messages.
-	LogID string
-	// Gap marks not an event but a hole before this point in a
-	// subscription: the feed lost its connection, or the follower fell
-	// behind, and events published meanwhile were not delivered. The
-	// follower catches up from the log.
-	Gap bool
-
-	frame atomic.Pointer[[]byte]
-}
-
-// Frame returns the event rendered by render, rendering it once however
-// many followers of the session write it (render must depend on the event
-// alone).
-func (e *LiveEvent) Frame(render func(*LiveEvent) []byte) []byte {
-	if f := e.frame.Load(); f != nil {
-		return *f
-	}
-	f := render(e)
-	e.frame.Store(&f)
-	return f
-}
 
 // ErrFeedClosed ends every subscription when the feed shuts down (the
 // server is stopping). The client resumes on another pod.
@@ -55,7 +15,7 @@ var ErrFeedClosed = errors.New("the live feed is shutting down")
 type Subscription interface {
 	// Events delivers the session's events in publish order, and Gap
 	// markers. It is never closed: watch Done.
-	Events() <-chan *LiveEvent
+	Events() <-chan *domain.LiveEvent
 	// Done is closed when the subscription ends: Close, the feed shutting
 	// down (ErrFeedClosed) or losing Redis for longer than it waits (Err
 	// wraps domain.ErrUnavailable).
@@ -87,12 +47,12 @@ type EventLog interface {
 	// oldest first, and whether logID is still in the log; when it is not
 	// (trimmed, expired or lost), events is every logged event. Errors as
 	// Tail.
-	Since(ctx context.Context, sessionID, logID string) (events []*LiveEvent, found bool, err error)
+	Since(ctx context.Context, sessionID, logID string) (events []*domain.LiveEvent, found bool, err error)
 	// After returns the events logged after the one whose SSE id
-	// (SessionEvent.EventID) is eventID, oldest first, and that event's
+	// (domain.SessionEvent.EventID) is eventID, oldest first, and that event's
 	// LogID, at; when it is not in the log (trimmed, expired or lost), at is
 	// "" and events is every logged event. Errors as Tail.
-	After(ctx context.Context, sessionID, eventID string) (events []*LiveEvent, at string, err error)
+	After(ctx context.Context, sessionID, eventID string) (events []*domain.LiveEvent, at string, err error)
 }
 
 // Transcript reads a conversation's stored messages, the replay source of

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
+	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/v1"
 	"github.com/conciergehq/concierge/adapters/httpapi/v2"
 	"github.com/conciergehq/concierge/adapters/httpapi/webhook"
@@ -146,7 +147,9 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2.NewHandoffHandlers(s.Handoff, decoder).Register(v2api)
 	v2.NewIntegrationHandlers(s.Deliveries, decoder).Register(v2api)
 	v2.NewDeliveryHandlers(s.Deliveries).Register(v2api)
-	v2.NewEventHandlers(s.Relay).Register(v2api)
+	// One follower for both APIs' live streams: one cache of rendered frames.
+	follower := sse.NewFollower(s.Relay)
+	v2.NewEventHandlers(follower).Register(v2api)
 	v2.NewFeedbackHandlers(s.Feedback).Register(v2api)
 	v1h := v1.NewHandlers(s.Conversations, s.Chat, s.Handoff, decoder, d.Clock)
 	v1h.RegisterKeyed(api.Group("/v1", keyed))
@@ -154,7 +157,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	// One group, so its limiter counts each request once.
 	session := api.Group("/chat", limitPerIP(rl, "ip", lim.PublicPerMinute))
 	v1h.RegisterSession(session)
-	v1.NewEventHandlers(s.Relay).RegisterSession(session)
+	v1.NewEventHandlers(follower).RegisterSession(session)
 	v1.NewFeedbackHandlers(s.Feedback, decoder).RegisterSession(session)
 	// The widget opens its sessions here: no key, no plan, its own per-IP
 	// limit (a session is a conversation row; messages are limited above).

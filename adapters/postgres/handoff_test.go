@@ -12,7 +12,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // outboxRow is what these tests read back of the outbox.
@@ -43,10 +42,10 @@ func outboxIDs(rows []outboxRow) []string {
 	return out
 }
 
-func statusChange(conv domain.Conversation, to domain.ConversationStatus, at time.Time, deliveries ...domain.Delivery) ports.StatusChange {
+func statusChange(conv domain.Conversation, to domain.ConversationStatus, at time.Time, deliveries ...domain.Delivery) domain.StatusChange {
 	next := conv
 	next.Status = to
-	return ports.StatusChange{
+	return domain.StatusChange{
 		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: to,
 		Notice: domain.NewStatusNotice(next, to, "", at), Deliveries: deliveries,
 	}

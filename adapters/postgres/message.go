@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 type messageRow struct {
@@ -229,8 +228,8 @@ func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID 
 
 // HandoffTranscript reads the conversation's message count and its latest
 // messages in one REPEATABLE READ snapshot, so they describe the same moment.
-func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
-	var out ports.HandoffTranscript
+func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error) {
+	var out domain.HandoffTranscript
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var conv conversationRow
 		if err := tx.Select("message_count").Where("workspace_id = ? AND id = ?", workspaceID, conversationID).Take(&conv).Error; err != nil {
@@ -253,7 +252,7 @@ func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversation
 		return nil
 	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
-		return ports.HandoffTranscript{}, notFoundOr(err, "conversation", "handoff transcript")
+		return domain.HandoffTranscript{}, notFoundOr(err, "conversation", "handoff transcript")
 	}
 	return out, nil
 }

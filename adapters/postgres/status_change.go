@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // ChangeStatus moves the conversation and appends its notice in one
@@ -18,7 +17,7 @@ import (
 // as activity (the conversation moves up the list) but keeps the last
 // message's preview, which shows what someone said; the motivating message
 // becomes the preview.
-func (s *Store) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (domain.Conversation, bool, error) {
 	from := change.From
 	if len(from) == 0 {
 		from = domain.StatusesFrom(change.To)

@@ -112,7 +112,7 @@ return id
 // that is not one of the ports.Event* types, lacks its payload (a done event
 // without Answer, a message event without Message) or whose payload belongs
 // to another session.
-func (b *EventBus) Publish(ctx context.Context, events ...ports.SessionEvent) error {
+func (b *EventBus) Publish(ctx context.Context, events ...domain.SessionEvent) error {
 	payloads := make([][]byte, len(events))
 	for i, ev := range events {
 		w, err := toWire(ev)
@@ -211,7 +211,7 @@ type wireError struct {
 	Message string `json:"message"`
 }
 
-func toWire(ev ports.SessionEvent) (wireEvent, error) {
+func toWire(ev domain.SessionEvent) (wireEvent, error) {
 	if ev.SessionID == "" {
 		return wireEvent{}, errors.New("event bus: event has no session id")
 	}
@@ -223,10 +223,10 @@ func toWire(ev ports.SessionEvent) (wireEvent, error) {
 		Seq:       ev.Seq,
 	}
 	switch ev.Type {
-	case ports.EventToken:
+	case domain.EventToken:
 		content := ev.Content
 		w.Content = &content
-	case ports.EventDone:
+	case domain.EventDone:
 		a := ev.Answer
 		if a == nil {
 			return wireEvent{}, errors.New("event bus: done event has no answer")
@@ -245,9 +245,9 @@ func toWire(ev ports.SessionEvent) (wireEvent, error) {
 			FallbackReason: optional(string(a.FallbackReason)),
 			OfferHandoff:   a.OfferHandoff,
 		}
-	case ports.EventError:
+	case domain.EventError:
 		w.Error = &wireError{Code: ev.ErrorCode, Message: ev.ErrorMessage}
-	case ports.EventMessage:
+	case domain.EventMessage:
 		m := ev.Message
 		if m == nil {
 			return wireEvent{}, errors.New("event bus: message event has no message")
@@ -266,7 +266,7 @@ func toWire(ev ports.SessionEvent) (wireEvent, error) {
 			CreatedAt:  m.CreatedAt.UTC().Format(timeLayout),
 			AuthorName: m.AuthorName,
 		}
-	case ports.EventStatus:
+	case domain.EventStatus:
 		status := string(ev.Status)
 		w.Status = &status
 	default:
@@ -302,21 +302,21 @@ func optional(s string) *string {
 // fromWire is toWire's inverse, for the events a follower relays: what the
 // envelope carries, in domain types (a done's reply is the ASSISTANT message
 // of the session with the answer's id, content and citations).
-func fromWire(w *wireEvent) (ports.SessionEvent, error) {
+func fromWire(w *wireEvent) (domain.SessionEvent, error) {
 	if w.V != wireVersion {
-		return ports.SessionEvent{}, fmt.Errorf("event bus: envelope version %d, want %d", w.V, wireVersion)
+		return domain.SessionEvent{}, fmt.Errorf("event bus: envelope version %d, want %d", w.V, wireVersion)
 	}
 	if w.SessionID == "" {
-		return ports.SessionEvent{}, errors.New("event bus: envelope without a session id")
+		return domain.SessionEvent{}, errors.New("event bus: envelope without a session id")
 	}
-	ev := ports.SessionEvent{Type: w.Type, SessionID: w.SessionID, MessageID: w.MessageID, Seq: w.Seq}
+	ev := domain.SessionEvent{Type: w.Type, SessionID: w.SessionID, MessageID: w.MessageID, Seq: w.Seq}
 	switch w.Type {
-	case ports.EventToken:
+	case domain.EventToken:
 		if w.Content == nil {
 			return ev, errors.New("event bus: token without content")
 		}
 		ev.Content = *w.Content
-	case ports.EventDone:
+	case domain.EventDone:
 		a := w.Answer
 		if a == nil {
 			return ev, errors.New("event bus: done without an answer")
@@ -332,12 +332,12 @@ func fromWire(w *wireEvent) (ports.SessionEvent, error) {
 			}
 		}
 		ev.Answer = answer
-	case ports.EventError:
+	case domain.EventError:
 		if w.Error == nil {
 			return ev, errors.New("event bus: error event without its error")
 		}
 		ev.ErrorCode, ev.ErrorMessage = w.Error.Code, w.Error.Message
-	case ports.EventMessage:
+	case domain.EventMessage:
 		m := w.Message
 		if m == nil {
 			return ev, errors.New("event bus: message event without its message")
@@ -350,7 +350,7 @@ func fromWire(w *wireEvent) (ports.SessionEvent, error) {
 			ID: m.ID, ConversationID: w.SessionID, Role: domain.Role(m.Role), Content: m.Content,
 			Citations: fromWireCitations(m.Citations), AuthorName: m.AuthorName, CreatedAt: created,
 		}
-	case ports.EventStatus:
+	case domain.EventStatus:
 		if w.Status == nil {
 			return ev, errors.New("event bus: status event without its status")
 		}
@@ -378,7 +378,7 @@ func fromWireCitations(cs []wireCitation) []domain.Citation {
 // decodeEvent decodes one envelope into the event followers share. logID
 // is the entry's id when the envelope came from the log; the channel's
 // envelopes carry their own.
-func decodeEvent(payload []byte, logID string) (*ports.LiveEvent, error) {
+func decodeEvent(payload []byte, logID string) (*domain.LiveEvent, error) {
 	var w wireEvent
 	if err := json.Unmarshal(payload, &w); err != nil {
 		return nil, fmt.Errorf("event bus: decode envelope: %w", err)
@@ -390,5 +390,5 @@ func decodeEvent(payload []byte, logID string) (*ports.LiveEvent, error) {
 	if logID == "" {
 		logID = w.LogID
 	}
-	return &ports.LiveEvent{SessionEvent: ev, LogID: logID}, nil
+	return &domain.LiveEvent{SessionEvent: ev, LogID: logID}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // FuzzDecodeEvent feeds decodeEvent what a session channel or log entry may
@@ -16,18 +15,18 @@ import (
 // replayed event is the event that was published).
 func FuzzDecodeEvent(f *testing.F) {
 	created := time.Date(2026, 11, 25, 10, 0, 0, 123_000_000, time.UTC)
-	for _, ev := range []ports.SessionEvent{
-		{Type: ports.EventToken, SessionID: "ses_1", MessageID: "msg_1", Seq: 3, Content: "Héllo "},
-		{Type: ports.EventDone, SessionID: "ses_1", MessageID: "msg_1", Seq: 4, Answer: &domain.Answer{
+	for _, ev := range []domain.SessionEvent{
+		{Type: domain.EventToken, SessionID: "ses_1", MessageID: "msg_1", Seq: 3, Content: "Héllo "},
+		{Type: domain.EventDone, SessionID: "ses_1", MessageID: "msg_1", Seq: 4, Answer: &domain.Answer{
 			Reply:      domain.Message{ID: "msg_1", Content: "Héllo", Citations: []domain.Citation{{DocumentName: "FAQ", SourceID: "src_1", SourceType: domain.SourceText, Snippet: "s", Score: 0.5}}},
 			IsFallback: true, FallbackReason: domain.FallbackNoKnowledge, OfferHandoff: true,
 		}},
-		{Type: ports.EventDone, SessionID: "ses_1", MessageID: "msg_q", Seq: 2, Answer: &domain.Answer{}},
-		{Type: ports.EventError, SessionID: "ses_1", MessageID: "msg_1", Seq: 5, ErrorCode: "UNAVAILABLE", ErrorMessage: "retry"},
-		{Type: ports.EventMessage, SessionID: "ses_1", MessageID: "msg_h", Seq: 1, Message: &domain.Message{
+		{Type: domain.EventDone, SessionID: "ses_1", MessageID: "msg_q", Seq: 2, Answer: &domain.Answer{}},
+		{Type: domain.EventError, SessionID: "ses_1", MessageID: "msg_1", Seq: 5, ErrorCode: "UNAVAILABLE", ErrorMessage: "retry"},
+		{Type: domain.EventMessage, SessionID: "ses_1", MessageID: "msg_h", Seq: 1, Message: &domain.Message{
 			ID: "msg_h", Role: domain.RoleHuman, Content: "Ana here", AuthorName: "Ana", CreatedAt: created,
 		}},
-		{Type: ports.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman},
+		{Type: domain.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman},
 	} {
 		w, err := toWire(ev)
 		if err != nil {
@@ -71,7 +70,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
-func reencode(t *testing.T, ev ports.SessionEvent) []byte {
+func reencode(t *testing.T, ev domain.SessionEvent) []byte {
 	t.Helper()
 	w, err := toWire(ev)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // logIDSuffix is how the channel's envelope ends: the event's log entry.
@@ -63,29 +62,29 @@ func TestEventBusPublishesEveryEventType(t *testing.T) {
 
 	tests := []struct {
 		name string
-		ev   ports.SessionEvent
+		ev   domain.SessionEvent
 		want string
 	}{
 		{
 			name: "token",
-			ev:   ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_t", MessageID: "msg_r", Seq: 3, Content: "Refunds "},
+			ev:   domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_t", MessageID: "msg_r", Seq: 3, Content: "Refunds "},
 			want: `{"v":1,"type":"token","sessionId":"ses_t","messageId":"msg_r","seq":3,"content":"Refunds "}`,
 		},
 		{
 			name: "token of whitespace and markup",
-			ev:   ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_t2", MessageID: "msg_r", Seq: 1, Content: "\n<b>\"x\"</b> "},
+			ev:   domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_t2", MessageID: "msg_r", Seq: 1, Content: "\n<b>\"x\"</b> "},
 			want: `{"v":1,"type":"token","sessionId":"ses_t2","messageId":"msg_r","seq":1,"content":"\n\u003cb\u003e\"x\"\u003c/b\u003e "}`,
 		},
 		{
 			name: "done with citations",
-			ev: ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_d", MessageID: "msg_r", Seq: 9, Answer: &domain.Answer{
+			ev: domain.SessionEvent{Type: domain.EventDone, SessionID: "ses_d", MessageID: "msg_r", Seq: 9, Answer: &domain.Answer{
 				SessionID: "ses_d", UserMessage: user, Reply: reply, Usage: domain.Usage{PromptTokens: 120, CompletionTokens: 7},
 			}},
 			want: `{"v":1,"type":"done","sessionId":"ses_d","messageId":"msg_r","seq":9,"answer":{"sessionId":"ses_d","messageId":"msg_r","message":"Refunds take 5 days.","citations":[{"documentName":"Refunds","sourceId":"src_1","sourceType":"text","snippet":"5 days","score":0.5},{"documentName":"FAQ","sourceId":"src_2","sourceType":"qa","url":"https://example.com/faq","snippet":"refunds","score":1.25}],"isFallback":false,"fallbackReason":null,"offerHandoff":false}}`,
 		},
 		{
 			name: "fallback done offering handoff",
-			ev: ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_f", MessageID: "msg_f", Seq: 4, Answer: &domain.Answer{
+			ev: domain.SessionEvent{Type: domain.EventDone, SessionID: "ses_f", MessageID: "msg_f", Seq: 4, Answer: &domain.Answer{
 				SessionID: "ses_f", Reply: domain.Message{ID: "msg_f", ConversationID: "ses_f", Role: domain.RoleAssistant, Content: "Sorry, I don't know."},
 				IsFallback: true, FallbackReason: domain.FallbackNoKnowledge, OfferHandoff: true,
 			}},
@@ -94,32 +93,32 @@ func TestEventBusPublishesEveryEventType(t *testing.T) {
 		{
 			// A person owns the conversation: no reply, so no message id anywhere.
 			name: "done without a reply",
-			ev: ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_h", Answer: &domain.Answer{
+			ev: domain.SessionEvent{Type: domain.EventDone, SessionID: "ses_h", Answer: &domain.Answer{
 				SessionID: "ses_h", UserMessage: user, FallbackReason: domain.FallbackHumanActive,
 			}},
 			want: `{"v":1,"type":"done","sessionId":"ses_h","answer":{"sessionId":"ses_h","messageId":null,"message":"","citations":[],"isFallback":false,"fallbackReason":"HUMAN_ACTIVE","offerHandoff":false}}`,
 		},
 		{
 			name: "error",
-			ev: ports.SessionEvent{Type: ports.EventError, SessionID: "ses_e", MessageID: "msg_e", Seq: 12,
+			ev: domain.SessionEvent{Type: domain.EventError, SessionID: "ses_e", MessageID: "msg_e", Seq: 12,
 				ErrorCode: "UNAVAILABLE", ErrorMessage: "the answer could not be stored; retry later"},
 			want: `{"v":1,"type":"error","sessionId":"ses_e","messageId":"msg_e","seq":12,"error":{"code":"UNAVAILABLE","message":"the answer could not be stored; retry later"}}`,
 		},
 		{
 			name: "user message of a chat turn",
-			ev:   ports.SessionEvent{Type: ports.EventMessage, SessionID: "ses_d", MessageID: "msg_u", Seq: 1, Message: &user},
+			ev:   domain.SessionEvent{Type: domain.EventMessage, SessionID: "ses_d", MessageID: "msg_u", Seq: 1, Message: &user},
 			want: `{"v":1,"type":"message","sessionId":"ses_d","messageId":"msg_u","seq":1,"message":{"id":"msg_u","role":"USER","content":"refund?","citations":[],"createdAt":"2026-11-21T10:00:00.123Z"}}`,
 		},
 		{
 			name: "human reply",
-			ev: ports.SessionEvent{Type: ports.EventMessage, SessionID: "ses_m", Message: &domain.Message{
+			ev: domain.SessionEvent{Type: domain.EventMessage, SessionID: "ses_m", Message: &domain.Message{
 				ID: "msg_h", ConversationID: "ses_m", Role: domain.RoleHuman, Content: "Hi, Ana here.", CreatedAt: created,
 			}},
 			want: `{"v":1,"type":"message","sessionId":"ses_m","message":{"id":"msg_h","role":"HUMAN","content":"Hi, Ana here.","citations":[],"createdAt":"2026-11-21T10:00:00.123Z"}}`,
 		},
 		{
 			name: "status",
-			ev:   ports.SessionEvent{Type: ports.EventStatus, SessionID: "ses_s", Status: domain.StatusHandoffRequested},
+			ev:   domain.SessionEvent{Type: domain.EventStatus, SessionID: "ses_s", Status: domain.StatusHandoffRequested},
 			want: `{"v":1,"type":"status","sessionId":"ses_s","status":"HANDOFF_REQUESTED"}`,
 		},
 	}
@@ -142,8 +141,8 @@ func TestEventBusPublishesEveryEventType(t *testing.T) {
 				t.Fatalf("payload is not a JSON object: %v", err)
 			}
 			payloadKey := map[string]string{
-				ports.EventToken: "content", ports.EventDone: "answer", ports.EventError: "error",
-				ports.EventMessage: "message", ports.EventStatus: "status",
+				domain.EventToken: "content", domain.EventDone: "answer", domain.EventError: "error",
+				domain.EventMessage: "message", domain.EventStatus: "status",
 			}
 			for typ, key := range payloadKey {
 				if _, ok := env[key]; ok != (typ == tt.ev.Type) {
@@ -176,11 +175,11 @@ func testAnswerStreamInOrder(t *testing.T, batched bool) {
 	sub := subscribe(t, connect(t, url), "ses_stream")
 
 	tokens := []string{"Three ", "to ", "five ", "days."}
-	var events []ports.SessionEvent
+	var events []domain.SessionEvent
 	for i, tok := range tokens {
-		events = append(events, ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_stream", MessageID: "msg_a", Seq: i + 1, Content: tok})
+		events = append(events, domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_stream", MessageID: "msg_a", Seq: i + 1, Content: tok})
 	}
-	events = append(events, ports.SessionEvent{Type: ports.EventDone, SessionID: "ses_stream", MessageID: "msg_a", Seq: len(tokens) + 1, Answer: &domain.Answer{
+	events = append(events, domain.SessionEvent{Type: domain.EventDone, SessionID: "ses_stream", MessageID: "msg_a", Seq: len(tokens) + 1, Answer: &domain.Answer{
 		SessionID: "ses_stream", Reply: domain.Message{ID: "msg_a", ConversationID: "ses_stream", Content: "Three to five days."},
 	}})
 	if batched {
@@ -215,9 +214,9 @@ func testAnswerStreamInOrder(t *testing.T, batched bool) {
 			t.Errorf("event %d: %+v, want v 1, messageId msg_a, seq %d", i, env, i+1)
 		}
 		switch {
-		case i < len(tokens) && env.Type == ports.EventToken:
+		case i < len(tokens) && env.Type == domain.EventToken:
 			streamed += env.Content
-		case i == len(tokens) && env.Type == ports.EventDone:
+		case i == len(tokens) && env.Type == domain.EventDone:
 			if env.Answer.Message != streamed {
 				t.Errorf("done.message = %q, tokens = %q", env.Answer.Message, streamed)
 			}
@@ -234,20 +233,20 @@ func TestEventBusRefusesMalformedEvents(t *testing.T) {
 	bus := redisadapter.NewEventBus(connect(t, url))
 	sub := subscribe(t, connect(t, url), "ses_x")
 
-	for name, ev := range map[string]ports.SessionEvent{
+	for name, ev := range map[string]domain.SessionEvent{
 		"unknown type":               {Type: "typing", SessionID: "ses_x"},
 		"empty type":                 {SessionID: "ses_x", Content: "hi"},
-		"done without answer":        {Type: ports.EventDone, SessionID: "ses_x", MessageID: "msg_1", Seq: 2},
-		"message without message":    {Type: ports.EventMessage, SessionID: "ses_x"},
-		"answer of another session":  {Type: ports.EventDone, SessionID: "ses_x", Answer: &domain.Answer{SessionID: "ses_other"}},
-		"message of another session": {Type: ports.EventMessage, SessionID: "ses_x", Message: &domain.Message{ID: "msg_1", ConversationID: "ses_other"}},
+		"done without answer":        {Type: domain.EventDone, SessionID: "ses_x", MessageID: "msg_1", Seq: 2},
+		"message without message":    {Type: domain.EventMessage, SessionID: "ses_x"},
+		"answer of another session":  {Type: domain.EventDone, SessionID: "ses_x", Answer: &domain.Answer{SessionID: "ses_other"}},
+		"message of another session": {Type: domain.EventMessage, SessionID: "ses_x", Message: &domain.Message{ID: "msg_1", ConversationID: "ses_other"}},
 	} {
 		if err := bus.Publish(t.Context(), ev); err == nil {
 			t.Errorf("%s: Publish succeeded", name)
 		}
 	}
 	// A valid event published afterwards is the first thing the subscriber sees.
-	if err := bus.Publish(t.Context(), ports.SessionEvent{Type: ports.EventStatus, SessionID: "ses_x", Status: domain.StatusAI}); err != nil {
+	if err := bus.Publish(t.Context(), domain.SessionEvent{Type: domain.EventStatus, SessionID: "ses_x", Status: domain.StatusAI}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := withoutLogID(t, receive(t, sub).Payload), `{"v":1,"type":"status","sessionId":"ses_x","status":"AI"}`; got != want {

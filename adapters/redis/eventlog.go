@@ -45,7 +45,7 @@ func (l *EventLog) Tail(ctx context.Context, sessionID string) (string, error) {
 // Since returns the events logged after logID, oldest first, and whether
 // logID is still in the log; when it is not, every logged event. Errors as
 // Tail.
-func (l *EventLog) Since(ctx context.Context, sessionID, logID string) ([]*ports.LiveEvent, bool, error) {
+func (l *EventLog) Since(ctx context.Context, sessionID, logID string) ([]*domain.LiveEvent, bool, error) {
 	key := LogKeyFor(sessionID)
 	if logID != "" {
 		// Inclusive, so the first entry says whether logID is still there.
@@ -71,7 +71,7 @@ func (l *EventLog) Since(ctx context.Context, sessionID, logID string) ([]*ports
 // and every logged event. The log is read backwards from its newest entry,
 // a page at a time, since a resuming client is usually close behind.
 // Errors as Tail.
-func (l *EventLog) After(ctx context.Context, sessionID, eventID string) ([]*ports.LiveEvent, string, error) {
+func (l *EventLog) After(ctx context.Context, sessionID, eventID string) ([]*domain.LiveEvent, string, error) {
 	key := LogKeyFor(sessionID)
 	var newer []goredis.XMessage // newest first
 	end := "+"
@@ -104,8 +104,8 @@ func (l *EventLog) After(ctx context.Context, sessionID, eventID string) ([]*por
 
 // decodeEntries decodes log entries into events. An entry that does not
 // decode is an error: skipping it would hide a hole in what a client sees.
-func decodeEntries(entries []goredis.XMessage) ([]*ports.LiveEvent, error) {
-	events := make([]*ports.LiveEvent, 0, len(entries))
+func decodeEntries(entries []goredis.XMessage) ([]*domain.LiveEvent, error) {
+	events := make([]*domain.LiveEvent, 0, len(entries))
 	for _, e := range entries {
 		payload, _ := e.Values["e"].(string)
 		ev, err := decodeEvent([]byte(payload), e.ID)

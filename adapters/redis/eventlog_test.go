@@ -10,27 +10,26 @@ import (
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // sessionEvents is every kind of event a live stream carries, as a
 // follower decodes them: domain types holding only what the wire carries.
-func sessionEvents(session string) []ports.SessionEvent {
+func sessionEvents(session string) []domain.SessionEvent {
 	created := time.Date(2026, 11, 21, 10, 0, 0, 123_000_000, time.UTC)
 	cites := []domain.Citation{{DocumentName: "Refunds", SourceID: "src_1", SourceType: domain.SourceText, URL: "https://example.com/r", Snippet: "5 days", Score: 0.5}}
 	user := domain.Message{ID: "msg_u", ConversationID: session, Role: domain.RoleUser, Content: "refund?", CreatedAt: created}
 	human := domain.Message{ID: "msg_h", ConversationID: session, Role: domain.RoleHuman, Content: "Ana here", AuthorName: "Ana", CreatedAt: created}
-	return []ports.SessionEvent{
-		{Type: ports.EventMessage, SessionID: session, MessageID: "msg_u", Seq: 1, Message: &user},
-		{Type: ports.EventToken, SessionID: session, MessageID: "msg_r", Seq: 1, Content: "Five "},
-		{Type: ports.EventToken, SessionID: session, MessageID: "msg_r", Seq: 2, Content: "days."},
-		{Type: ports.EventDone, SessionID: session, MessageID: "msg_r", Seq: 3, Answer: &domain.Answer{
+	return []domain.SessionEvent{
+		{Type: domain.EventMessage, SessionID: session, MessageID: "msg_u", Seq: 1, Message: &user},
+		{Type: domain.EventToken, SessionID: session, MessageID: "msg_r", Seq: 1, Content: "Five "},
+		{Type: domain.EventToken, SessionID: session, MessageID: "msg_r", Seq: 2, Content: "days."},
+		{Type: domain.EventDone, SessionID: session, MessageID: "msg_r", Seq: 3, Answer: &domain.Answer{
 			SessionID: session, IsFallback: true, FallbackReason: domain.FallbackNoKnowledge, OfferHandoff: true,
 			Reply: domain.Message{ID: "msg_r", ConversationID: session, Role: domain.RoleAssistant, Content: "Five days.", Citations: cites},
 		}},
-		{Type: ports.EventStatus, SessionID: session, MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman},
-		{Type: ports.EventMessage, SessionID: session, MessageID: "msg_h", Seq: 1, Message: &human},
-		{Type: ports.EventError, SessionID: session, MessageID: "msg_e", Seq: 4, ErrorCode: "UNAVAILABLE", ErrorMessage: "retry later"},
+		{Type: domain.EventStatus, SessionID: session, MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman},
+		{Type: domain.EventMessage, SessionID: session, MessageID: "msg_h", Seq: 1, Message: &human},
+		{Type: domain.EventError, SessionID: session, MessageID: "msg_e", Seq: 4, ErrorCode: "UNAVAILABLE", ErrorMessage: "retry later"},
 	}
 }
 
@@ -74,10 +73,10 @@ func TestEventLogReadsWhatWasPublished(t *testing.T) {
 
 	// after reads After as the table reads Since: found is whether it
 	// returned an entry id, which must be the event's own.
-	after := func(session, eventID string) func() ([]*ports.LiveEvent, bool, error) {
-		return func() ([]*ports.LiveEvent, bool, error) {
+	after := func(session, eventID string) func() ([]*domain.LiveEvent, bool, error) {
+		return func() ([]*domain.LiveEvent, bool, error) {
 			events, at, err := eventLog.After(t.Context(), session, eventID)
-			if i := slices.IndexFunc(all, func(ev *ports.LiveEvent) bool { return ev.LogID == at }); at != "" && (i < 0 || all[i].EventID() != eventID) {
+			if i := slices.IndexFunc(all, func(ev *domain.LiveEvent) bool { return ev.LogID == at }); at != "" && (i < 0 || all[i].EventID() != eventID) {
 				t.Errorf("After(%s) says the event is entry %s", eventID, at)
 			}
 			return events, at != "", err
@@ -85,15 +84,15 @@ func TestEventLogReadsWhatWasPublished(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		read      func() ([]*ports.LiveEvent, bool, error)
+		read      func() ([]*domain.LiveEvent, bool, error)
 		wantFound bool
 		wantFrom  int // index of the first event returned
 	}{
-		{"since the third", func() ([]*ports.LiveEvent, bool, error) { return eventLog.Since(t.Context(), "ses_log", all[2].LogID) }, true, 3},
-		{"since the last", func() ([]*ports.LiveEvent, bool, error) {
+		{"since the third", func() ([]*domain.LiveEvent, bool, error) { return eventLog.Since(t.Context(), "ses_log", all[2].LogID) }, true, 3},
+		{"since the last", func() ([]*domain.LiveEvent, bool, error) {
 			return eventLog.Since(t.Context(), "ses_log", all[len(all)-1].LogID)
 		}, true, len(all)},
-		{"since an id never logged", func() ([]*ports.LiveEvent, bool, error) { return eventLog.Since(t.Context(), "ses_log", "1-1") }, false, 0},
+		{"since an id never logged", func() ([]*domain.LiveEvent, bool, error) { return eventLog.Since(t.Context(), "ses_log", "1-1") }, false, 0},
 		{"after a token", after("ses_log", "msg_r:1"), true, 2},
 		{"after the user message", after("ses_log", "msg_u:1"), true, 1},
 		{"after a seq never sent", after("ses_log", "msg_r:9"), false, 0},
@@ -134,9 +133,9 @@ func TestEventLogRetention(t *testing.T) {
 	bus := redisadapter.NewEventBus(client).WithRetention(redisadapter.LogRetention{MaxLen: 1000, TTL: 30 * time.Second})
 	eventLog := redisadapter.NewEventLog(client)
 	const n = 3000
-	batch := make([]ports.SessionEvent, 0, 100)
+	batch := make([]domain.SessionEvent, 0, 100)
 	for i := 1; i <= n; i++ {
-		batch = append(batch, ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_long", MessageID: "msg_long", Seq: i, Content: fmt.Sprint(i, " ")})
+		batch = append(batch, domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_long", MessageID: "msg_long", Seq: i, Content: fmt.Sprint(i, " ")})
 		if len(batch) == cap(batch) {
 			if err := bus.Publish(t.Context(), batch...); err != nil {
 				t.Fatal(err)

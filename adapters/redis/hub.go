@@ -172,7 +172,7 @@ func (h *Hub) Subscribe(ctx context.Context, sessionID string) (ports.Subscripti
 	name := ChannelFor(sessionID)
 	// One slot more than the buffer: it is kept for the Gap of a follower
 	// that fell behind.
-	sub := &hubSub{hub: h, buffer: h.opts.Buffer, events: make(chan *ports.LiveEvent, h.opts.Buffer+1), done: make(chan struct{})}
+	sub := &hubSub{hub: h, buffer: h.opts.Buffer, events: make(chan *domain.LiveEvent, h.opts.Buffer+1), done: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -470,7 +470,7 @@ func (h *Hub) pong(payload string) {
 }
 
 // gapMarker is the one Gap event every follower shares.
-var gapMarker = &ports.LiveEvent{Gap: true}
+var gapMarker = &domain.LiveEvent{Gap: true}
 
 // dispatch decodes a message once and offers it to every follower of its
 // channel. Followers of a channel resubscribed after a lost connection get
@@ -529,7 +529,7 @@ type hubSub struct {
 	hub     *Hub
 	channel *hubChannel
 	// events holds up to buffer events, and one slot more for a Gap.
-	events chan *ports.LiveEvent
+	events chan *domain.LiveEvent
 	buffer int
 	// behind is set while a Gap for falling behind waits in events; only
 	// the reader, the one sender, touches it.
@@ -539,8 +539,8 @@ type hubSub struct {
 	err    error
 }
 
-func (s *hubSub) Events() <-chan *ports.LiveEvent { return s.events }
-func (s *hubSub) Done() <-chan struct{}           { return s.done }
+func (s *hubSub) Events() <-chan *domain.LiveEvent { return s.events }
+func (s *hubSub) Done() <-chan struct{}            { return s.done }
 
 // Err is read after Done is closed, which orders it after the write.
 func (s *hubSub) Err() error {
@@ -569,7 +569,7 @@ func (s *hubSub) end(err error) {
 // Once the Gap is taken (the follower's queue is empty, as nothing was
 // added behind it) events flow again. Only the reader calls send, so
 // nothing else fills the queue between the length check and the send.
-func (s *hubSub) send(ev *ports.LiveEvent) {
+func (s *hubSub) send(ev *domain.LiveEvent) {
 	select {
 	case <-s.done:
 		return

@@ -5,6 +5,7 @@ import (
 
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -14,7 +15,7 @@ import (
 // session, gets an event published after them on the same connection.
 func burst(t *testing.T, bus *redisadapter.EventBus, session string, from, n int, marker ports.Subscription, markerSession string) {
 	t.Helper()
-	batch := make([]ports.SessionEvent, 0, n)
+	batch := make([]domain.SessionEvent, 0, n)
 	for seq := from; seq < from+n; seq++ {
 		batch = append(batch, token(session, seq))
 	}

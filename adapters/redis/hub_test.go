@@ -45,7 +45,7 @@ func subscribeHub(t *testing.T, hub *redisadapter.Hub, session string) ports.Sub
 
 // next returns the subscription's next event, failing after five seconds or
 // if the subscription ends.
-func next(t *testing.T, sub ports.Subscription) *ports.LiveEvent {
+func next(t *testing.T, sub ports.Subscription) *domain.LiveEvent {
 	t.Helper()
 	select {
 	case ev := <-sub.Events():
@@ -58,8 +58,8 @@ func next(t *testing.T, sub ports.Subscription) *ports.LiveEvent {
 	return nil
 }
 
-func token(session string, seq int) ports.SessionEvent {
-	return ports.SessionEvent{Type: ports.EventToken, SessionID: session, MessageID: "msg_a", Seq: seq, Content: fmt.Sprint("t", seq, " ")}
+func token(session string, seq int) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventToken, SessionID: session, MessageID: "msg_a", Seq: seq, Content: fmt.Sprint("t", seq, " ")}
 }
 
 // Subscribe returns only once Redis confirmed: an event published right
@@ -96,7 +96,7 @@ func TestHubFansOutInOrder(t *testing.T) {
 
 	const n = 300
 	for start := 1; start <= n; start += 50 {
-		batch := make([]ports.SessionEvent, 0, 50)
+		batch := make([]domain.SessionEvent, 0, 50)
 		for seq := start; seq < start+50; seq++ {
 			batch = append(batch, token(sess("fan"), seq))
 		}
@@ -104,7 +104,7 @@ func TestHubFansOutInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := make([][]*ports.LiveEvent, len(subs))
+	got := make([][]*domain.LiveEvent, len(subs))
 	for i, sub := range subs {
 		for seq := 1; seq <= n; seq++ {
 			ev := next(t, sub)

@@ -14,7 +14,6 @@ import (
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // connect opens a client on a fresh database through the adapter's Connect.
@@ -236,12 +235,12 @@ func TestEventBusPublish(t *testing.T) {
 
 	tests := []struct {
 		name string
-		ev   ports.SessionEvent
+		ev   domain.SessionEvent
 		want string
 	}{
 		{
 			name: "assistant message with citations",
-			ev: ports.SessionEvent{Type: "message", SessionID: "ses_1", Message: &domain.Message{
+			ev: domain.SessionEvent{Type: "message", SessionID: "ses_1", Message: &domain.Message{
 				ID: "msg_1", WorkspaceID: "ws_secret", ConversationID: "ses_1", Role: domain.RoleAssistant,
 				Content: "Refunds take 5 days.", InboundEventID: "evt_1", TokensIn: 10, TokensOut: 5, CreatedAt: created,
 				Citations: []domain.Citation{{DocumentName: "Refunds", SourceID: "src_1", SourceType: domain.SourceText, Snippet: "5 days", Score: 0.5}},
@@ -250,14 +249,14 @@ func TestEventBusPublish(t *testing.T) {
 		},
 		{
 			name: "user message without citations",
-			ev: ports.SessionEvent{Type: "message", SessionID: "ses_2", Message: &domain.Message{
+			ev: domain.SessionEvent{Type: "message", SessionID: "ses_2", Message: &domain.Message{
 				ID: "msg_2", ConversationID: "ses_2", Role: domain.RoleUser, Content: "hi", CreatedAt: created,
 			}},
 			want: `{"v":1,"type":"message","sessionId":"ses_2","message":{"id":"msg_2","role":"USER","content":"hi","citations":[],"createdAt":"2026-11-21T10:00:00.123Z"}}`,
 		},
 		{
 			name: "status change",
-			ev:   ports.SessionEvent{Type: "status", SessionID: "ses_3", Status: domain.StatusHuman},
+			ev:   domain.SessionEvent{Type: "status", SessionID: "ses_3", Status: domain.StatusHuman},
 			want: `{"v":1,"type":"status","sessionId":"ses_3","status":"HUMAN"}`,
 		},
 	}
@@ -294,7 +293,7 @@ func TestEventBusChannelsAreSeparate(t *testing.T) {
 	sub := subscribe(t, connect(t, url), "ses_mine")
 
 	for i, session := range []string{"ses_other", "ses_mine"} {
-		ev := ports.SessionEvent{Type: "status", SessionID: session, Status: domain.StatusAI}
+		ev := domain.SessionEvent{Type: "status", SessionID: session, Status: domain.StatusAI}
 		if err := bus.Publish(t.Context(), ev); err != nil {
 			t.Fatalf("Publish %d: %v", i, err)
 		}
@@ -315,7 +314,7 @@ func TestEventBusChannelsAreSeparate(t *testing.T) {
 func TestEventBusErrors(t *testing.T) {
 	t.Parallel()
 	bus := redisadapter.NewEventBus(connect(t, redistest.URL(t)))
-	if err := bus.Publish(t.Context(), ports.SessionEvent{Type: "status"}); err == nil {
+	if err := bus.Publish(t.Context(), domain.SessionEvent{Type: "status"}); err == nil {
 		t.Error("Publish without a session id succeeded")
 	}
 
@@ -325,7 +324,7 @@ func TestEventBusErrors(t *testing.T) {
 	}
 	dead := goredis.NewClient(opts)
 	t.Cleanup(func() { _ = dead.Close() })
-	err = redisadapter.NewEventBus(dead).Publish(t.Context(), ports.SessionEvent{Type: "status", SessionID: "ses_x"})
+	err = redisadapter.NewEventBus(dead).Publish(t.Context(), domain.SessionEvent{Type: "status", SessionID: "ses_x"})
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Errorf("dead Redis: err = %v, want ErrUnavailable", err)
 	}

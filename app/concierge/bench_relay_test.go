@@ -20,7 +20,6 @@ import (
 
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 const (
@@ -73,7 +72,7 @@ func BenchmarkRelay(b *testing.B) {
 	seqs := make([]int, relayStreams)
 	publishRelay := func(i int) {
 		seqs[i%relayStreams]++
-		ev := ports.SessionEvent{Type: ports.EventToken, SessionID: sessions[i%relayStreams], MessageID: "msg_bench", Seq: seqs[i%relayStreams],
+		ev := domain.SessionEvent{Type: domain.EventToken, SessionID: sessions[i%relayStreams], MessageID: "msg_bench", Seq: seqs[i%relayStreams],
 			Content: strconv.FormatInt(time.Now().UnixNano(), 10)}
 		if err := bus.Publish(context.Background(), ev); err != nil {
 			b.Fatal(err)

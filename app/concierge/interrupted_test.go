@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // TestInterruptedAnswerEnds: an answer streaming when its API pod dies used
@@ -50,7 +49,7 @@ func TestInterruptedAnswerEnds(t *testing.T) {
 		}
 	}
 	end := evs[len(evs)-1]
-	if end.ID != replyID+":"+strconv.Itoa(ports.InterruptedSeq) || end.Data["code"] != "INTERNAL" || end.Data["message"] != ports.InterruptedMessage {
+	if end.ID != replyID+":"+strconv.Itoa(domain.InterruptedSeq) || end.Data["code"] != "INTERNAL" || end.Data["message"] != domain.InterruptedMessage {
 		t.Fatalf("the answer ended with %s %v", end.ID, end.Data)
 	}
 	if said.Len() == 0 || !strings.HasPrefix(said.String(), first[0].Data["content"].(string)) {

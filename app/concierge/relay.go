@@ -15,7 +15,7 @@ func (s *system) startRelay() *redisadapter.Hub {
 		redisadapter.HubOptions{Buffer: s.cfg.RelayBuffer, OutageLimit: s.cfg.RelayOutageLimit})
 	s.relay = relay.NewService(relay.Deps{
 		Feed: hub, Recent: redisadapter.NewEventLog(s.redis), Transcript: s.store,
-		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Clock: s.clock, Log: s.log,
+		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock, Log: s.log,
 	}, relay.Options{OutageLimit: s.cfg.RelayOutageLimit})
 	return hub
 }

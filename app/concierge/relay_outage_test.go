@@ -18,7 +18,6 @@ import (
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // Live streams through real Redis outages: a private redis-server is killed
@@ -40,7 +39,7 @@ type relayFeeder struct {
 
 	mu     sync.Mutex
 	held   bool
-	queue  []ports.SessionEvent
+	queue  []domain.SessionEvent
 	text   strings.Builder
 	ends   []int
 	stop   chan struct{}
@@ -74,7 +73,7 @@ func (f *relayFeeder) run() {
 		tok := "w" + strconv.Itoa(seq) + " "
 		f.text.WriteString(tok)
 		f.ends = append(f.ends, f.text.Len())
-		f.queue = append(f.queue, ports.SessionEvent{Type: ports.EventToken, SessionID: f.session, MessageID: f.id, Seq: seq, Content: tok})
+		f.queue = append(f.queue, domain.SessionEvent{Type: domain.EventToken, SessionID: f.session, MessageID: f.id, Seq: seq, Content: tok})
 		f.mu.Unlock()
 		f.flush()
 	}
@@ -138,7 +137,7 @@ func (f *relayFeeder) finish() int {
 	if err != nil {
 		f.t.Fatalf("feeder: storing the reply: %v", err)
 	}
-	done := ports.SessionEvent{Type: ports.EventDone, SessionID: f.session, MessageID: f.id, Seq: len(f.ends) + 1,
+	done := domain.SessionEvent{Type: domain.EventDone, SessionID: f.session, MessageID: f.id, Seq: len(f.ends) + 1,
 		Answer: &domain.Answer{SessionID: f.session, Reply: stored}}
 	if err := f.bus.Publish(context.Background(), done); err != nil {
 		f.t.Fatalf("feeder: publishing done: %v", err)
@@ -158,7 +157,7 @@ func storeHumanReply(store *postgres.Store, bus *redisadapter.EventBus, ws, sess
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	_ = bus.Publish(ctx, ports.MessageEvent(stored))
+	_ = bus.Publish(ctx, domain.MessageEvent(stored))
 	return stored.ID, nil
 }
 

@@ -61,6 +61,8 @@ type system struct {
 	widgets       *widget.Service
 	feedback      *feedback.Service
 	chat          *chat.Service
+	// lifecycle is the Conversation aggregate every capability goes through.
+	lifecycle *conversation.Lifecycle
 	// relay serves live streams; set by startRelay in serving processes.
 	relay      *relay.Service
 	changes    *redisadapter.Changes
@@ -114,21 +116,25 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
-	s.conversations = conversation.NewService(s.store, s.store, s.enqueuer, s.clock, log)
-	s.widgets = widget.NewService(widget.Deps{
-		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Conversations: s.store, Deliveries: s.enqueuer,
+	// Every capability finds, opens, appends to, moves and publishes
+	// conversations through this one lifecycle.
+	s.lifecycle = conversation.New(conversation.Deps{
+		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Deliveries: s.enqueuer, Bus: bus,
 		Clock: s.clock, Log: log,
+	})
+	s.conversations = conversation.NewService(s.store, s.store, s.lifecycle)
+	s.widgets = widget.NewService(widget.Deps{
+		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Lifecycle: s.lifecycle, Clock: s.clock,
 	})
 	s.feedback = feedback.NewService(feedback.Deps{
-		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Feedback: s.store, Clock: s.clock,
+		Agents: s.agentCache, Lifecycle: s.lifecycle, Feedback: s.store, Clock: s.clock,
 	})
 	s.inbound = inbound.NewService(inbound.Deps{
-		Workspaces: s.store, Conversations: s.store, Events: s.store, Queue: s.enqueuer, Deliveries: s.enqueuer,
-		Bus: bus, Clock: s.clock, Log: log,
+		Workspaces: s.store, Conversations: s.store, Events: s.store, Queue: s.enqueuer,
+		Lifecycle: s.lifecycle, Clock: s.clock, Log: log,
 	}, cfg.MaxMessageChars)
 	s.handoff = handoff.NewService(handoff.Deps{
-		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Bus: bus, Deliveries: s.enqueuer,
-		Clock: s.clock, Log: log,
+		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	}, cfg.MaxMessageChars)
 	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
 		s.close()
@@ -141,7 +147,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	}
 	s.chat, err = chat.NewService(chat.Deps{
 		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: s.retriever,
-		Models: models, DefaultModel: cfg.LLMProvider, Bus: bus, Deliveries: s.enqueuer,
+		Models: models, DefaultModel: cfg.LLMProvider, Lifecycle: s.lifecycle,
 		Keyed: s.store, Interrupted: s.store, Recent: redisadapter.NewEventLog(rdb), Clock: s.clock, Log: log,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,

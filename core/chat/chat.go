@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -61,10 +62,9 @@ type Deps struct {
 	// Models maps provider names ("local", "openai") to adapters.
 	Models       map[string]ports.LLM
 	DefaultModel string
-	Bus          ports.EventBus
-	// Deliveries schedules the outbox rows written with messages and state
-	// changes (handoffs, outbound events).
-	Deliveries ports.DeliveryQueue
+	// Lifecycle finds sessions, stores questions and state changes with
+	// what reports them, and publishes the answer's events.
+	Lifecycle *conversation.Lifecycle
 	// Keyed finds questions asked before with an Idempotency-Key.
 	Keyed ports.KeyedQuestions
 	// Interrupted and Recent serve CloseInterrupted: the answers whose
@@ -83,8 +83,7 @@ type Service struct {
 	retriever     ports.Retriever
 	models        map[string]ports.LLM
 	defaultModel  string
-	bus           ports.EventBus
-	deliveries    ports.DeliveryQueue
+	lifecycle     *conversation.Lifecycle
 	keyed         ports.KeyedQuestions
 	interrupted   ports.InterruptedAnswers
 	recent        ports.EventLog
@@ -108,7 +107,7 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 	}
 	return &Service{
 		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, retriever: d.Retriever,
-		models: d.Models, defaultModel: d.DefaultModel, bus: d.Bus, deliveries: d.Deliveries,
+		models: d.Models, defaultModel: d.DefaultModel, lifecycle: d.Lifecycle,
 		keyed: d.Keyed, interrupted: d.Interrupted, recent: d.Recent, clock: d.Clock, log: d.Log,
 		limits: limits.withDefaults(), tools: tb,
 	}, nil
@@ -116,18 +115,14 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 
 // Request is one user message.
 type Request struct {
-	// Workspace is the authenticated caller's workspace; nil when the caller
-	// holds only the session id (v1 message, widget).
-	Workspace *domain.Workspace
+	// Session is the conversation asked in and its caller: its ID
+	// continues a conversation ("" starts one, for a caller with a
+	// workspace); the identity headers are verified against the session's
+	// workspace.
+	Session conversation.SessionRef
 	// AgentSlug picks the agent of a new session ("" for the first agent).
 	AgentSlug string
-	// SessionID continues a conversation ("" starts one).
-	SessionID string
 	Message   string
-	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
-	// X-Service-Signature values, verified against the session's workspace.
-	IdentityHeader  string
-	SignatureHeader string
 	// IdempotencyKey, when set, makes the request answer once: a retry with
 	// the same key and request gets the stored answer. It is scoped to the
 	// caller: the workspace's API, or the session for keyless callers.
@@ -137,7 +132,7 @@ type Request struct {
 // Emit receives an answer's events in order, as they happen: the USER
 // message, tokens, then done (or error). It must return quickly; a slow
 // client must not slow generation.
-type Emit func(ports.SessionEvent)
+type Emit func(domain.SessionEvent)
 
 // Pending is a chat turn that passed every check and is ready to run.
 type Pending struct {
@@ -181,7 +176,7 @@ func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.SessionID == ""}
+	p := &Pending{s: s, ws: ws, agent: agent, conv: conv, message: req.Message, fresh: req.Session.ID == ""}
 	if req.IdempotencyKey != "" {
 		p.key, p.hash = scopedKey(req), requestHash(req)
 		if p.answered, err = s.answeredBefore(ctx, p); err != nil {
@@ -195,17 +190,17 @@ func (s *Service) Start(ctx context.Context, req Request) (*Pending, error) {
 // callers with a key, one session for those who hold only its id (a
 // visitor's key must never reach another visitor's answer).
 func scopedKey(req Request) string {
-	if req.Workspace != nil {
+	if req.Session.Workspace != nil {
 		return "api:" + req.IdempotencyKey
 	}
-	return "session:" + req.SessionID + ":" + req.IdempotencyKey
+	return "session:" + req.Session.ID + ":" + req.IdempotencyKey
 }
 
 // requestHash identifies what was asked: the same key with another request
 // is the caller's mistake, not a retry. Streaming or not is left out, so a
 // stream that broke may be retried as a JSON call.
 func requestHash(req Request) string {
-	sum := sha256.Sum256([]byte(req.AgentSlug + "\x00" + req.SessionID + "\x00" + req.Message))
+	sum := sha256.Sum256([]byte(req.AgentSlug + "\x00" + req.Session.ID + "\x00" + req.Message))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -298,7 +293,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 			retrieval = s.retrieveAsync(ctx, &agent, search)
 		}
 	}
-	pub := newPublisher(ctx, s.bus, s.log, emit)
+	pub := newPublisher(ctx, s.lifecycle, emit)
 	defer pub.close()
 	replyID := domain.NewID(domain.PrefixMessage)
 	t := &turn{
@@ -360,7 +355,7 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		switch {
 		case err == nil:
 			t.question, reply, deliveries, stored = msgs[0], msgs[1], delivered, true
-			pub.release(ports.MessageEvent(t.question))
+			pub.release(domain.MessageEvent(t.question))
 		case errors.Is(err, domain.ErrAnswerInProgress):
 			// Another request with the same key stored its turn first:
 			// this one is its retry, and gets that answer (or learns it is
@@ -400,48 +395,43 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 		// conversation meanwhile.
 		deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
 		if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
-			pub.send(ports.SessionEvent{Type: ports.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
+			pub.send(domain.SessionEvent{Type: domain.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
 			return answer, err
 		}
 	}
 	answer.UserMessage, answer.Reply = t.question, reply
-	pub.send(ports.SessionEvent{Type: ports.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
-	ports.EnqueueDeliveries(storeCtx, s.deliveries, s.log, deliveries)
+	pub.send(domain.SessionEvent{Type: domain.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+	s.lifecycle.EnqueueDeliveries(storeCtx, deliveries)
 	return answer, nil
 }
 
 // storeQuestion stores the turn's question on its own, under the
 // conversation's state as the turn last read it (and again as it now is,
-// when that moved: ports.AppendAsDecided; a resolved conversation is
+// when that moved: conversation.Lifecycle.Append; a resolved conversation is
 // reopened with the agent in the same write), and publishes it ahead of
 // anything the answer held back. A new conversation is stored with it. It
 // leaves t.conv as it now is.
 func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
-	var deliveries []domain.Delivery
 	if t.fresh {
-		deliveries = t.deliveries(t.question)
+		deliveries := t.deliveries(t.question)
 		stored, err := s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...)
 		if err != nil {
 			return err
 		}
 		t.question = stored[0]
-		t.out.pub.release(ports.MessageEvent(t.question))
+		t.out.pub.release(domain.MessageEvent(t.question))
+		s.lifecycle.EnqueueDeliveries(ctx, deliveries)
 	} else {
 		// A resolved conversation is reopened with the question, in the
-		// same write.
-		appended, err := ports.AppendAsDecided(ctx, s.conversations, t.ws, t.conv, t.question, s.clock.Now())
+		// same write; the deliveries are scheduled by Append.
+		appended, err := s.lifecycle.Append(ctx, t.ws, *t.conv, t.question)
 		if err != nil {
 			return err
 		}
-		t.question, deliveries = appended.Message, appended.Deliveries
-		events := []ports.SessionEvent{ports.MessageEvent(t.question)}
-		if appended.Notice != nil {
-			events = append(events, ports.MessageEvent(*appended.Notice))
-		}
-		t.out.pub.release(events...)
+		t.question, *t.conv = appended.Message, appended.Conversation
+		t.out.pub.release(appended.Events()...)
 	}
 	t.questionStored, t.fresh = true, false
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
 	return nil
 }
 
@@ -491,8 +481,8 @@ func (s *Service) silent(t *turn, answer domain.Answer, emit Emit) domain.Answer
 
 // silentDone ends the stream of a question nobody will answer here; it
 // takes its id from the question (seq 2: the question's own event is 1).
-func silentDone(answer *domain.Answer) ports.SessionEvent {
-	return ports.SessionEvent{Type: ports.EventDone, SessionID: answer.UserMessage.ConversationID, MessageID: answer.UserMessage.ID, Seq: 2, Answer: answer}
+func silentDone(answer *domain.Answer) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventDone, SessionID: answer.UserMessage.ConversationID, MessageID: answer.UserMessage.ID, Seq: 2, Answer: answer}
 }
 
 // Wait blocks until every answer in progress has finished (stored, or
@@ -519,31 +509,22 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		conv domain.Conversation
 		err  error
 	)
-	if req.SessionID != "" {
-		ws, conv, agent, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
-			ports.SessionRef{Workspace: req.Workspace, SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.clock.Now())
-		if err == nil && req.AgentSlug != "" && req.AgentSlug != conv.AgentSlug {
-			err = domain.InvalidField("agent", "the session belongs to agent "+conv.AgentSlug)
+	if req.Session.ID != "" {
+		found, err := s.lifecycle.Find(ctx, req.Session)
+		if err == nil && req.AgentSlug != "" && req.AgentSlug != found.Conversation.AgentSlug {
+			err = domain.InvalidField("agent", "the session belongs to agent "+found.Conversation.AgentSlug)
 		}
-		return ws, agent, conv, err
+		return found.Workspace, found.Agent, found.Conversation, err
 	}
-	if req.Workspace == nil {
+	if req.Session.Workspace == nil {
 		return ws, domain.Agent{}, conv, domain.InvalidField("sessionId", "is required")
 	}
-	ws = *req.Workspace
-	identity, err := domain.VerifyIdentity(&ws, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+	ws = *req.Session.Workspace
+	identity, err := domain.VerifyIdentity(&ws, req.Session.IdentityHeader, req.Session.SignatureHeader, s.clock.Now())
 	if err != nil {
 		return ws, domain.Agent{}, conv, err
 	}
-	var agent domain.Agent
-	switch {
-	case req.AgentSlug == "":
-		agent, err = s.agents.FirstAgent(ctx, ws.ID)
-	case domain.ValidateSlug(req.AgentSlug) != nil:
-		err = domain.NotFound("agent")
-	default:
-		agent, err = s.agents.GetAgentBySlug(ctx, ws.ID, req.AgentSlug)
-	}
+	agent, err := conversation.AgentBySlug(ctx, s.agents, ws.ID, req.AgentSlug)
 	if err != nil {
 		return ws, agent, conv, err
 	}
@@ -791,21 +772,21 @@ func (st *storedTurn) replay(emit Emit) domain.Answer {
 	if st.reply.ID == "" {
 		answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question, FallbackReason: domain.FallbackHumanActive}
 		if emit != nil {
-			emit(ports.MessageEvent(st.question))
+			emit(domain.MessageEvent(st.question))
 			emit(silentDone(&answer))
 		}
 		return answer
 	}
-	events := ports.StoredEvents(st.reply)
+	events := domain.StoredEvents(st.reply)
 	answer := domain.Answer{SessionID: st.question.ConversationID, UserMessage: st.question}
 	if last := events[len(events)-1]; last.Answer != nil {
 		answer = *last.Answer
 		answer.UserMessage = st.question
 	}
 	if emit != nil {
-		emit(ports.MessageEvent(st.question))
+		emit(domain.MessageEvent(st.question))
 		for _, ev := range events {
-			if ev.Type == ports.EventDone {
+			if ev.Type == domain.EventDone {
 				ev.Answer = &answer
 			}
 			emit(ev)

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -36,7 +37,7 @@ func TestAnswerStreamsInOrder(t *testing.T) {
 				r.retriever.byAgent[r.agent[domain.PlanStandard].ID] = nil
 			}
 			r.local.script(tt.rounds...)
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I get a refund?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +83,7 @@ func TestAnswerStreamsMultiByteFallbackWithoutSplittingRunes(t *testing.T) {
 		t.Run("", func(t *testing.T) {
 			r := newRig(t, Limits{}, func(a *domain.Agent) { a.Config.FallbackMessage = fallback })
 			r.retriever.byAgent[r.agent[domain.PlanStandard].ID] = nil
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Do you sell lampshades?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Do you sell lampshades?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +120,7 @@ func TestAnswerCitations(t *testing.T) {
 				cited = tt.cited[0]
 			}
 			r.local.script(llmRound{deltas: []string{"Thirty days [1]."}, cited: cited})
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +144,7 @@ func TestAnswerCitations(t *testing.T) {
 	t.Run("fields and snippet of a long chunk", func(t *testing.T) {
 		r := newRig(t, Limits{})
 		r.local.script(llmRound{deltas: []string{"3 to 5 days [3]."}, cited: []string{long.ID}})
-		ans, _, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Shipping time?"})
+		ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Shipping time?"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestAnswerCitations(t *testing.T) {
 	t.Run("a fallback keeps no citations", func(t *testing.T) {
 		r := newRig(t, Limits{})
 		r.local.script(llmRound{cited: []string{chunkRefund.ID}, err: domain.Unavailable("llm", errors.New("boom"))})
-		ans, _, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+		ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func TestAnswerModelErrors(t *testing.T) {
 			if tt.retrErr != nil {
 				r.retriever.failOn["Can I get a refund?"] = tt.retrErr
 			}
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I get a refund?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"})
 			if err != nil {
 				t.Fatalf("model failures become a fallback or a partial answer, not an error: %v", err)
 			}
@@ -278,7 +279,7 @@ func TestAnswerModelChoice(t *testing.T) {
 			r := newRig(t, Limits{}, func(a *domain.Agent) { a.Config.Model = tt.model })
 			r.local.script(llmRound{deltas: []string{"local answer"}})
 			r.openai.script(llmRound{deltas: []string{"openai answer"}})
-			ans, _, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I get a refund?"})
+			ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,12 +309,12 @@ func TestAnswerModelRequest(t *testing.T) {
 		llmRound{deltas: []string{"Two years."}},
 	)
 	ws := r.ws[domain.PlanStandard]
-	first, _, err := r.ask(t, Request{Workspace: ws, Message: "Refund window?"})
+	first, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Message: "Refund window?"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, msg := range []string{"Shipping time?", "Warranty?"} {
-		if _, _, err := r.ask(t, Request{Workspace: ws, SessionID: first.SessionID, Message: msg}); err != nil {
+		if _, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: msg}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,7 +359,7 @@ func TestAnswerSurvivesFailingBus(t *testing.T) {
 			r := newRig(t, Limits{})
 			r.bus.failFrom = failFrom
 			r.local.script(llmRound{deltas: words("Refunds are accepted within 30 days of delivery."), cited: []string{chunkRefund.ID}})
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 			if err != nil {
 				t.Fatalf("a bus failure must not fail the answer: %v", err)
 			}
@@ -388,7 +389,7 @@ func TestAnswerNotBlockedByHangingBus(t *testing.T) {
 	)
 	go func() {
 		defer close(done)
-		ans, err = r.svc.Answer(context.Background(), Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}, rec.emit)
+		ans, err = r.svc.Answer(context.Background(), Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"}, rec.emit)
 	}()
 	select {
 	case <-done:
@@ -416,16 +417,16 @@ func TestAnswerReplyStoreFailure(t *testing.T) {
 		return nil
 	}
 	r.local.script(llmRound{deltas: []string{"Thirty ", "days."}})
-	_, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+	_, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("err = %v, want the store's unavailable error", err)
 	}
 	last := events[len(events)-1]
-	if last.Type != ports.EventError || last.ErrorCode != "UNAVAILABLE" || last.Seq != 3 || last.MessageID == "" {
+	if last.Type != domain.EventError || last.ErrorCode != "UNAVAILABLE" || last.Seq != 3 || last.MessageID == "" {
 		t.Errorf("last event %+v, want an error event numbered after the 2 tokens", last)
 	}
 	for _, ev := range events {
-		if ev.Type == ports.EventDone {
+		if ev.Type == domain.EventDone {
 			t.Errorf("done sent for an answer that was not stored: %+v", ev)
 		}
 	}

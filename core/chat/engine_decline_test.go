@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -47,7 +48,7 @@ func TestAnswerModelDeclined(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/streaming=%v", tt.name, streaming), func(t *testing.T) {
 				r := newRig(t, Limits{})
 				r.local.script(tt.rounds...)
-				ans, events, err := r.askAs(t, streaming, Request{Workspace: r.ws[tt.plan], Message: "Can I get a refund to a gift card?"})
+				ans, events, err := r.askAs(t, streaming, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan]}, Message: "Can I get a refund to a gift card?"})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -242,7 +243,7 @@ func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, 
 
 // ChangeStatus applies the change and stores its notice and deliveries
 // together, as the real store's transaction does.
-func (s *memConversations) ChangeStatus(ctx context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *memConversations) ChangeStatus(ctx context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Conversation{}, false, err
 	}
@@ -309,13 +310,13 @@ func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conv
 	return out, nil
 }
 
-func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
+func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error) {
 	msgs, err := s.RecentMessages(ctx, workspaceID, conversationID, limit)
 	if err != nil {
-		return ports.HandoffTranscript{}, err
+		return domain.HandoffTranscript{}, err
 	}
 	c, err := s.GetConversation(ctx, workspaceID, conversationID)
-	return ports.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, err
+	return domain.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, err
 }
 
 // notice returns the stored SYSTEM notice with the id, or nil.
@@ -495,13 +496,13 @@ func cloneRequest(req ports.CompletionRequest) ports.CompletionRequest {
 // the context given to Publish is done.
 type recordingBus struct {
 	mu       sync.Mutex
-	events   []ports.SessionEvent
+	events   []domain.SessionEvent
 	calls    int
 	failFrom int
 	hold     chan struct{}
 }
 
-func (b *recordingBus) Publish(ctx context.Context, events ...ports.SessionEvent) error {
+func (b *recordingBus) Publish(ctx context.Context, events ...domain.SessionEvent) error {
 	if b.hold != nil {
 		select {
 		case <-b.hold:
@@ -522,7 +523,7 @@ func (b *recordingBus) Publish(ctx context.Context, events ...ports.SessionEvent
 	return nil
 }
 
-func (b *recordingBus) all() []ports.SessionEvent {
+func (b *recordingBus) all() []domain.SessionEvent {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.events)
@@ -558,16 +559,16 @@ func (c fixedClock) Now() time.Time { return c.t }
 // recorder is an Emit that keeps what it is given.
 type recorder struct {
 	mu     sync.Mutex
-	events []ports.SessionEvent
+	events []domain.SessionEvent
 }
 
-func (r *recorder) emit(ev ports.SessionEvent) {
+func (r *recorder) emit(ev domain.SessionEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
 }
 
-func (r *recorder) all() []ports.SessionEvent {
+func (r *recorder) all() []domain.SessionEvent {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
@@ -654,10 +655,14 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 		r.retriever.byAgent[d.ID] = []domain.Chunk{chunkWarranty}
 	}
 	r.limits = limits
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lifecycle := conversation.New(conversation.Deps{
+		Conversations: r.convs, Workspaces: r.workspace, Agents: r.agents, Deliveries: r.queue, Bus: r.bus, Clock: r.clock, Log: log,
+	})
 	svc, err := NewService(Deps{
 		Workspaces: r.workspace, Agents: r.agents, Conversations: r.convs, Retriever: r.retriever,
 		Models: map[string]ports.LLM{"local": r.local, "openai": r.openai}, DefaultModel: "local",
-		Bus: r.bus, Deliveries: r.queue, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Lifecycle: lifecycle, Clock: r.clock, Log: log,
 	}, limits)
 	if err != nil {
 		t.Fatal(err)
@@ -687,12 +692,12 @@ func signedIdentity(ws *domain.Workspace, userID string) (identity, signature st
 }
 
 // ask runs Answer with a recording Emit.
-func (r *rig) ask(t *testing.T, req Request) (domain.Answer, []ports.SessionEvent, error) {
+func (r *rig) ask(t *testing.T, req Request) (domain.Answer, []domain.SessionEvent, error) {
 	t.Helper()
 	return r.askCtx(t, t.Context(), req)
 }
 
-func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Answer, []ports.SessionEvent, error) {
+func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Answer, []domain.SessionEvent, error) {
 	t.Helper()
 	rec := &recorder{}
 	r.busMark = len(r.bus.all())
@@ -702,7 +707,7 @@ func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Ans
 
 // askWhole asks as a caller that waits for the whole answer (no Emit, as
 // the JSON endpoints do) and returns what reached the bus.
-func (r *rig) askWhole(t *testing.T, req Request) (domain.Answer, []ports.SessionEvent, error) {
+func (r *rig) askWhole(t *testing.T, req Request) (domain.Answer, []domain.SessionEvent, error) {
 	t.Helper()
 	r.busMark = len(r.bus.all())
 	ans, err := r.svc.Answer(t.Context(), req, nil)
@@ -710,7 +715,7 @@ func (r *rig) askWhole(t *testing.T, req Request) (domain.Answer, []ports.Sessio
 }
 
 // askAs asks as a streaming caller (ask) or as one that waits (askWhole).
-func (r *rig) askAs(t *testing.T, streaming bool, req Request) (domain.Answer, []ports.SessionEvent, error) {
+func (r *rig) askAs(t *testing.T, streaming bool, req Request) (domain.Answer, []domain.SessionEvent, error) {
 	t.Helper()
 	if streaming {
 		return r.ask(t, req)
@@ -754,10 +759,10 @@ func runeChunks(text string, n int) []string {
 	return out
 }
 
-func tokenTexts(events []ports.SessionEvent) []string {
+func tokenTexts(events []domain.SessionEvent) []string {
 	var out []string
 	for _, ev := range events {
-		if ev.Type == ports.EventToken {
+		if ev.Type == domain.EventToken {
 			out = append(out, ev.Content)
 		}
 	}
@@ -780,24 +785,24 @@ func promptRun(text, prompt string, n int) string {
 // message first with seq 1, then the reply's tokens numbered 1..n, then done
 // numbered n+1; tokens are valid UTF-8 and concatenate to the stored reply;
 // the bus got exactly what Emit got (since the last ask), in the same order.
-func checkStream(t *testing.T, r *rig, events []ports.SessionEvent, ans domain.Answer) {
+func checkStream(t *testing.T, r *rig, events []domain.SessionEvent, ans domain.Answer) {
 	t.Helper()
 	if len(events) < 2 {
 		t.Fatalf("got %d events, want at least the USER message and done", len(events))
 	}
 	first := events[0]
-	if first.Type != ports.EventMessage || first.Message == nil || first.Message.Role != domain.RoleUser ||
+	if first.Type != domain.EventMessage || first.Message == nil || first.Message.Role != domain.RoleUser ||
 		first.Seq != 1 || first.MessageID != ans.UserMessage.ID || first.SessionID != ans.SessionID {
 		t.Errorf("first event = %+v, want the USER message %s with seq 1", first, ans.UserMessage.ID)
 	}
 	last := events[len(events)-1]
-	if last.Type != ports.EventDone || last.Answer == nil {
+	if last.Type != domain.EventDone || last.Answer == nil {
 		t.Fatalf("last event = %+v, want done with the answer", last)
 	}
 	var text strings.Builder
 	seq := 0
 	for i, ev := range events[1 : len(events)-1] {
-		if ev.Type == ports.EventStatus {
+		if ev.Type == domain.EventStatus {
 			// A state change (RESOLVED -> AI after the USER message, or a
 			// handoff tool within the answer) is the event of its stored
 			// SYSTEM notice, with that notice's own id.
@@ -806,7 +811,7 @@ func checkStream(t *testing.T, r *rig, events []ports.SessionEvent, ans domain.A
 			}
 			continue
 		}
-		if ev.Type != ports.EventToken {
+		if ev.Type != domain.EventToken {
 			t.Errorf("event %d has type %q, want only tokens and status changes between the USER message and done", i+1, ev.Type)
 			continue
 		}
@@ -834,7 +839,7 @@ func checkStream(t *testing.T, r *rig, events []ports.SessionEvent, ans domain.A
 	}
 }
 
-func describe(events []ports.SessionEvent) string {
+func describe(events []domain.SessionEvent) string {
 	var b strings.Builder
 	for _, ev := range events {
 		fmt.Fprintf(&b, "[%s %d %q] ", ev.Type, ev.Seq, ev.Content)

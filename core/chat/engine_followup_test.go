@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -35,13 +36,13 @@ func TestAnswerWidensFollowUps(t *testing.T) {
 			r := newRig(t, Limits{})
 			r.local.script(llmRound{deltas: []string{"Three to five days."}}, llmRound{deltas: []string{"Noted."}})
 			ws := r.ws[domain.PlanStandard]
-			req := Request{Workspace: ws, Message: tt.message}
+			req := Request{Session: conversation.SessionRef{Workspace: ws}, Message: tt.message}
 			if !tt.fresh {
-				earlier, _, err := r.ask(t, Request{Workspace: ws, Message: first})
+				earlier, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Message: first})
 				if err != nil {
 					t.Fatal(err)
 				}
-				req.SessionID = earlier.SessionID
+				req.Session.ID = earlier.SessionID
 			}
 			ask := r.ask
 			if tt.whole {
@@ -135,10 +136,14 @@ func TestFollowUpRetrievalWaitsForHistory(t *testing.T) {
 			t.Error("a follow-up was searched before the history was loaded")
 		}
 	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := NewService(Deps{
 		Workspaces: r.workspace, Agents: r.agents, Conversations: store, Retriever: r.retriever,
 		Models: map[string]ports.LLM{"local": r.local}, DefaultModel: "local",
-		Bus: r.bus, Deliveries: r.queue, Clock: r.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Lifecycle: conversation.New(conversation.Deps{
+			Conversations: store, Workspaces: r.workspace, Agents: r.agents, Deliveries: r.queue, Bus: r.bus, Clock: r.clock, Log: log,
+		}),
+		Clock: r.clock, Log: log,
 	}, Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -147,20 +152,20 @@ func TestFollowUpRetrievalWaitsForHistory(t *testing.T) {
 	mu.Lock()
 	waitForSearch = true // a fresh session loads no history at all
 	mu.Unlock()
-	first, err := svc.Answer(t.Context(), Request{Workspace: ws, Message: "How long does standard delivery take?"}, nil)
+	first, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws}, Message: "How long does standard delivery take?"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-searched
 
-	if _, err := svc.Answer(t.Context(), Request{Workspace: ws, SessionID: first.SessionID, Message: "How do I reset my password?"}, nil); err != nil {
+	if _, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "How do I reset my password?"}, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	mu.Lock()
 	waitForSearch, historyLoaded = false, false
 	mu.Unlock()
-	if _, err := svc.Answer(t.Context(), Request{Workspace: ws, SessionID: first.SessionID, Message: "and how much is express?"}, nil); err != nil {
+	if _, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "and how much is express?"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	calls := r.retriever.calls()

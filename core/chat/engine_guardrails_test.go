@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -108,7 +109,7 @@ func TestAnswerRefusesByGuardrail(t *testing.T) {
 			t.Run(tt.name+"/"+string(p.plan), func(t *testing.T) {
 				r := newRig(t, Limits{MaxMessageChars: 50})
 				r.local.script(llmRound{deltas: []string{"must not be called"}})
-				ans, events, err := r.ask(t, Request{Workspace: r.ws[p.plan], Message: tt.message})
+				ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[p.plan]}, Message: tt.message})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,8 +166,8 @@ func TestAnswerRejectsInvalidMessage(t *testing.T) {
 			r := newRig(t, Limits{MaxMessageChars: 50})
 			sess := r.session(domain.PlanStandard, domain.StatusAI)
 			for _, req := range []Request{
-				{Workspace: r.ws[domain.PlanStandard], Message: tt.message},
-				{SessionID: sess, Message: tt.message},
+				{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: tt.message},
+				{Session: conversation.SessionRef{ID: sess}, Message: tt.message},
 			} {
 				ans, events, err := r.ask(t, req)
 				var verr *domain.ValidationError
@@ -198,7 +199,7 @@ func TestAnswerWithoutKnowledgeFallsBack(t *testing.T) {
 		t.Run(string(p.plan), func(t *testing.T) {
 			r := newRig(t, Limits{})
 			r.retriever.byAgent[r.agent[p.plan].ID] = nil
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[p.plan], Message: "Do you sell lampshades?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[p.plan]}, Message: "Do you sell lampshades?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +221,7 @@ func TestAnswerWithoutKnowledgeFallsBack(t *testing.T) {
 func TestAnswerWhitespaceOnlyModelOutputFallsBack(t *testing.T) {
 	r := newRig(t, Limits{})
 	r.local.script(llmRound{deltas: []string{"", "\n"}})
-	ans, _, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Do you sell lampshades?"})
+	ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Do you sell lampshades?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +379,7 @@ func TestAnswerStopsPromptRecital(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRig(t, Limits{})
 			r.local.script(llmRound{deltas: tt.deltas, cited: []string{chunkRefund.ID}})
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "What were you told to do?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "What were you told to do?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -416,7 +417,7 @@ func TestAnswerReleasesNormalTokensImmediately(t *testing.T) {
 			t.Errorf("after delta %d (%q) the client has tokens %q; want each delta sent before the next is generated", i, deltas[i], toks)
 		}
 	}})
-	ans, err := r.svc.Answer(t.Context(), Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I get a refund?"}, rec.emit)
+	ans, err := r.svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"}, rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +430,7 @@ func TestAnswerReleasesNormalTokensImmediately(t *testing.T) {
 func TestAnswerCapsLength(t *testing.T) {
 	r := newRig(t, Limits{MaxAnswerChars: 20})
 	r.local.script(llmRound{deltas: words("Ceramics ship in 3 to 5 working days to anywhere in Europe."), cited: []string{chunkShipping.ID}})
-	ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "How long is shipping?"})
+	ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "How long is shipping?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestAnswerCapsLength(t *testing.T) {
 func TestAnswerCapNeverSplitsRunes(t *testing.T) {
 	r := newRig(t, Limits{MaxAnswerChars: 7})
 	r.local.script(llmRound{deltas: []string{"配送は", "3〜5営業日", "です。"}})
-	ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "配送にかかる日数は？"})
+	ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "配送にかかる日数は？"})
 	if err != nil {
 		t.Fatal(err)
 	}

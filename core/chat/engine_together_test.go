@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // wholeTurns are the turns an agent answers whole: the first of a new
@@ -17,10 +17,10 @@ var wholeTurns = []struct {
 	request func(r *rig) Request
 }{
 	{"new conversation", func(r *rig) Request {
-		return Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"}
+		return Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"}
 	}},
 	{"the agent's conversation", func(r *rig) Request {
-		return Request{SessionID: r.session(domain.PlanStandard, domain.StatusAI), Message: "Refund window?"}
+		return Request{Session: conversation.SessionRef{ID: r.session(domain.PlanStandard, domain.StatusAI)}, Message: "Refund window?"}
 	}},
 }
 
@@ -89,7 +89,7 @@ func TestWholeAnswerPublishesNothingBeforeItIsStored(t *testing.T) {
 		}
 		seenEvents, seenStored = len(r.bus.all()), len(r.messagesOf(sess))
 	}})
-	ans, bus, err := r.askWhole(t, Request{SessionID: sess, Message: "Refund window?"})
+	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{ID: sess}, Message: "Refund window?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 		llmRound{deltas: []string{"Let me check. "}, toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{}`}}},
 		llmRound{deltas: []string{"A colleague will join."}},
 	)
-	ans, bus, err := r.askWhole(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Can I talk to a human?"})
+	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I talk to a human?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,9 +163,9 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 		t.Errorf("answer %+v", ans)
 	}
 	checkStream(t, r, bus, ans)
-	want := []ports.SessionEvent{
-		{Type: ports.EventMessage}, {Type: ports.EventToken, Content: "Let me check. "},
-		{Type: ports.EventStatus}, {Type: ports.EventToken, Content: "A colleague will join."}, {Type: ports.EventDone},
+	want := []domain.SessionEvent{
+		{Type: domain.EventMessage}, {Type: domain.EventToken, Content: "Let me check. "},
+		{Type: domain.EventStatus}, {Type: domain.EventToken, Content: "A colleague will join."}, {Type: domain.EventDone},
 	}
 	if len(bus) != len(want) {
 		t.Fatalf("bus %s, want the question, what was said before the handoff, its notice, the rest, done", describe(bus))

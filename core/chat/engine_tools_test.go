@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 func searchCall(id, args string) domain.ToolCall {
@@ -30,7 +30,7 @@ func TestAnswerOffersToolsByPlan(t *testing.T) {
 			// Widget style: the caller holds only the session id, so the
 			// engine must take the plan from the session's workspace.
 			sess := r.session(tt.plan, domain.StatusAI)
-			ans, events, err := r.ask(t, Request{SessionID: sess, Message: "Refund window?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{ID: sess}, Message: "Refund window?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +66,7 @@ func TestAnswerToolCallsWithoutToolCalling(t *testing.T) {
 		llmRound{deltas: []string{"Thirty days."}},
 	)
 	sess := r.session(domain.PlanFree, domain.StatusAI)
-	ans, _, err := r.ask(t, Request{SessionID: sess, Message: "Refund window?"})
+	ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{ID: sess}, Message: "Refund window?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestAnswerSearchKnowledgeTool(t *testing.T) {
 			usage: domain.Usage{PromptTokens: 300, CompletionTokens: 9}},
 	)
 	r.retriever.byQuery[agent.ID+"|nothing here"] = []domain.Chunk{}
-	ans, events, err := r.ask(t, Request{Workspace: ws, Message: "Is there a warranty?"})
+	ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Message: "Is there a warranty?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestAnswerInvalidToolCalls(t *testing.T) {
 				llmRound{toolCalls: []domain.ToolCall{tt.call}},
 				llmRound{deltas: []string{"Thirty days."}},
 			)
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +246,7 @@ func TestAnswerToolRoundCap(t *testing.T) {
 				script = append(script, llmRound{toolCalls: []domain.ToolCall{searchCall(fmt.Sprint("c", i), `{"query":"refunds"}`)}})
 			}
 			r.local.script(script...)
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,7 +265,7 @@ func TestAnswerToolRoundCap(t *testing.T) {
 			llmRound{toolCalls: []domain.ToolCall{searchCall("c1", `{"query":"refunds"}`)}},
 			llmRound{deltas: []string{"Thirty days."}},
 		)
-		ans, _, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Refund window?"})
+		ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 		if err != nil || ans.IsFallback || ans.Reply.Content != "Thirty days." {
 			t.Errorf("answer %+v err %v", ans, err)
 		}
@@ -279,7 +279,7 @@ func TestAnswerRetrieverErrorInTool(t *testing.T) {
 		llmRound{toolCalls: []domain.ToolCall{searchCall("c1", `{"query":"lamp warranty"}`)}},
 		llmRound{deltas: []string{"must not be reached"}},
 	)
-	ans, events, err := r.ask(t, Request{Workspace: r.ws[domain.PlanStandard], Message: "Warranty?"})
+	ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Warranty?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 				llmRound{toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{"reason":"the customer asked for a person"}`}}},
 				llmRound{deltas: []string{"I've asked a colleague to join us."}},
 			)
-			ans, events, err := r.ask(t, Request{Workspace: r.ws[plan], Message: "Can I talk to a human?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[plan]}, Message: "Can I talk to a human?"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,14 +333,14 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 			}
 
 			// From now on the agent stays silent.
-			next, events, err := r.ask(t, Request{Workspace: r.ws[plan], SessionID: ans.SessionID, Message: "Hello?"})
+			next, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[plan], ID: ans.SessionID}, Message: "Hello?"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if next.FallbackReason != domain.FallbackHumanActive || len(r.local.calls()) != 2 {
 				t.Errorf("next answer %+v after %d model calls, want HUMAN_ACTIVE without the model", next, len(r.local.calls()))
 			}
-			if len(events) != 2 || events[0].Type != ports.EventMessage || events[1].Type != ports.EventDone {
+			if len(events) != 2 || events[0].Type != domain.EventMessage || events[1].Type != domain.EventDone {
 				t.Errorf("events %s, want the USER message and done", describe(events))
 			}
 		})

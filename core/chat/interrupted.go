@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // interruptedAfter is at most how long past the engine's hard time limit an
@@ -28,7 +27,7 @@ const closeBatch = 100
 // fallback reason INTERRUPTED, so history and poll show what happened; its
 // question's Idempotency-Key is released, so a retry asks again; and its
 // live streams, which would otherwise wait forever, end with the error
-// event ports.StoredEvents gives it. The worker's sweeper calls it; several
+// event domain.StoredEvents gives it. The worker's sweeper calls it; several
 // may run at once (the store lets one close each answer). Returns how many
 // it closed.
 func (s *Service) CloseInterrupted(ctx context.Context) (int, error) {
@@ -73,12 +72,11 @@ func (s *Service) closeAnswer(ctx context.Context, a domain.AnswerInProgress) (b
 	}
 	s.log.WarnContext(ctx, "closed an answer whose process stopped before storing it",
 		"sessionId", a.ConversationID, "messageId", a.ReplyID, "startedAt", a.StartedAt, "charsSent", len(content))
-	events := ports.StoredEvents(reply)
-	if err := s.bus.Publish(ctx, events[len(events)-1]); err != nil {
-		// Stored: a stream that resumes replays the end from PostgreSQL.
-		s.log.WarnContext(ctx, "publishing the end of an interrupted answer failed", "sessionId", a.ConversationID, "error", err)
-	}
-	ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+	events := domain.StoredEvents(reply)
+	// Stored: a stream that resumes replays the end from PostgreSQL if
+	// publishing it fails.
+	s.lifecycle.Publish(ctx, events[len(events)-1])
+	s.lifecycle.EnqueueDeliveries(ctx, deliveries)
 	return true, nil
 }
 
@@ -95,13 +93,13 @@ func (s *Service) saidSoFar(ctx context.Context, a domain.AnswerInProgress) (str
 		s.log.WarnContext(ctx, "reading what an interrupted answer said", "sessionId", a.ConversationID, "error", err)
 		return "", nil
 	}
-	var tokens []*ports.LiveEvent
+	var tokens []*domain.LiveEvent
 	for _, ev := range events {
-		if ev.MessageID == a.ReplyID && ev.Type == ports.EventToken {
+		if ev.MessageID == a.ReplyID && ev.Type == domain.EventToken {
 			tokens = append(tokens, ev)
 		}
 	}
-	slices.SortFunc(tokens, func(x, y *ports.LiveEvent) int { return x.Seq - y.Seq })
+	slices.SortFunc(tokens, func(x, y *domain.LiveEvent) int { return x.Seq - y.Seq })
 	var (
 		b    strings.Builder
 		ends []int

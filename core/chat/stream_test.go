@@ -3,16 +3,14 @@ package chat
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // flakyBus fails every publication while down is set, and records what it
@@ -21,10 +19,10 @@ type flakyBus struct {
 	mu       sync.Mutex
 	down     bool
 	attempts int
-	events   []ports.SessionEvent
+	events   []domain.SessionEvent
 }
 
-func (b *flakyBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *flakyBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.attempts++
@@ -41,14 +39,14 @@ func (b *flakyBus) setDown(down bool) {
 	b.down = down
 }
 
-func (b *flakyBus) published() ([]ports.SessionEvent, int) {
+func (b *flakyBus) published() ([]domain.SessionEvent, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]ports.SessionEvent(nil), b.events...), b.attempts
+	return append([]domain.SessionEvent(nil), b.events...), b.attempts
 }
 
-func tokenEvent(seq int) ports.SessionEvent {
-	return ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_p", MessageID: "msg_p", Seq: seq, Content: "x"}
+func tokenEvent(seq int) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_p", MessageID: "msg_p", Seq: seq, Content: "x"}
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -67,8 +65,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestPublisherRetriesInOrderThroughAnOutage(t *testing.T) {
 	bus := &flakyBus{}
 	var emitted []int
-	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		func(ev ports.SessionEvent) { emitted = append(emitted, ev.Seq) }, time.Minute)
+	lifecycle := conversation.New(conversation.Deps{Bus: bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	p := newPublisher(context.Background(), lifecycle, func(ev domain.SessionEvent) { emitted = append(emitted, ev.Seq) })
 	for seq := 1; seq <= 10; seq++ {
 		p.send(tokenEvent(seq))
 	}
@@ -98,78 +96,5 @@ func TestPublisherRetriesInOrderThroughAnOutage(t *testing.T) {
 	}
 	if attempts < 5 {
 		t.Errorf("%d publications; the outage should have cost several", attempts)
-	}
-}
-
-// Past its retry budget a closed publisher gives up on what it queued and
-// stops, and close does not wait for a bus that is down.
-func TestPublisherGivesUpAfterItsBudget(t *testing.T) {
-	bus := &flakyBus{down: true}
-	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, 300*time.Millisecond)
-	p.send(tokenEvent(1))
-	start := time.Now()
-	p.close()
-	if d := time.Since(start); d > publishTimeout+200*time.Millisecond {
-		t.Errorf("close waited %s for a bus that is down", d)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the publisher still retries long after its budget")
-	}
-	_, attempts := bus.published()
-	bus.setDown(false)
-	p.send(tokenEvent(2)) // after it stopped: nothing publishes it
-	time.Sleep(50 * time.Millisecond)
-	if evs, n := bus.published(); len(evs) != 0 || n != attempts {
-		t.Errorf("after giving up: %d events published, %d attempts (was %d)", len(evs), n, attempts)
-	}
-	if attempts < 2 {
-		t.Errorf("gave up after %d attempt(s), want retries first", attempts)
-	}
-}
-
-// syncBuffer is a log sink tests read while the publisher writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Past its retry budget the publisher skips what it queued but not what
-// comes next: once the bus is back the rest of the answer, its done above
-// all, reaches the followers, who fill the hole from the stored reply.
-func TestPublisherGoesOnAfterSkippingWhatKeptFailing(t *testing.T) {
-	bus := &flakyBus{down: true}
-	logs := &syncBuffer{}
-	p := startPublisher(context.Background(), bus, slog.New(slog.NewTextHandler(logs, nil)), nil, 300*time.Millisecond)
-	for seq := 1; seq <= 5; seq++ {
-		p.send(tokenEvent(seq))
-	}
-	waitUntil(t, "the publisher skips what kept failing", func() bool { return strings.Contains(logs.String(), "publishing session events kept failing") })
-	bus.setDown(false)
-	for seq := 6; seq <= 8; seq++ {
-		p.send(tokenEvent(seq))
-	}
-	p.close()
-	waitUntil(t, "the rest of the answer is published", func() bool { evs, _ := bus.published(); return len(evs) >= 3 })
-	evs, _ := bus.published()
-	var seqs []int
-	for _, ev := range evs {
-		seqs = append(seqs, ev.Seq)
-	}
-	if fmt.Sprint(seqs) != "[6 7 8]" {
-		t.Fatalf("published seqs %v, want [6 7 8]", seqs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -167,32 +168,20 @@ func indexOf(chunks []domain.Chunk, id string) int {
 
 // requestHandoff moves the conversation from AI to HANDOFF_REQUESTED with
 // its notice and the helpdesk's handoff.requested (with the transcript so
-// far), like a visitor's own request but without a contact form. A
+// far), like a visitor's own request but without a contact form
+// (conversation.Lifecycle.Move). A
 // conversation that already left AI (an earlier call of the tool in this
 // turn, or a person taking it over meanwhile) is left alone.
 func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
-	for range ports.StatusAttempts {
-		if t.conv.Status != domain.StatusAI {
-			return nil
-		}
-		transcript, err := s.conversations.HandoffTranscript(ctx, t.ws.ID, t.conv.ID, domain.HandoffTranscriptMessages)
-		if err != nil {
-			return err
-		}
-		change := ports.NewStatusChange(t.ws, *t.conv, domain.StatusHandoffRequested, "", nil, &transcript, s.clock.Now())
-		current, changed, err := s.conversations.ChangeStatus(ctx, change)
-		if err != nil {
-			return err
-		}
-		if changed {
-			t.conv.Status = current.Status
-			t.out.pub.send(ports.MessageEvent(change.Notice))
-			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-			return nil
-		}
-		// Moved, or a message was appended after the transcript was read:
-		// decide again on the conversation as it is now.
-		*t.conv = current
+	moved, err := s.lifecycle.Move(ctx, t.ws, *t.conv, conversation.Move{From: domain.StatusAI, To: domain.StatusHandoffRequested})
+	if err != nil {
+		return err
 	}
-	return domain.ErrStatusChanged
+	if moved.Notice == nil {
+		*t.conv = moved.Conversation
+		return nil
+	}
+	t.conv.Status = moved.Conversation.Status
+	t.out.pub.send(domain.MessageEvent(*moved.Notice))
+	return nil
 }

@@ -1,9 +1,13 @@
-// Package conversation holds the use cases of sessions and conversations.
+// Package conversation owns the Conversation aggregate: the Lifecycle every
+// capability (the answer engine, handoff, the inbound webhook, the widget,
+// feedback, the live relay) finds, opens, appends to, moves, polls and
+// publishes conversations through, and the Service of the conversation
+// routes (sessions, listing, reading). It imports no capability; they
+// import it.
 package conversation
 
 import (
 	"context"
-	"log/slog"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -13,15 +17,12 @@ import (
 type Service struct {
 	agents        ports.AgentStore
 	conversations ports.ConversationStore
-	deliveries    ports.DeliveryQueue
-	clock         ports.Clock
-	log           *slog.Logger
+	lifecycle     *Lifecycle
 }
 
-// NewService returns a Service. deliveries schedules the conversation.created
-// events of workspaces with an events URL.
-func NewService(agents ports.AgentStore, conversations ports.ConversationStore, deliveries ports.DeliveryQueue, clock ports.Clock, log *slog.Logger) *Service {
-	return &Service{agents: agents, conversations: conversations, deliveries: deliveries, clock: clock, log: log}
+// NewService returns a Service. Sessions are opened through lifecycle.
+func NewService(agents ports.AgentStore, conversations ports.ConversationStore, lifecycle *Lifecycle) *Service {
+	return &Service{agents: agents, conversations: conversations, lifecycle: lifecycle}
 }
 
 // StartSession opens a conversation with the agent named by slug, or with the
@@ -29,21 +30,11 @@ func NewService(agents ports.AgentStore, conversations ports.ConversationStore, 
 // the session. Returns domain.ErrNotFound when the agent does not exist (or the
 // workspace has none).
 func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug string, identity *domain.Identity) (domain.Conversation, error) {
-	var (
-		agent domain.Agent
-		err   error
-	)
-	if slug == "" {
-		agent, err = s.agents.FirstAgent(ctx, ws.ID)
-	} else if domain.ValidateSlug(slug) != nil {
-		err = domain.NotFound("agent")
-	} else {
-		agent, err = s.agents.GetAgentBySlug(ctx, ws.ID, slug)
-	}
+	agent, err := AgentBySlug(ctx, s.agents, ws.ID, slug)
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	return ports.OpenConversation(ctx, s.conversations, s.deliveries, s.log, ws, &agent, identity, s.clock.Now())
+	return s.lifecycle.Open(ctx, ws, &agent, identity)
 }
 
 // ListFilter narrows List by agent slug and status; empty values match all.

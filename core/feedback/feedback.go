@@ -6,40 +6,39 @@ package feedback
 import (
 	"context"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
 // Deps are the ports the feedback use cases need.
 type Deps struct {
-	Workspaces    ports.WorkspaceStore
-	Agents        ports.AgentLookups
-	Conversations ports.ConversationStore
-	Feedback      ports.FeedbackStore
-	Clock         ports.Clock
+	// Agents reads the agent a listing is narrowed to.
+	Agents ports.AgentLookups
+	// Lifecycle finds the session a visitor rates an answer of.
+	Lifecycle *conversation.Lifecycle
+	Feedback  ports.FeedbackStore
+	Clock     ports.Clock
 }
 
 // Service runs the feedback use cases.
 type Service struct {
-	workspaces    ports.WorkspaceStore
-	agents        ports.AgentLookups
-	conversations ports.ConversationStore
-	feedback      ports.FeedbackStore
-	clock         ports.Clock
+	agents    ports.AgentLookups
+	lifecycle *conversation.Lifecycle
+	feedback  ports.FeedbackStore
+	clock     ports.Clock
 }
 
 // NewService returns a Service.
 func NewService(d Deps) *Service {
-	return &Service{workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, feedback: d.Feedback, clock: d.Clock}
+	return &Service{agents: d.Agents, lifecycle: d.Lifecycle, feedback: d.Feedback, clock: d.Clock}
 }
 
 // Request rates one answer of a session. The caller holds only the session
-// id, with the identity headers it carries.
+// id, with the identity headers it carries (Session.Workspace is nil).
 type Request struct {
-	SessionID       string
-	MessageID       string
-	IdentityHeader  string
-	SignatureHeader string
+	Session   conversation.SessionRef
+	MessageID string
 	// Rating is "up", "down", or "" to clear the feedback.
 	Rating  string
 	Comment string
@@ -61,10 +60,11 @@ func (s *Service) Rate(ctx context.Context, req Request) (domain.Feedback, error
 	if err != nil {
 		return domain.Feedback{}, err
 	}
-	conv, err := s.session(ctx, req)
+	found, err := s.lifecycle.Find(ctx, req.Session)
 	if err != nil {
 		return domain.Feedback{}, err
 	}
+	conv := found.Conversation
 	if !domain.ValidID(domain.PrefixMessage, req.MessageID) {
 		return domain.Feedback{}, domain.NotFound("message")
 	}
@@ -75,13 +75,6 @@ func (s *Service) Rate(ctx context.Context, req Request) (domain.Feedback, error
 		return domain.Feedback{UpdatedAt: now}, nil
 	}
 	return *fb, nil
-}
-
-// session finds the conversation a keyless caller names.
-func (s *Service) session(ctx context.Context, req Request) (domain.Conversation, error) {
-	_, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
-		ports.SessionRef{SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.clock.Now())
-	return conv, err
 }
 
 // ListFilter narrows List by agent slug and rating; empty values match all.

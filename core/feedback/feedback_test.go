@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -112,9 +113,11 @@ func fixture(t *testing.T) (*Service, *store, fixtureIDs) {
 		ids.session + "/" + ids.question:     domain.RoleUser,
 		ids.verified + "/" + ids.otherAnswer: domain.RoleAssistant,
 	}, set: map[string]*domain.Feedback{}}
+	ags := agents{byID: map[string]domain.Agent{agent.ID: agent, draft.ID: draft}}
 	svc := NewService(Deps{
-		Workspaces: workspaces{ws: ws}, Agents: agents{byID: map[string]domain.Agent{agent.ID: agent, draft.ID: draft}},
-		Conversations: convs, Feedback: st, Clock: fixedClock{},
+		Agents:    ags,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: convs, Workspaces: workspaces{ws: ws}, Agents: ags, Clock: fixedClock{}}),
+		Feedback:  st, Clock: fixedClock{},
 	})
 	return svc, st, ids
 }
@@ -128,22 +131,26 @@ func TestRate(t *testing.T) {
 		wantErr error
 		want    domain.Feedback
 	}{
-		{name: "thumbs up", req: Request{SessionID: ids.session, MessageID: ids.answer, Rating: "up"},
+		{name: "thumbs up", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.answer, Rating: "up"},
 			want: domain.Feedback{Rating: domain.RatingUp, UpdatedAt: now}},
-		{name: "thumbs down with a comment", req: Request{SessionID: ids.session, MessageID: ids.answer, Rating: "down", Comment: "outdated"},
+		{name: "thumbs down with a comment", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.answer, Rating: "down", Comment: "outdated"},
 			want: domain.Feedback{Rating: domain.RatingDown, Comment: "outdated", UpdatedAt: now}},
-		{name: "cleared", req: Request{SessionID: ids.session, MessageID: ids.answer}, want: domain.Feedback{UpdatedAt: now}},
-		{name: "a question", req: Request{SessionID: ids.session, MessageID: ids.question, Rating: "up"}, wantErr: domain.ErrFeedbackNotAnswer},
-		{name: "another session's answer", req: Request{SessionID: ids.session, MessageID: ids.otherAnswer, Rating: "up"}, wantErr: domain.ErrNotFound},
-		{name: "unknown message", req: Request{SessionID: ids.session, MessageID: domain.NewID(domain.PrefixMessage), Rating: "up"}, wantErr: domain.ErrNotFound},
-		{name: "malformed message id", req: Request{SessionID: ids.session, MessageID: "1", Rating: "up"}, wantErr: domain.ErrNotFound},
-		{name: "unknown session", req: Request{SessionID: domain.NewID(domain.PrefixSession), MessageID: ids.answer, Rating: "up"}, wantErr: domain.ErrNotFound},
-		{name: "unpublished agent", req: Request{SessionID: ids.draftSession, MessageID: ids.answer, Rating: "up"}, wantErr: domain.ErrNotFound},
-		{name: "another verified user", req: Request{SessionID: ids.verified, MessageID: ids.otherAnswer, Rating: "up",
-			IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity(ids.ws.WebhookSecret, otherUser)}, wantErr: domain.ErrNotFound},
-		{name: "bad signature", req: Request{SessionID: ids.verified, MessageID: ids.otherAnswer, Rating: "up",
-			IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity("whsec_x", otherUser)}, wantErr: domain.ErrUnauthorized},
-		{name: "bad rating", req: Request{SessionID: ids.session, MessageID: ids.answer, Rating: "meh"}, wantErr: domain.ErrInvalidInput},
+		{name: "cleared", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.answer}, want: domain.Feedback{UpdatedAt: now}},
+		{name: "a question", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.question, Rating: "up"}, wantErr: domain.ErrFeedbackNotAnswer},
+		{name: "another session's answer", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.otherAnswer, Rating: "up"}, wantErr: domain.ErrNotFound},
+		{name: "unknown message", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: domain.NewID(domain.PrefixMessage), Rating: "up"}, wantErr: domain.ErrNotFound},
+		{name: "malformed message id", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: "1", Rating: "up"}, wantErr: domain.ErrNotFound},
+		{name: "unknown session", req: Request{Session: conversation.SessionRef{ID: domain.NewID(domain.PrefixSession)}, MessageID: ids.answer, Rating: "up"}, wantErr: domain.ErrNotFound},
+		{name: "unpublished agent", req: Request{Session: conversation.SessionRef{ID: ids.draftSession}, MessageID: ids.answer, Rating: "up"}, wantErr: domain.ErrNotFound},
+		{name: "another verified user", req: Request{
+			Session:   conversation.SessionRef{ID: ids.verified, IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity(ids.ws.WebhookSecret, otherUser)},
+			MessageID: ids.otherAnswer, Rating: "up",
+		}, wantErr: domain.ErrNotFound},
+		{name: "bad signature", req: Request{
+			Session:   conversation.SessionRef{ID: ids.verified, IdentityHeader: otherUser, SignatureHeader: domain.SignIdentity("whsec_x", otherUser)},
+			MessageID: ids.otherAnswer, Rating: "up",
+		}, wantErr: domain.ErrUnauthorized},
+		{name: "bad rating", req: Request{Session: conversation.SessionRef{ID: ids.session}, MessageID: ids.answer, Rating: "meh"}, wantErr: domain.ErrInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,10 +9,9 @@ package handoff
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
-	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -20,33 +19,20 @@ import (
 // MaxAuthorNameLength bounds a HUMAN reply's author name.
 const MaxAuthorNameLength = 200
 
-// publishTimeout bounds the live relay of what a request stored.
-const publishTimeout = 2 * time.Second
-
-// changeAttempts bounds how often a use case re-reads a conversation that
-// another request changed between its read and its write.
-const changeAttempts = 3
-
 // Deps are the ports the handoff use cases need.
 type Deps struct {
-	Workspaces    ports.WorkspaceStore
-	Agents        ports.AgentLookups
 	Conversations ports.ConversationStore
-	Bus           ports.EventBus
-	Deliveries    ports.DeliveryQueue
-	Clock         ports.Clock
-	Log           *slog.Logger
+	// Lifecycle finds sessions, moves conversations between states and
+	// publishes what was stored.
+	Lifecycle *conversation.Lifecycle
+	Clock     ports.Clock
 }
 
 // Service runs the handoff use cases.
 type Service struct {
-	workspaces    ports.WorkspaceStore
-	agents        ports.AgentLookups
 	conversations ports.ConversationStore
-	bus           ports.EventBus
-	deliveries    ports.DeliveryQueue
+	lifecycle     *conversation.Lifecycle
 	clock         ports.Clock
-	log           *slog.Logger
 	maxMessage    int
 }
 
@@ -56,32 +42,15 @@ func NewService(d Deps, maxMessageChars int) *Service {
 	if maxMessageChars <= 0 {
 		maxMessageChars = domain.MaxMessageLength
 	}
-	return &Service{
-		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, bus: d.Bus,
-		deliveries: d.Deliveries, clock: d.Clock, log: d.Log, maxMessage: maxMessageChars,
-	}
-}
-
-// Session names a conversation the way its caller holds it.
-type Session struct {
-	// Workspace is the authenticated caller's workspace; nil when the caller
-	// holds only the session id (the widget, v1), which then reaches only
-	// conversations of published agents.
-	Workspace *domain.Workspace
-	SessionID string
-	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
-	// X-Service-Signature values: a session of a verified user is not found
-	// for another verified user.
-	IdentityHeader  string
-	SignatureHeader string
+	return &Service{conversations: d.Conversations, lifecycle: d.Lifecycle, clock: d.Clock, maxMessage: maxMessageChars}
 }
 
 // Request is a visitor asking for a person, with the optional handoff form.
 type Request struct {
-	Session
-	Name  string
-	Email string
-	Note  string
+	Session conversation.SessionRef
+	Name    string
+	Email   string
+	Note    string
 }
 
 // RequestHandoff moves the conversation from AI or RESOLVED to
@@ -92,10 +61,11 @@ type Request struct {
 // session, a PlanError below Standard, domain.ErrInvalidInput for a bad
 // form, and domain.ErrConflict when a person already owns the conversation.
 func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conversation, error) {
-	ws, conv, err := s.session(ctx, req.Session)
+	found, err := s.lifecycle.Find(ctx, req.Session)
 	if err != nil {
 		return domain.Conversation{}, err
 	}
+	ws := found.Workspace
 	if err := ws.Require(domain.FeatureHandoff); err != nil {
 		return domain.Conversation{}, err
 	}
@@ -103,14 +73,17 @@ func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conve
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	conv, notices, err := s.move(ctx, &ws, conv, domain.StatusHandoffRequested, "", &contact, nil, func(c domain.Conversation) error {
-		return &domain.ConflictError{
-			Message: "a person already owns this conversation",
-			Details: map[string]string{"status": string(c.Status)},
-		}
+	moved, err := s.lifecycle.Move(ctx, &ws, found.Conversation, conversation.Move{
+		To: domain.StatusHandoffRequested, Contact: &contact,
+		Refused: func(c domain.Conversation) error {
+			return &domain.ConflictError{
+				Message: "a person already owns this conversation",
+				Details: map[string]string{"status": string(c.Status)},
+			}
+		},
 	})
-	s.publish(ctx, notices...)
-	return conv, err
+	s.publishNotice(ctx, moved)
+	return moved.Conversation, err
 }
 
 // HumanMessage is a person's reply from the helpdesk or the inbox.
@@ -161,22 +134,25 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	// The takeover and the reply are stored together or not at all: a
 	// reply that fails must not leave the conversation taken from the
 	// agent with nobody answering.
-	conv, notices, err := s.move(ctx, ws, conv, domain.StatusHuman, author, nil, &msg, nil)
+	moved, err := s.lifecycle.Move(ctx, ws, conv, conversation.Move{To: domain.StatusHuman, Author: author, Motive: &msg})
 	if err != nil {
 		return domain.Message{}, err
 	}
-	if len(notices) == 0 {
+	var published []domain.Message
+	if moved.Notice == nil {
 		// A person owned it already: the reply is stored whatever happens
 		// to the state meanwhile.
-		deliveries := domain.MessageDeliveries(ws, conv, msg, msg.CreatedAt)
+		deliveries := domain.MessageDeliveries(ws, moved.Conversation, msg, msg.CreatedAt)
 		if msg, _, err = s.conversations.AppendMessage(ctx, msg, "", deliveries...); err != nil {
 			return domain.Message{}, err
 		}
-		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, deliveries)
+		s.lifecycle.EnqueueDeliveries(ctx, deliveries)
+	} else {
+		published = append(published, *moved.Notice)
 	}
 	// The notice of the takeover, if this reply made it, goes out with the
 	// reply, in order.
-	s.publish(ctx, append(notices, msg)...)
+	s.lifecycle.PublishMessages(ctx, append(published, msg)...)
 	return msg, nil
 }
 
@@ -197,128 +173,25 @@ func (s *Service) SetStatus(ctx context.Context, ws *domain.Workspace, conversat
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	conv, notices, err := s.move(ctx, ws, conv, to, "", nil, nil, nil)
-	s.publish(ctx, notices...)
-	return conv, err
+	moved, err := s.lifecycle.Move(ctx, ws, conv, conversation.Move{To: to})
+	s.publishNotice(ctx, moved)
+	return moved.Conversation, err
 }
 
-// errBusy is what a caller gets when the conversation kept changing under
-// it; retrying is safe.
-var errBusy = domain.Conflict("the conversation changed while this request ran; retry")
-
-// move moves conv (as read) to `to` with its notice, the contact (if any),
-// the message that motivated the move (if any, stored after the notice)
-// and the move's deliveries (ports.NewStatusChange), in one ChangeStatus
-// from exactly the state conv was read in, then schedules the deliveries.
-// When another request changed the conversation first, it decides again on
-// the conversation as it is now, up to changeAttempts times. A
-// conversation already in `to` is returned unchanged, with neither notice
-// nor message stored. A move the state machine forbids
-// (domain.ConversationStatus.CanMoveTo) is refused's error, or a
-// ConflictError naming from and to when refused is nil. It returns the
-// notice it stored, if any, unpublished, so the caller can publish it with
-// what follows it.
-func (s *Service) move(ctx context.Context, ws *domain.Workspace, conv domain.Conversation, to domain.ConversationStatus, author string,
-	contact *domain.HandoffContact, motive *domain.Message, refused func(domain.Conversation) error) (domain.Conversation, []domain.Message, error) {
-	for range changeAttempts {
-		if conv.Status == to {
-			return conv, nil, nil
-		}
-		if !conv.Status.CanMoveTo(to) {
-			if refused != nil {
-				return domain.Conversation{}, nil, refused(conv)
-			}
-			return domain.Conversation{}, nil, &domain.ConflictError{
-				Message: "a " + string(conv.Status) + " conversation cannot move to " + string(to),
-				Details: map[string]string{"from": string(conv.Status), "to": string(to)},
-			}
-		}
-		var transcript *ports.HandoffTranscript
-		if to == domain.StatusHandoffRequested {
-			read, err := s.conversations.HandoffTranscript(ctx, ws.ID, conv.ID, domain.HandoffTranscriptMessages)
-			if err != nil {
-				return domain.Conversation{}, nil, err
-			}
-			transcript = &read
-		}
-		change := ports.NewStatusChange(ws, conv, to, author, contact, transcript, s.clock.Now())
-		if motive != nil {
-			change = change.WithMessage(ws, conv, *motive, false)
-		}
-		current, changed, err := s.conversations.ChangeStatus(ctx, change)
-		if err != nil {
-			return domain.Conversation{}, nil, err
-		}
-		if changed {
-			ports.EnqueueDeliveries(ctx, s.deliveries, s.log, change.Deliveries)
-			return current, []domain.Message{change.Notice}, nil
-		}
-		conv = current
+// publishNotice publishes the notice of a move, if it made one.
+func (s *Service) publishNotice(ctx context.Context, moved conversation.Moved) {
+	if moved.Notice != nil {
+		s.lifecycle.PublishMessages(ctx, *moved.Notice)
 	}
-	return domain.Conversation{}, nil, errBusy
-}
-
-// PollRequest asks for a session's messages after one the client has.
-type PollRequest struct {
-	Session
-	// After is the id of the last message the client has; "" starts from
-	// the first message.
-	After string
-	// Limit caps the messages returned (0: the default page size).
-	Limit int
-}
-
-// PollResult is what happened in a session since After.
-type PollResult struct {
-	Conversation domain.Conversation
-	// Messages are oldest first: every role, SYSTEM notices included.
-	Messages []domain.Message
-	// HasMore says more messages follow the last one returned: poll again
-	// at once with its id.
-	HasMore bool
 }
 
 // Poll returns the session's messages after req.After with the
-// conversation's state, for clients that cannot hold a stream open.
-// Returns domain.ErrNotFound for an unknown session and
-// domain.ErrInvalidInput for a bad limit or an After that is not a message
-// of this session.
-func (s *Service) Poll(ctx context.Context, req PollRequest) (PollResult, error) {
-	limit, err := domain.ValidatePageLimit(req.Limit)
-	if err != nil {
-		return PollResult{}, err
-	}
-	if req.After != "" && !domain.ValidID(domain.PrefixMessage, req.After) {
-		return PollResult{}, errBadAfter
-	}
-	ws, conv, err := s.session(ctx, req.Session)
-	if err != nil {
-		return PollResult{}, err
-	}
-	page := domain.PageRequest{Limit: limit}
-	if req.After != "" {
-		page.After = &domain.Position{ID: req.After}
-	}
-	msgs, err := s.conversations.ListMessages(ctx, ws.ID, conv.ID, page)
-	if errors.Is(err, domain.ErrInvalidInput) {
-		return PollResult{}, errBadAfter
-	}
-	if err != nil {
-		return PollResult{}, err
-	}
-	return PollResult{Conversation: conv, Messages: msgs.Items, HasMore: msgs.HasMore}, nil
-}
-
-var errBadAfter = domain.InvalidField("after", "is not a message of this session; pass the id of the last message you received")
-
-// session finds the conversation a caller names, by the rules of the answer
-// engine: a malformed, unknown or foreign id, another verified user's
-// session, and (for keyless callers) a session of an unpublished agent are
-// all domain.ErrNotFound.
-func (s *Service) session(ctx context.Context, ref Session) (domain.Workspace, domain.Conversation, error) {
-	ws, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.conversations, Workspaces: s.workspaces, Agents: s.agents},
-		ports.SessionRef(ref), s.clock.Now())
-	return ws, conv, err
+// conversation's state, for clients that cannot hold a stream open
+// (conversation.Lifecycle.Poll). Returns domain.ErrNotFound for an unknown
+// session and domain.ErrInvalidInput for a bad limit or an After that is
+// not a message of this session.
+func (s *Service) Poll(ctx context.Context, req conversation.PollRequest) (conversation.PollResult, error) {
+	return s.lifecycle.Poll(ctx, req)
 }
 
 // conversation reads a conversation of the workspace; a malformed id is
@@ -328,22 +201,4 @@ func (s *Service) conversation(ctx context.Context, workspaceID, id string) (dom
 		return domain.Conversation{}, domain.NotFound("conversation")
 	}
 	return s.conversations.GetConversation(ctx, workspaceID, id)
-}
-
-// publish relays stored messages to the session's followers, in order. The
-// relay is best effort: PostgreSQL holds what resuming clients replay.
-func (s *Service) publish(ctx context.Context, msgs ...domain.Message) {
-	if len(msgs) == 0 {
-		return
-	}
-	events := make([]ports.SessionEvent, 0, len(msgs))
-	for _, m := range msgs {
-		events = append(events, ports.MessageEvent(m))
-	}
-	// A bus that hangs must not hold the request: the messages are stored.
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	if err := s.bus.Publish(ctx, events...); err != nil {
-		s.log.WarnContext(ctx, "publishing session events failed", "sessionId", msgs[0].ConversationID, "error", err)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -81,7 +82,7 @@ func (s *memConversations) GetConversationBySession(_ context.Context, id string
 	return c, nil
 }
 
-func (s *memConversations) ChangeStatus(_ context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *memConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[ch.ConversationID]
@@ -163,15 +164,15 @@ func (s *memConversations) RecentMessages(_ context.Context, workspaceID, id str
 	return out, nil
 }
 
-func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (ports.HandoffTranscript, error) {
+func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (domain.HandoffTranscript, error) {
 	msgs, _ := s.RecentMessages(ctx, workspaceID, id, limit)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.convs[id]
 	if !ok || c.WorkspaceID != workspaceID {
-		return ports.HandoffTranscript{}, domain.NotFound("conversation")
+		return domain.HandoffTranscript{}, domain.NotFound("conversation")
 	}
-	return ports.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
+	return domain.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
 }
 
 // ListMessages pages by message id, like the real store: an After that is
@@ -211,11 +212,11 @@ func (s *memConversations) written() []domain.Delivery {
 
 type recordingBus struct {
 	mu     sync.Mutex
-	events []ports.SessionEvent
+	events []domain.SessionEvent
 	err    error
 }
 
-func (b *recordingBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *recordingBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
@@ -291,10 +292,11 @@ func newRig(t *testing.T) *rig {
 		agents.byID[a.ID], agents.byID[d.ID] = a, d
 		r.agent[plan], r.draft[plan] = a, d
 	}
-	r.svc = NewService(Deps{
-		Workspaces: r.wss, Agents: agents, Conversations: r.convs, Bus: r.bus, Deliveries: r.queue,
+	lifecycle := conversation.New(conversation.Deps{
+		Conversations: r.convs, Workspaces: r.wss, Agents: agents, Deliveries: r.queue, Bus: r.bus,
 		Clock: fixedClock{r.clockTime}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, 50)
+	})
+	r.svc = NewService(Deps{Conversations: r.convs, Lifecycle: lifecycle, Clock: fixedClock{r.clockTime}}, 50)
 	return r
 }
 
@@ -356,7 +358,7 @@ func TestRequestHandoff(t *testing.T) {
 			r.setEventsURL(tt.plan, tt.eventsURL)
 			sess := r.session(tt.plan, tt.status)
 			conv, err := r.svc.RequestHandoff(t.Context(), Request{
-				Session: Session{SessionID: sess}, Name: " Ada ", Email: "ada@example.com", Note: "Please call back",
+				Session: conversation.SessionRef{ID: sess}, Name: " Ada ", Email: "ada@example.com", Note: "Please call back",
 			})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -401,7 +403,7 @@ func TestRequestHandoff(t *testing.T) {
 			if last := msgs[len(msgs)-1]; last.Role != domain.RoleSystem || last.Status != domain.StatusHandoffRequested {
 				t.Errorf("last message %+v, want the notice", last)
 			}
-			if got := r.bus.types(); !slices.Equal(got, []string{ports.EventStatus}) {
+			if got := r.bus.types(); !slices.Equal(got, []string{domain.EventStatus}) {
 				t.Errorf("published %v, want the status event", got)
 			}
 			if len(r.queue.ids) != len(written) {
@@ -422,13 +424,13 @@ func TestRequestHandoffRefusals(t *testing.T) {
 		wantErr error
 		field   string
 	}{
-		{"bad email", Request{Session: Session{SessionID: sess}, Email: "ada at example"}, domain.ErrInvalidInput, "email"},
-		{"long name", Request{Session: Session{SessionID: sess}, Name: strings.Repeat("a", 201)}, domain.ErrInvalidInput, "name"},
-		{"unknown session", Request{Session: Session{SessionID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
-		{"malformed session", Request{Session: Session{SessionID: "ses_nope"}}, domain.ErrNotFound, ""},
-		{"unpublished agent, keyless", Request{Session: Session{SessionID: draft}}, domain.ErrNotFound, ""},
-		{"another workspace's session", Request{Session: Session{Workspace: other, SessionID: sess}}, domain.ErrNotFound, ""},
-		{"bad identity", Request{Session: Session{SessionID: sess, IdentityHeader: "x"}}, domain.ErrInvalidInput, ""},
+		{"bad email", Request{Session: conversation.SessionRef{ID: sess}, Email: "ada at example"}, domain.ErrInvalidInput, "email"},
+		{"long name", Request{Session: conversation.SessionRef{ID: sess}, Name: strings.Repeat("a", 201)}, domain.ErrInvalidInput, "name"},
+		{"unknown session", Request{Session: conversation.SessionRef{ID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
+		{"malformed session", Request{Session: conversation.SessionRef{ID: "ses_nope"}}, domain.ErrNotFound, ""},
+		{"unpublished agent, keyless", Request{Session: conversation.SessionRef{ID: draft}}, domain.ErrNotFound, ""},
+		{"another workspace's session", Request{Session: conversation.SessionRef{Workspace: other, ID: sess}}, domain.ErrNotFound, ""},
+		{"bad identity", Request{Session: conversation.SessionRef{ID: sess, IdentityHeader: "x"}}, domain.ErrInvalidInput, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -446,12 +448,12 @@ func TestRequestHandoffRefusals(t *testing.T) {
 		t.Error("a refused request changed something")
 	}
 	// The unpublished agent's session is reachable with the workspace's key.
-	if _, err := r.svc.RequestHandoff(t.Context(), Request{Session: Session{Workspace: r.ws[domain.PlanStandard], SessionID: draft}}); err != nil {
+	if _, err := r.svc.RequestHandoff(t.Context(), Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard], ID: draft}}); err != nil {
 		t.Errorf("keyed request for an unpublished agent's session: %v", err)
 	}
 	// A person owning the conversation is a conflict that says so.
 	human := r.session(domain.PlanStandard, domain.StatusHuman)
-	_, err := r.svc.RequestHandoff(t.Context(), Request{Session: Session{SessionID: human}})
+	_, err := r.svc.RequestHandoff(t.Context(), Request{Session: conversation.SessionRef{ID: human}})
 	var cerr *domain.ConflictError
 	if !errors.As(err, &cerr) || cerr.Message != "a person already owns this conversation" || cerr.Details["status"] != "HUMAN" {
 		t.Errorf("err = %#v", err)
@@ -524,9 +526,9 @@ func TestPostHumanMessage(t *testing.T) {
 				t.Errorf("status %s, want HUMAN", st)
 			}
 			msgs := r.convs.of(sess)
-			wantTypes := []string{ports.EventMessage}
+			wantTypes := []string{domain.EventMessage}
 			if tt.wantNotice {
-				wantTypes = []string{ports.EventStatus, ports.EventMessage}
+				wantTypes = []string{domain.EventStatus, domain.EventMessage}
 				if n := msgs[len(msgs)-2]; n.Role != domain.RoleSystem || n.Status != domain.StatusHuman || n.Content != "Marta joined the conversation." {
 					t.Errorf("notice %+v", n)
 				}
@@ -622,7 +624,7 @@ func TestSetStatus(t *testing.T) {
 					if got := describe(r.convs.written()); !slices.Equal(got, want) {
 						t.Errorf("deliveries %v, want %v", got, want)
 					}
-					if got := r.bus.types(); !slices.Equal(got, []string{ports.EventStatus}) {
+					if got := r.bus.types(); !slices.Equal(got, []string{domain.EventStatus}) {
 						t.Errorf("published %v", got)
 					}
 				}
@@ -681,8 +683,8 @@ func TestSetStatusGivesUpOnAConversationThatKeepsChanging(t *testing.T) {
 		n++
 	}
 	_, err := r.svc.SetStatus(t.Context(), r.ws[domain.PlanStandard], sess, domain.StatusResolved)
-	if !errors.Is(err, domain.ErrConflict) || n != changeAttempts {
-		t.Errorf("err = %v after %d attempts, want a conflict after %d", err, n, changeAttempts)
+	if !errors.Is(err, domain.ErrConflict) || n != conversation.StatusAttempts {
+		t.Errorf("err = %v after %d attempts, want a conflict after %d", err, n, conversation.StatusAttempts)
 	}
 }
 
@@ -691,7 +693,7 @@ func TestDeliveryQueueOutageIsNotAnError(t *testing.T) {
 	r.queue.err = domain.Unavailable("redis", errors.New("connection refused"))
 	r.bus.err = domain.Unavailable("redis", errors.New("connection refused"))
 	sess := r.session(domain.PlanStandard, domain.StatusAI)
-	conv, err := r.svc.RequestHandoff(t.Context(), Request{Session: Session{SessionID: sess}})
+	conv, err := r.svc.RequestHandoff(t.Context(), Request{Session: conversation.SessionRef{ID: sess}})
 	if err != nil || conv.Status != domain.StatusHandoffRequested {
 		t.Fatalf("%+v, %v; want the stored change to succeed", conv, err)
 	}
@@ -714,32 +716,32 @@ func TestPoll(t *testing.T) {
 	other := r.session(domain.PlanFree, domain.StatusAI)
 	all := r.convs.of(sess)
 
-	res, err := r.svc.Poll(t.Context(), PollRequest{Session: Session{SessionID: sess}})
+	res, err := r.svc.Poll(t.Context(), conversation.PollRequest{Session: conversation.SessionRef{ID: sess}})
 	if err != nil || len(res.Messages) != 4 || res.HasMore || res.Conversation.Status != domain.StatusAI {
 		t.Fatalf("from the start: %+v, %v", res, err)
 	}
-	res, err = r.svc.Poll(t.Context(), PollRequest{Session: Session{SessionID: sess}, After: first.ID, Limit: 2})
+	res, err = r.svc.Poll(t.Context(), conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, After: first.ID, Limit: 2})
 	if err != nil || len(res.Messages) != 2 || res.Messages[0].Content != "one" || !res.HasMore {
 		t.Fatalf("after the first, limit 2: %+v, %v", res, err)
 	}
-	res, err = r.svc.Poll(t.Context(), PollRequest{Session: Session{SessionID: sess}, After: all[3].ID})
+	res, err = r.svc.Poll(t.Context(), conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, After: all[3].ID})
 	if err != nil || len(res.Messages) != 0 || res.HasMore {
 		t.Fatalf("after the last: %+v, %v", res, err)
 	}
 
 	tests := []struct {
 		name    string
-		req     PollRequest
+		req     conversation.PollRequest
 		wantErr error
 		field   string
 	}{
-		{"malformed after", PollRequest{Session: Session{SessionID: sess}, After: "nope"}, domain.ErrInvalidInput, "after"},
-		{"unknown after", PollRequest{Session: Session{SessionID: sess}, After: domain.NewID(domain.PrefixMessage)}, domain.ErrInvalidInput, "after"},
-		{"another session's message", PollRequest{Session: Session{SessionID: sess}, After: r.convs.of(other)[0].ID}, domain.ErrInvalidInput, "after"},
-		{"limit too large", PollRequest{Session: Session{SessionID: sess}, Limit: 101}, domain.ErrInvalidInput, "limit"},
-		{"negative limit", PollRequest{Session: Session{SessionID: sess}, Limit: -1}, domain.ErrInvalidInput, "limit"},
-		{"unknown session", PollRequest{Session: Session{SessionID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
-		{"unpublished agent", PollRequest{Session: Session{SessionID: r.sessionOf(r.draft[domain.PlanFree], domain.StatusAI)}}, domain.ErrNotFound, ""},
+		{"malformed after", conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, After: "nope"}, domain.ErrInvalidInput, "after"},
+		{"unknown after", conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, After: domain.NewID(domain.PrefixMessage)}, domain.ErrInvalidInput, "after"},
+		{"another session's message", conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, After: r.convs.of(other)[0].ID}, domain.ErrInvalidInput, "after"},
+		{"limit too large", conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, Limit: 101}, domain.ErrInvalidInput, "limit"},
+		{"negative limit", conversation.PollRequest{Session: conversation.SessionRef{ID: sess}, Limit: -1}, domain.ErrInvalidInput, "limit"},
+		{"unknown session", conversation.PollRequest{Session: conversation.SessionRef{ID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
+		{"unpublished agent", conversation.PollRequest{Session: conversation.SessionRef{ID: r.sessionOf(r.draft[domain.PlanFree], domain.StatusAI)}}, domain.ErrNotFound, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -22,8 +23,7 @@ type Service struct {
 	conversations ports.ConversationStore
 	events        ports.InboundEventStore
 	queue         ports.JobQueue
-	deliveries    ports.DeliveryQueue
-	bus           ports.EventBus
+	lifecycle     *conversation.Lifecycle
 	clock         ports.Clock
 	log           *slog.Logger
 	maxMessage    int
@@ -35,19 +35,19 @@ type Deps struct {
 	Conversations ports.ConversationStore
 	Events        ports.InboundEventStore
 	Queue         ports.JobQueue
-	// Deliveries schedules what an appended message is delivered as (the
-	// helpdesk while a person owns the conversation, outbound events).
-	Deliveries ports.DeliveryQueue
-	Bus        ports.EventBus
-	Clock      ports.Clock
-	Log        *slog.Logger
+	// Lifecycle appends messages under the conversation's state, schedules
+	// what they are delivered as (the helpdesk while a person owns the
+	// conversation, outbound events) and publishes them.
+	Lifecycle *conversation.Lifecycle
+	Clock     ports.Clock
+	Log       *slog.Logger
 }
 
 // NewService returns a Service. maxMessageChars caps chat.message text.
 func NewService(d Deps, maxMessageChars int) *Service {
 	return &Service{
 		workspaces: d.Workspaces, conversations: d.Conversations, events: d.Events, queue: d.Queue,
-		deliveries: d.Deliveries, bus: d.Bus, clock: d.Clock, log: d.Log, maxMessage: maxMessageChars,
+		lifecycle: d.Lifecycle, clock: d.Clock, log: d.Log, maxMessage: maxMessageChars,
 	}
 }
 
@@ -178,25 +178,17 @@ func (s *Service) ProcessInboundEvent(ctx context.Context, eventID string) error
 	// state that changed first (a handoff, say) is decided again, so the
 	// helpdesk gets the message; a resolved conversation is reopened with
 	// it, in the same write. Still changing after that: the task is retried.
-	appended, err := ports.AppendAsDecided(ctx, s.conversations, &ws, &conv, msg, now)
+	appended, err := s.lifecycle.Append(ctx, &ws, conv, msg)
 	if errors.Is(err, domain.ErrNotFound) {
 		return s.sessionGone(ctx, ev)
 	}
 	if err != nil {
 		return err
 	}
-	if appended.Created {
-		events := []ports.SessionEvent{ports.MessageEvent(appended.Message)}
-		if appended.Notice != nil {
-			events = append(events, ports.MessageEvent(*appended.Notice))
-		}
-		// The live relay is best effort; PostgreSQL holds the durable copy that
-		// resuming clients replay from.
-		if err := s.bus.Publish(ctx, events...); err != nil {
-			s.log.WarnContext(ctx, "publishing inbound message failed", "eventId", ev.ID, "sessionId", ev.SessionID, "error", err)
-		}
-		ports.EnqueueDeliveries(ctx, s.deliveries, s.log, appended.Deliveries)
-	}
+	// The live relay is best effort; PostgreSQL holds the durable copy that
+	// resuming clients replay from. A message stored by an earlier run has
+	// no events (it was published then).
+	s.lifecycle.Publish(ctx, appended.Events()...)
 	return s.events.MarkInboundEvent(ctx, ev.ID, domain.InboundProcessed, appended.Message.ID, "", s.clock.Now())
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -63,7 +64,7 @@ func (f *fakeConversations) appendLocked(m domain.Message, while domain.Conversa
 	return m, true, nil
 }
 
-func (f *fakeConversations) ChangeStatus(_ context.Context, ch ports.StatusChange) (domain.Conversation, bool, error) {
+func (f *fakeConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.convs[ch.ConversationID]
@@ -182,11 +183,11 @@ func (q *fakeQueue) EnqueueInboundEvent(_ context.Context, id string) error {
 
 type fakeBus struct {
 	mu        sync.Mutex
-	published []ports.SessionEvent
+	published []domain.SessionEvent
 	err       error
 }
 
-func (b *fakeBus) Publish(_ context.Context, events ...ports.SessionEvent) error {
+func (b *fakeBus) Publish(_ context.Context, events ...domain.SessionEvent) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.published = append(b.published, events...)
@@ -225,9 +226,11 @@ func newFixture() *fixture {
 	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID, Status: domain.StatusAI}
 	f.wss = &fakeWorkspaces{byID: map[string]domain.Workspace{f.ws.ID: f.ws, f.other.ID: f.other}}
 	f.dq = &fakeDeliveries{}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.svc = NewService(Deps{
-		Workspaces: f.wss, Conversations: f.convs, Events: f.events, Queue: f.queue, Deliveries: f.dq,
-		Bus: f.bus, Clock: f.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workspaces: f.wss, Conversations: f.convs, Events: f.events, Queue: f.queue,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: f.convs, Workspaces: f.wss, Deliveries: f.dq, Bus: f.bus, Clock: f.clock, Log: log}),
+		Clock:     f.clock, Log: log,
 	}, 20)
 	return f
 }
@@ -399,11 +402,11 @@ func TestProcessFollowsConversationState(t *testing.T) {
 		wantTargets   []domain.DeliveryTarget
 		wantPublished []string
 	}{
-		{domain.StatusAI, "", domain.StatusAI, nil, []string{ports.EventMessage}},
-		{domain.StatusAI, "https://hooks.example/events", domain.StatusAI, []domain.DeliveryTarget{domain.TargetEvents}, []string{ports.EventMessage}},
-		{domain.StatusHandoffRequested, "", domain.StatusHandoffRequested, []domain.DeliveryTarget{domain.TargetHelpdesk}, []string{ports.EventMessage}},
-		{domain.StatusHuman, "https://hooks.example/events", domain.StatusHuman, []domain.DeliveryTarget{domain.TargetHelpdesk, domain.TargetEvents}, []string{ports.EventMessage}},
-		{domain.StatusResolved, "", domain.StatusAI, nil, []string{ports.EventMessage, ports.EventStatus}},
+		{domain.StatusAI, "", domain.StatusAI, nil, []string{domain.EventMessage}},
+		{domain.StatusAI, "https://hooks.example/events", domain.StatusAI, []domain.DeliveryTarget{domain.TargetEvents}, []string{domain.EventMessage}},
+		{domain.StatusHandoffRequested, "", domain.StatusHandoffRequested, []domain.DeliveryTarget{domain.TargetHelpdesk}, []string{domain.EventMessage}},
+		{domain.StatusHuman, "https://hooks.example/events", domain.StatusHuman, []domain.DeliveryTarget{domain.TargetHelpdesk, domain.TargetEvents}, []string{domain.EventMessage}},
+		{domain.StatusResolved, "", domain.StatusAI, nil, []string{domain.EventMessage, domain.EventStatus}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.status)+"/"+tt.eventsURL, func(t *testing.T) {

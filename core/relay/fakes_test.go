@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -29,7 +30,7 @@ type world struct {
 	agent domain.Agent
 
 	stored  []domain.Message
-	log     []*ports.LiveEvent
+	log     []*domain.LiveEvent
 	logSeq  int
 	subs    []*fakeSub
 	buffer  int
@@ -87,9 +88,12 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) service() *Service {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	convs := &fakeConversations{w: w}
 	return NewService(Deps{
-		Feed: w, Recent: w, Transcript: w, Conversations: &fakeConversations{w: w}, Workspaces: &fakeWorkspaces{w: w},
-		Agents: &fakeAgents{w: w}, Clock: w.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Feed: w, Recent: w, Transcript: w, Conversations: convs,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: convs, Workspaces: &fakeWorkspaces{w: w}, Agents: &fakeAgents{w: w}, Clock: w.clock, Log: log}),
+		Clock:     w.clock, Log: log,
 	}, Options{KeepAlive: w.keepAlive, PageSize: 3, OutageLimit: 30 * time.Second})
 }
 
@@ -103,12 +107,12 @@ func (w *world) store(m domain.Message) domain.Message {
 }
 
 // publish logs and relays events, as the bus does.
-func (w *world) publish(events ...ports.SessionEvent) {
+func (w *world) publish(events ...domain.SessionEvent) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, ev := range events {
 		w.logSeq++
-		live := &ports.LiveEvent{SessionEvent: ev, LogID: strconv.Itoa(w.logSeq) + "-0"}
+		live := &domain.LiveEvent{SessionEvent: ev, LogID: strconv.Itoa(w.logSeq) + "-0"}
 		w.log = append(w.log, live)
 		for _, s := range w.subs {
 			s.events <- live
@@ -118,7 +122,7 @@ func (w *world) publish(events ...ports.SessionEvent) {
 
 // publishLogOnly logs events no subscriber receives: published while the
 // feed's connection was down.
-func (w *world) publishLogOnly(events ...ports.SessionEvent) {
+func (w *world) publishLogOnly(events ...domain.SessionEvent) {
 	subs := w.subs
 	w.subs = nil
 	w.publish(events...)
@@ -137,7 +141,7 @@ func (w *world) gap() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, s := range w.subs {
-		s.events <- &ports.LiveEvent{Gap: true}
+		s.events <- &domain.LiveEvent{Gap: true}
 	}
 }
 
@@ -150,7 +154,7 @@ func (w *world) Subscribe(_ context.Context, sessionID string) (ports.Subscripti
 	if sessionID != w.conv.ID {
 		w.t.Fatalf("subscribed to %s", sessionID)
 	}
-	s := &fakeSub{w: w, events: make(chan *ports.LiveEvent, w.buffer), done: make(chan struct{})}
+	s := &fakeSub{w: w, events: make(chan *domain.LiveEvent, w.buffer), done: make(chan struct{})}
 	w.subs = append(w.subs, s)
 	return s, nil
 }
@@ -171,7 +175,7 @@ func (w *world) Tail(context.Context, string) (string, error) {
 	return w.log[len(w.log)-1].LogID, nil
 }
 
-func (w *world) Since(_ context.Context, _ string, logID string) ([]*ports.LiveEvent, bool, error) {
+func (w *world) Since(_ context.Context, _ string, logID string) ([]*domain.LiveEvent, bool, error) {
 	w.readHook()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -191,7 +195,7 @@ func (w *world) Since(_ context.Context, _ string, logID string) ([]*ports.LiveE
 	return slices.Clone(w.log), false, nil
 }
 
-func (w *world) After(_ context.Context, _ string, eventID string) ([]*ports.LiveEvent, string, error) {
+func (w *world) After(_ context.Context, _ string, eventID string) ([]*domain.LiveEvent, string, error) {
 	w.readHook()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -223,14 +227,14 @@ func (w *world) MessagesFrom(_ context.Context, workspaceID, conversationID, mes
 
 type fakeSub struct {
 	w      *world
-	events chan *ports.LiveEvent
+	events chan *domain.LiveEvent
 	done   chan struct{}
 	once   sync.Once
 	err    error
 }
 
-func (s *fakeSub) Events() <-chan *ports.LiveEvent { return s.events }
-func (s *fakeSub) Done() <-chan struct{}           { return s.done }
+func (s *fakeSub) Events() <-chan *domain.LiveEvent { return s.events }
+func (s *fakeSub) Done() <-chan struct{}            { return s.done }
 func (s *fakeSub) Err() error {
 	select {
 	case <-s.done:
@@ -326,7 +330,7 @@ func (c *fakeClock) advance(d time.Duration) {
 type sink struct {
 	mu         sync.Mutex
 	lines      []string
-	events     []*ports.LiveEvent
+	events     []*domain.LiveEvent
 	keepAlives int
 	failAfter  int // fail the n-th and later sends; 0 never
 	wrote      chan struct{}
@@ -334,7 +338,7 @@ type sink struct {
 
 func newSink() *sink { return &sink{wrote: make(chan struct{}, 1024)} }
 
-func (s *sink) Send(ev *ports.LiveEvent) error {
+func (s *sink) Send(ev *domain.LiveEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failAfter > 0 && len(s.lines)+1 >= s.failAfter {
@@ -375,19 +379,19 @@ func (s *sink) waitFor(t *testing.T, n int) []string {
 	}
 }
 
-func describe(ev *ports.LiveEvent) string {
+func describe(ev *domain.LiveEvent) string {
 	id := ""
 	if ev.MessageID != "" {
 		id = fmt.Sprintf("%s:%d", ev.MessageID, ev.Seq)
 	}
 	switch ev.Type {
-	case ports.EventToken:
+	case domain.EventToken:
 		return id + " token " + ev.Content
-	case ports.EventDone:
+	case domain.EventDone:
 		return id + " done " + ev.Answer.Reply.Content
-	case ports.EventMessage:
+	case domain.EventMessage:
 		return id + " message " + string(ev.Message.Role) + " " + ev.Message.Content
-	case ports.EventStatus:
+	case domain.EventStatus:
 		return id + " status " + string(ev.Status)
 	default:
 		return id + " error " + ev.ErrorCode
@@ -398,33 +402,33 @@ func describe(ev *ports.LiveEvent) string {
 // copy (with token ends).
 type answer struct {
 	msg    domain.Message
-	events []ports.SessionEvent
+	events []domain.SessionEvent
 }
 
 func newAnswer(w *world, id string, tokens ...string) answer {
 	var content strings.Builder
 	var ends []int
-	var events []ports.SessionEvent
+	var events []domain.SessionEvent
 	for i, tok := range tokens {
 		content.WriteString(tok)
 		ends = append(ends, content.Len())
-		events = append(events, ports.SessionEvent{Type: ports.EventToken, SessionID: w.conv.ID, MessageID: id, Seq: i + 1, Content: tok})
+		events = append(events, domain.SessionEvent{Type: domain.EventToken, SessionID: w.conv.ID, MessageID: id, Seq: i + 1, Content: tok})
 	}
 	msg := domain.Message{ID: id, WorkspaceID: w.ws.ID, ConversationID: w.conv.ID, Role: domain.RoleAssistant, Content: content.String(), TokenEnds: ends}
-	events = append(events, ports.SessionEvent{Type: ports.EventDone, SessionID: w.conv.ID, MessageID: id, Seq: len(tokens) + 1,
+	events = append(events, domain.SessionEvent{Type: domain.EventDone, SessionID: w.conv.ID, MessageID: id, Seq: len(tokens) + 1,
 		Answer: &domain.Answer{SessionID: w.conv.ID, Reply: msg}})
 	return answer{msg: msg, events: events}
 }
 
 // userMessage stores and returns the event of a USER (or other) message.
-func (w *world) message(role domain.Role, id, content string) ports.SessionEvent {
+func (w *world) message(role domain.Role, id, content string) domain.SessionEvent {
 	m := w.store(domain.Message{ID: id, Role: role, Content: content})
-	return ports.MessageEvent(m)
+	return domain.MessageEvent(m)
 }
 
-func (w *world) notice(id string, status domain.ConversationStatus) ports.SessionEvent {
+func (w *world) notice(id string, status domain.ConversationStatus) domain.SessionEvent {
 	m := w.store(domain.Message{ID: id, Role: domain.RoleSystem, Content: "status", Status: status})
-	return ports.MessageEvent(m)
+	return domain.MessageEvent(m)
 }
 
 // msgID is a valid message id with a readable tag.

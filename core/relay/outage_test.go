@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // waitUntil polls cond for up to five seconds.
@@ -43,7 +42,7 @@ func TestCatchUpWaitsForRedis(t *testing.T) {
 	waitUntil(t, "the catch-up succeeds after three failures", func() bool { return w.logReadCount() >= 4 })
 	w.store(a.msg)
 	w.publish(a.events[3])
-	check(t, s.waitFor(t, 5), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.waitFor(t, 5), lines(append([]domain.SessionEvent{q}, a.events...)))
 	s.mu.Lock()
 	pings := s.keepAlives
 	s.mu.Unlock()
@@ -51,7 +50,7 @@ func TestCatchUpWaitsForRedis(t *testing.T) {
 		t.Error("no keep-alive while the catch-up waited")
 	}
 	time.Sleep(20 * time.Millisecond)
-	check(t, s.got(), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.got(), lines(append([]domain.SessionEvent{q}, a.events...)))
 }
 
 // A catch-up that still fails once OutageLimit has passed since its first
@@ -99,7 +98,7 @@ func TestGapSendsWhatOnlyPostgreSQLHas(t *testing.T) {
 				w := newWorld(t)
 				w.publish(w.message(domain.RoleUser, msgID("q0"), "before"))
 				s := newSink()
-				var want []ports.SessionEvent
+				var want []domain.SessionEvent
 				q := w.message(domain.RoleUser, msgID("q1"), "hi")
 				if sentStored {
 					run(t, open(t, w, ""), s)
@@ -155,5 +154,5 @@ func TestCatchUpReadsTheStoredMessagesOnce(t *testing.T) {
 	later := w.message(domain.RoleUser, msgID("q9"), "after") // its publication failed
 	w.gap()
 	w.publish(a.events[2])
-	check(t, s.waitFor(t, 4), lines([]ports.SessionEvent{a.events[0], a.events[1], later, a.events[2]}))
+	check(t, s.waitFor(t, 4), lines([]domain.SessionEvent{a.events[0], a.events[1], later, a.events[2]}))
 }

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -39,10 +40,10 @@ type Deps struct {
 	Recent        ports.EventLog
 	Transcript    ports.Transcript
 	Conversations ports.ConversationStore
-	Workspaces    ports.WorkspaceStore
-	Agents        ports.AgentLookups
-	Clock         ports.Clock
-	Log           *slog.Logger
+	// Lifecycle finds the session a keyless caller follows.
+	Lifecycle *conversation.Lifecycle
+	Clock     ports.Clock
+	Log       *slog.Logger
 }
 
 // Options tune the relay; zero fields take the defaults.
@@ -81,16 +82,13 @@ func NewService(d Deps, opts Options) *Service {
 
 // Request asks to follow a conversation.
 type Request struct {
-	// Workspace is the API-key caller's workspace; nil when the caller holds
-	// only the session id (the widget), which then needs a published agent
-	// and honours the identity headers as the widget's message route does.
-	Workspace *domain.Workspace
-	SessionID string
+	// Session is the followed conversation and its caller. Without a
+	// workspace (the widget) it needs a published agent and honours the
+	// identity headers as the widget's message route does.
+	Session conversation.SessionRef
 	// LastEventID is the id of the last event the client has
 	// ("<messageId>:<seq>"); "" starts live from now.
-	LastEventID     string
-	IdentityHeader  string
-	SignatureHeader string
+	LastEventID string
 }
 
 // Position is an event's place: the SSE id "<MessageID>:<Seq>".
@@ -153,27 +151,26 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 
 // conversation resolves the followed conversation as the chat routes do.
 func (s *Service) conversation(ctx context.Context, req Request) (domain.Conversation, error) {
-	if req.Workspace != nil {
+	if ws := req.Session.Workspace; ws != nil {
 		// The v2 route names it a conversation.
-		if !domain.ValidID(domain.PrefixSession, req.SessionID) {
+		if !domain.ValidID(domain.PrefixSession, req.Session.ID) {
 			return domain.Conversation{}, domain.NotFound("conversation")
 		}
-		conv, err := s.d.Conversations.GetConversation(ctx, req.Workspace.ID, req.SessionID)
+		conv, err := s.d.Conversations.GetConversation(ctx, ws.ID, req.Session.ID)
 		if errors.Is(err, domain.ErrNotFound) {
 			err = domain.NotFound("conversation")
 		}
 		return conv, err
 	}
-	_, conv, _, err := ports.FindSession(ctx, ports.SessionStores{Conversations: s.d.Conversations, Workspaces: s.d.Workspaces, Agents: s.d.Agents},
-		ports.SessionRef{SessionID: req.SessionID, IdentityHeader: req.IdentityHeader, SignatureHeader: req.SignatureHeader}, s.d.Clock.Now())
-	return conv, err
+	found, err := s.d.Lifecycle.Find(ctx, req.Session)
+	return found.Conversation, err
 }
 
 // Sink is where a stream writes. Both methods run on the stream's
 // goroutine; an error (the client left) ends the stream.
 type Sink interface {
 	// Send writes one event.
-	Send(ev *ports.LiveEvent) error
+	Send(ev *domain.LiveEvent) error
 	// KeepAlive writes something the client ignores.
 	KeepAlive() error
 }
@@ -207,7 +204,7 @@ type Stream struct {
 	// (none when the log still had the client's position), then the log's
 	// events.
 	fromStored []domain.Message
-	replayLog  []*ports.LiveEvent
+	replayLog  []*domain.LiveEvent
 }
 
 // position plans the replay from the client's last event, from (parsed
@@ -326,14 +323,14 @@ func (st *Stream) fail(err error) error {
 	if errors.Is(err, errClientGone) {
 		return nil
 	}
-	_ = st.sink.Send(&ports.LiveEvent{SessionEvent: ports.SessionEvent{
-		Type: ports.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: unavailable,
+	_ = st.sink.Send(&domain.LiveEvent{SessionEvent: domain.SessionEvent{
+		Type: domain.EventError, SessionID: st.conv.ID, ErrorCode: domain.CodeUnavailable, ErrorMessage: unavailable,
 	}})
 	st.s.d.Log.Info("live stream ended with an error; the client resumes", "sessionId", st.conv.ID, "error", err)
 	return fmt.Errorf("live stream of %s: %w", st.conv.ID, err)
 }
 
-func (st *Stream) emit(ev *ports.LiveEvent) error {
+func (st *Stream) emit(ev *domain.LiveEvent) error {
 	if err := st.sink.Send(ev); err != nil {
 		return fmt.Errorf("%w: %w", errClientGone, err)
 	}
@@ -361,12 +358,12 @@ func (st *Stream) replay(ctx context.Context) error {
 // published after its message was stored, before the stored messages were
 // read, so that message was either just replayed or is older than the
 // client's position.
-func (st *Stream) deliverLog(ctx context.Context, events []*ports.LiveEvent, afterStored bool) error {
+func (st *Stream) deliverLog(ctx context.Context, events []*domain.LiveEvent, afterStored bool) error {
 	var stored map[string]bool
 	if afterStored {
 		stored = map[string]bool{}
 		for _, ev := range events {
-			if ev.Type != ports.EventToken && ev.Type != ports.EventError {
+			if ev.Type != domain.EventToken && ev.Type != domain.EventError {
 				stored[ev.MessageID] = true
 			}
 		}
@@ -540,7 +537,7 @@ func (st *Stream) deliverStored(m domain.Message) error {
 }
 
 // deliver sends a live or logged event unless the client has it.
-func (st *Stream) deliver(ctx context.Context, ev *ports.LiveEvent) error {
+func (st *Stream) deliver(ctx context.Context, ev *domain.LiveEvent) error {
 	m := ev.MessageID
 	if m == "" {
 		return st.emit(ev)
@@ -575,25 +572,25 @@ func (st *Stream) deliver(ctx context.Context, ev *ports.LiveEvent) error {
 // noteStored remembers the latest sent event whose message is stored
 // (everything but an answer's tokens is published after its message was
 // stored): a catch-up from PostgreSQL starts there.
-func (st *Stream) noteStored(ev *ports.LiveEvent) {
+func (st *Stream) noteStored(ev *domain.LiveEvent) {
 	switch ev.Type {
-	case ports.EventMessage, ports.EventStatus, ports.EventDone:
+	case domain.EventMessage, domain.EventStatus, domain.EventDone:
 		st.lastStored = ev.MessageID
 	}
 }
 
-func terminal(ev *ports.LiveEvent) bool {
-	return ev.Type == ports.EventDone || ev.Type == ports.EventError
+func terminal(ev *domain.LiveEvent) bool {
+	return ev.Type == domain.EventDone || ev.Type == domain.EventError
 }
 
 // fill completes a message with a hole at its terminal event: the missing
 // tokens from the stored reply, then the event itself (which, unlike a
 // stored reply, knows whether the answer was a fallback). An answer that
 // failed was never stored: its error event ends it as it is.
-func (st *Stream) fill(ctx context.Context, ev *ports.LiveEvent) error {
+func (st *Stream) fill(ctx context.Context, ev *domain.LiveEvent) error {
 	m := ev.MessageID
 	delete(st.held, m)
-	if ev.Type == ports.EventDone {
+	if ev.Type == domain.EventDone {
 		msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, m, 1)
 		switch {
 		case errors.Is(err, domain.ErrNotFound):
@@ -602,7 +599,7 @@ func (st *Stream) fill(ctx context.Context, ev *ports.LiveEvent) error {
 			return err
 		case len(msgs) == 1:
 			for _, tok := range StoredEvents(msgs[0]) {
-				if tok.Type != ports.EventToken || tok.Seq <= st.seen[m] || tok.Seq >= ev.Seq {
+				if tok.Type != domain.EventToken || tok.Seq <= st.seen[m] || tok.Seq >= ev.Seq {
 					continue
 				}
 				st.seen[m] = tok.Seq
@@ -618,12 +615,12 @@ func (st *Stream) fill(ctx context.Context, ev *ports.LiveEvent) error {
 }
 
 // StoredEvents are the live events of a stored message, as they were
-// published (ports.StoredEvents), ready for the relay.
-func StoredEvents(m domain.Message) []*ports.LiveEvent {
-	events := ports.StoredEvents(m)
-	out := make([]*ports.LiveEvent, len(events))
+// published (domain.StoredEvents), ready for the relay.
+func StoredEvents(m domain.Message) []*domain.LiveEvent {
+	events := domain.StoredEvents(m)
+	out := make([]*domain.LiveEvent, len(events))
 	for i, ev := range events {
-		out[i] = &ports.LiveEvent{SessionEvent: ev}
+		out[i] = &domain.LiveEvent{SessionEvent: ev}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -54,7 +55,7 @@ func TestParseEventID(t *testing.T) {
 // open opens a stream of the world's conversation as its workspace.
 func open(t *testing.T, w *world, lastEventID string) *Stream {
 	t.Helper()
-	st, err := w.service().Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: lastEventID})
+	st, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: lastEventID})
 	if err != nil {
 		t.Fatalf("Open(%q): %v", lastEventID, err)
 	}
@@ -86,10 +87,10 @@ func run(t *testing.T, st *Stream, s *sink) (stop func() error) {
 }
 
 // lines describes events as the sink does.
-func lines(events []ports.SessionEvent) []string {
+func lines(events []domain.SessionEvent) []string {
 	out := make([]string, len(events))
 	for i := range events {
-		out[i] = describe(&ports.LiveEvent{SessionEvent: events[i]})
+		out[i] = describe(&domain.LiveEvent{SessionEvent: events[i]})
 	}
 	return out
 }
@@ -104,14 +105,14 @@ func check(t *testing.T, got, want []string) {
 // A conversation's full history: a question, a streamed answer, a status
 // change and a human reply, each stored before it was published.
 type history struct {
-	question ports.SessionEvent
+	question domain.SessionEvent
 	answer   answer
-	notice   ports.SessionEvent
-	human    ports.SessionEvent
+	notice   domain.SessionEvent
+	human    domain.SessionEvent
 }
 
-func (h history) all() []ports.SessionEvent {
-	out := []ports.SessionEvent{h.question}
+func (h history) all() []domain.SessionEvent {
+	out := []domain.SessionEvent{h.question}
 	out = append(out, h.answer.events...)
 	return append(out, h.notice, h.human)
 }
@@ -164,7 +165,7 @@ func TestResumeGivesExactlyWhatWasMissed(t *testing.T) {
 				later := w.message(domain.RoleUser, msgID("q2"), "Thanks")
 				w.publish(later)
 				got = s.waitFor(t, len(want)+1)
-				check(t, got, append(want, lines([]ports.SessionEvent{later})...))
+				check(t, got, append(want, lines([]domain.SessionEvent{later})...))
 			})
 		}
 	}
@@ -207,7 +208,7 @@ func TestGapCatchesUpFromTheLog(t *testing.T) {
 	w.publish(a.events[4]) // the last token, after the resubscription
 	w.store(a.msg)
 	w.publish(a.events[5])
-	check(t, s.waitFor(t, 7), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.waitFor(t, 7), lines(append([]domain.SessionEvent{q}, a.events...)))
 }
 
 // A client resumed at the log's end and then caught up after a Gap gets
@@ -222,9 +223,9 @@ func TestGapAfterResumingAtTheEnd(t *testing.T) {
 	w.gap()
 	last := w.message(domain.RoleUser, msgID("q3"), "hello?")
 	w.publish(last)
-	check(t, s.waitFor(t, 2), lines([]ports.SessionEvent{later, last}))
+	check(t, s.waitFor(t, 2), lines([]domain.SessionEvent{later, last}))
 	time.Sleep(20 * time.Millisecond)
-	check(t, s.got(), lines([]ports.SessionEvent{later, last}))
+	check(t, s.got(), lines([]domain.SessionEvent{later, last}))
 }
 
 // Redis restarted without persistence mid-answer: the log lost the start
@@ -251,7 +252,7 @@ func TestGapAfterTheLogWasLost(t *testing.T) {
 	w.publish(a.events[4])
 	w.store(a.msg)
 	w.publish(a.events[5])
-	want := lines([]ports.SessionEvent{q, a.events[0], a.events[1], n, a.events[2], a.events[3], a.events[4], a.events[5]})
+	want := lines([]domain.SessionEvent{q, a.events[0], a.events[1], n, a.events[2], a.events[3], a.events[4], a.events[5]})
 	check(t, s.waitFor(t, len(want)), want)
 }
 
@@ -276,7 +277,7 @@ func TestAnswerBegunWhileTheFeedWasAway(t *testing.T) {
 	w.publish(a.events[2])
 	w.store(a.msg)
 	w.publish(a.events[3])
-	check(t, s.waitFor(t, 5), lines(append([]ports.SessionEvent{q}, a.events...)))
+	check(t, s.waitFor(t, 5), lines(append([]domain.SessionEvent{q}, a.events...)))
 }
 
 // A client resuming mid-answer after the log lost the answer's start: the
@@ -310,9 +311,9 @@ func TestHeldAnswerThatFails(t *testing.T) {
 	w.loseLog()
 	w.gap()
 	w.publish(a.events[2])
-	fail := ports.SessionEvent{Type: ports.EventError, SessionID: w.conv.ID, MessageID: a.msg.ID, Seq: 4, ErrorCode: "UNAVAILABLE"}
+	fail := domain.SessionEvent{Type: domain.EventError, SessionID: w.conv.ID, MessageID: a.msg.ID, Seq: 4, ErrorCode: "UNAVAILABLE"}
 	w.publish(fail)
-	check(t, s.waitFor(t, 2), lines([]ports.SessionEvent{a.events[0], fail}))
+	check(t, s.waitFor(t, 2), lines([]domain.SessionEvent{a.events[0], fail}))
 }
 
 // A stream opened mid-answer joins it at the next token.
@@ -343,13 +344,13 @@ func TestOpenRefuses(t *testing.T) {
 		want  error
 		field string
 	}{
-		{"another workspace's conversation", w, Request{Workspace: &other, SessionID: w.conv.ID}, domain.ErrNotFound, ""},
-		{"unknown session", w, Request{Workspace: &w.ws, SessionID: domain.NewID(domain.PrefixSession)}, domain.ErrNotFound, ""},
-		{"not a session id", w, Request{SessionID: "../etc"}, domain.ErrNotFound, ""},
-		{"keyless, unpublished agent", unpublished, Request{SessionID: unpublished.conv.ID}, domain.ErrNotFound, ""},
-		{"keyless, half the identity headers", verified, Request{SessionID: verified.conv.ID, IdentityHeader: "x"}, domain.ErrInvalidInput, ""},
-		{"malformed Last-Event-ID", w, Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: "42"}, domain.ErrInvalidInput, "lastEventId"},
-		{"Last-Event-ID of no event here", w, Request{Workspace: &w.ws, SessionID: w.conv.ID, LastEventID: msgID("zz") + ":1"}, domain.ErrInvalidInput, "lastEventId"},
+		{"another workspace's conversation", w, Request{Session: conversation.SessionRef{Workspace: &other, ID: w.conv.ID}}, domain.ErrNotFound, ""},
+		{"unknown session", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: domain.NewID(domain.PrefixSession)}}, domain.ErrNotFound, ""},
+		{"not a session id", w, Request{Session: conversation.SessionRef{ID: "../etc"}}, domain.ErrNotFound, ""},
+		{"keyless, unpublished agent", unpublished, Request{Session: conversation.SessionRef{ID: unpublished.conv.ID}}, domain.ErrNotFound, ""},
+		{"keyless, half the identity headers", verified, Request{Session: conversation.SessionRef{ID: verified.conv.ID, IdentityHeader: "x"}}, domain.ErrInvalidInput, ""},
+		{"malformed Last-Event-ID", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: "42"}, domain.ErrInvalidInput, "lastEventId"},
+		{"Last-Event-ID of no event here", w, Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: msgID("zz") + ":1"}, domain.ErrInvalidInput, "lastEventId"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -367,7 +368,7 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 	t.Run("keyless, published agent", func(t *testing.T) {
-		st, err := w.service().Open(context.Background(), Request{SessionID: w.conv.ID})
+		st, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{ID: w.conv.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +380,7 @@ func TestOpenRefuses(t *testing.T) {
 	t.Run("feed unavailable", func(t *testing.T) {
 		w.subErr = domain.Unavailable("redis", errors.New("down"))
 		defer func() { w.subErr = nil }()
-		if _, err := w.service().Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID}); !errors.Is(err, domain.ErrUnavailable) {
+		if _, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}}); !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -443,7 +444,7 @@ func TestKeepAlive(t *testing.T) {
 	w := newWorld(t)
 	svc := w.service()
 	svc.opts.KeepAlive = 10 * time.Millisecond
-	st, err := svc.Open(context.Background(), Request{Workspace: &w.ws, SessionID: w.conv.ID})
+	st, err := svc.Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}})
 	if err != nil {
 		t.Fatal(err)
 	}

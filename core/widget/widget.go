@@ -7,8 +7,8 @@ package widget
 import (
 	"context"
 	"errors"
-	"log/slog"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -18,27 +18,23 @@ type Deps struct {
 	Workspaces ports.WorkspaceStore
 	// Agents should be cached (agent.Cache.Widgets): every page view and
 	// every new session resolves an address.
-	Agents        ports.WidgetAgents
-	Conversations ports.ConversationStore
-	Deliveries    ports.DeliveryQueue
-	Clock         ports.Clock
-	Log           *slog.Logger
+	Agents ports.WidgetAgents
+	// Lifecycle opens the sessions.
+	Lifecycle *conversation.Lifecycle
+	Clock     ports.Clock
 }
 
 // Service runs the widget use cases.
 type Service struct {
-	workspaces    ports.WorkspaceStore
-	agents        ports.WidgetAgents
-	conversations ports.ConversationStore
-	deliveries    ports.DeliveryQueue
-	clock         ports.Clock
-	log           *slog.Logger
+	workspaces ports.WorkspaceStore
+	agents     ports.WidgetAgents
+	lifecycle  *conversation.Lifecycle
+	clock      ports.Clock
 }
 
 // NewService returns a Service.
 func NewService(d Deps) *Service {
-	return &Service{workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations,
-		deliveries: d.Deliveries, clock: d.Clock, log: d.Log}
+	return &Service{workspaces: d.Workspaces, agents: d.Agents, lifecycle: d.Lifecycle, clock: d.Clock}
 }
 
 // Widget is a published agent as its widget shows it.
@@ -96,10 +92,10 @@ func (s *Service) Resolve(ctx context.Context, address string) (Widget, error) {
 // SessionRequest opens a widget session.
 type SessionRequest struct {
 	Address string
-	// IdentityHeader and SignatureHeader are the raw X-Service-Identity and
-	// X-Service-Signature values; a verified user's session carries its id.
-	IdentityHeader  string
-	SignatureHeader string
+	// Session is the caller of a session not opened yet: no workspace and
+	// no ID, only the identity headers it sent; a verified user's session
+	// carries its id.
+	Session conversation.SessionRef
 }
 
 // StartSession opens a conversation with the agent behind the address, as
@@ -112,9 +108,9 @@ func (s *Service) StartSession(ctx context.Context, req SessionRequest) (domain.
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	identity, err := domain.VerifyIdentity(&w.Workspace, req.IdentityHeader, req.SignatureHeader, s.clock.Now())
+	identity, err := domain.VerifyIdentity(&w.Workspace, req.Session.IdentityHeader, req.Session.SignatureHeader, s.clock.Now())
 	if err != nil {
 		return domain.Conversation{}, err
 	}
-	return ports.OpenConversation(ctx, s.conversations, s.deliveries, s.log, &w.Workspace, &w.Agent, identity, s.clock.Now())
+	return s.lifecycle.Open(ctx, &w.Workspace, &w.Agent, identity)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -82,8 +83,12 @@ func fixture(t *testing.T) (*Service, *conversations, map[string]domain.Agent, m
 	}
 	convs := &conversations{}
 	svc := NewService(Deps{
-		Workspaces: workspaces{byID: wss}, Agents: ags, Conversations: convs, Deliveries: noDeliveries{},
-		Clock: fixedClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workspaces: workspaces{byID: wss}, Agents: ags,
+		Lifecycle: conversation.New(conversation.Deps{
+			Conversations: convs, Workspaces: workspaces{byID: wss}, Deliveries: noDeliveries{},
+			Clock: fixedClock{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}),
+		Clock: fixedClock{},
 	})
 	return svc, convs, ags, wss
 }
@@ -140,13 +145,17 @@ func TestStartSession(t *testing.T) {
 	}{
 		{name: "anonymous", req: SessionRequest{Address: "free"}, wantAgent: "free"},
 		{name: "by id", req: SessionRequest{Address: ags["std"].ID}, wantAgent: "std"},
-		{name: "verified user", req: SessionRequest{Address: "std", IdentityHeader: identity,
-			SignatureHeader: domain.SignIdentity(wss["ws_std"].WebhookSecret, identity)}, wantAgent: "std", wantUser: "u_1"},
-		{name: "bad signature", req: SessionRequest{Address: "std", IdentityHeader: identity, SignatureHeader: domain.SignIdentity("whsec_other", identity)},
+		{name: "verified user", req: SessionRequest{
+			Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity(wss["ws_std"].WebhookSecret, identity)},
+			Address: "std",
+		}, wantAgent: "std", wantUser: "u_1"},
+		{name: "bad signature", req: SessionRequest{Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity("whsec_other", identity)}, Address: "std"},
 			wantErr: domain.ErrUnauthorized},
-		{name: "identity without signature", req: SessionRequest{Address: "std", IdentityHeader: identity}, wantErr: domain.ErrInvalidInput},
-		{name: "identity on a plan without it", req: SessionRequest{Address: "free", IdentityHeader: identity,
-			SignatureHeader: domain.SignIdentity(wss["ws_free"].WebhookSecret, identity)}, wantErr: domain.ErrForbidden},
+		{name: "identity without signature", req: SessionRequest{Session: conversation.SessionRef{IdentityHeader: identity}, Address: "std"}, wantErr: domain.ErrInvalidInput},
+		{name: "identity on a plan without it", req: SessionRequest{
+			Session: conversation.SessionRef{IdentityHeader: identity, SignatureHeader: domain.SignIdentity(wss["ws_free"].WebhookSecret, identity)},
+			Address: "free",
+		}, wantErr: domain.ErrForbidden},
 		{name: "unpublished", req: SessionRequest{Address: "draft"}, wantErr: domain.ErrNotFound},
 	}
 	for _, tt := range tests {

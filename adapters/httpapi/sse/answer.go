@@ -8,7 +8,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // Answer runs a pending answer and streams its token, done and error events
@@ -22,19 +21,19 @@ func Answer(c *fiber.Ctx, ctx context.Context, pending *chat.Pending, withQuesti
 	go func() {
 		defer stream.Close()
 		terminal := false
-		_, err := pending.Run(ctx, func(ev ports.SessionEvent) {
+		_, err := pending.Run(ctx, func(ev domain.SessionEvent) {
 			switch {
-			case ev.Type == ports.EventToken || ev.Type == ports.EventDone || ev.Type == ports.EventError:
-			case withQuestion && ev.Type == ports.EventMessage && ev.Message != nil && ev.Message.Role == domain.RoleUser:
+			case ev.Type == domain.EventToken || ev.Type == domain.EventDone || ev.Type == domain.EventError:
+			case withQuestion && ev.Type == domain.EventMessage && ev.Message != nil && ev.Message.Role == domain.RoleUser:
 			default:
 				return // a POST stream carries its answer; the rest goes to live streams
 			}
-			terminal = terminal || ev.Type == ports.EventDone || ev.Type == ports.EventError
+			terminal = terminal || ev.Type == domain.EventDone || ev.Type == domain.EventError
 			stream.Send(Event{ID: ev.EventID(), Data: wire.EventData(ev)})
 		})
 		if err != nil && !terminal {
 			_, body := wire.DescribeError(err)
-			stream.Send(Event{Data: wire.EventData(ports.SessionEvent{Type: ports.EventError, ErrorCode: body.Error.Code, ErrorMessage: body.Error.Message})})
+			stream.Send(Event{Data: wire.EventData(domain.SessionEvent{Type: domain.EventError, ErrorCode: body.Error.Code, ErrorMessage: body.Error.Message})})
 		}
 	}()
 	return Serve(c, stream)

@@ -9,25 +9,25 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/relay"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // Live serves a live stream: it sets the SSE headers and runs run on the
 // response's writer goroutine, after the handler returned, with a sink
-// that writes each event as one flushed frame. run must return when its
-// sink fails (the client left, noticed by a failed flush) and must not
-// touch c.
-func Live(c *fiber.Ctx, run func(sink *LiveSink)) error {
-	return live(c, WriteStall, run)
+// that writes each event as one flushed frame, taken from frames (nil:
+// rendered for this stream alone). run must return when its sink fails
+// (the client left, noticed by a failed flush) and must not touch c.
+func Live(c *fiber.Ctx, frames *Frames, run func(sink *LiveSink)) error {
+	return live(c, WriteStall, frames, run)
 }
 
-func live(c *fiber.Ctx, stall time.Duration, run func(sink *LiveSink)) error {
+func live(c *fiber.Ctx, stall time.Duration, frames *Frames, run func(sink *LiveSink)) error {
 	setHeaders(c)
 	guard := newStallGuard(c, stall)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer guard.done()
-		sink := &LiveSink{w: w, guard: guard}
+		sink := &LiveSink{w: w, guard: guard, frames: frames}
 		// fasthttp sends the headers with the first flushed bytes: without
 		// this a client would not know the stream is open (EventSource's
 		// open event) until the first event or heartbeat. A failure shows
@@ -38,18 +38,30 @@ func live(c *fiber.Ctx, stall time.Duration, run func(sink *LiveSink)) error {
 	return nil
 }
 
+// Follower serves the pod's live streams of conversations, sharing one
+// cache of rendered frames among them.
+type Follower struct {
+	relay  *relay.Service
+	frames *Frames
+}
+
+// NewFollower returns the pod's Follower over the relay.
+func NewFollower(r *relay.Service) *Follower {
+	return &Follower{relay: r, frames: NewFrames()}
+}
+
 // Follow serves the live stream of a conversation: it opens req (with the
 // client's Last-Event-ID) on the relay and streams it. Errors before the
 // stream opens (an unknown session, a Last-Event-ID the conversation does
 // not know) are returned for the ErrorHandler's JSON body.
-func Follow(c *fiber.Ctx, r *relay.Service, req relay.Request) error {
+func (f *Follower) Follow(c *fiber.Ctx, req relay.Request) error {
 	ctx := c.UserContext()
 	req.LastEventID = LastEventID(c)
-	st, err := r.Open(ctx, req)
+	st, err := f.relay.Open(ctx, req)
 	if err != nil {
 		return err
 	}
-	return Live(c, func(sink *LiveSink) { _ = st.Run(ctx, sink) })
+	return Live(c, f.frames, func(sink *LiveSink) { _ = st.Run(ctx, sink) })
 }
 
 // LastEventID is where a client resumes: the Last-Event-ID header, which
@@ -66,14 +78,15 @@ func LastEventID(c *fiber.Ctx) string {
 
 // LiveSink writes live events as SSE frames.
 type LiveSink struct {
-	w     *bufio.Writer
-	guard stallGuard
+	w      *bufio.Writer
+	guard  stallGuard
+	frames *Frames
 }
 
 // Send writes one event and flushes it. The frame is rendered once per
-// event, however many streams of the pod write it.
-func (s *LiveSink) Send(ev *ports.LiveEvent) error {
-	if _, err := s.w.Write(ev.Frame(renderLive)); err != nil {
+// event, however many streams of the pod write it (Frames).
+func (s *LiveSink) Send(ev *domain.LiveEvent) error {
+	if _, err := s.w.Write(s.frames.frame(ev, renderLive)); err != nil {
 		return err
 	}
 	return s.guard.flush(s.w)
@@ -84,7 +97,7 @@ func (s *LiveSink) KeepAlive() error { return ping(s.w, s.guard) }
 
 // renderLive is an event's frame: its id line (none for a stream's own
 // terminal error) and its data, exactly as the POST stream writes them.
-func renderLive(ev *ports.LiveEvent) []byte {
+func renderLive(ev *domain.LiveEvent) []byte {
 	data, err := json.Marshal(wire.EventData(ev.SessionEvent))
 	if err != nil {
 		// Only plain strings, numbers and slices of them: cannot happen.

@@ -3,27 +3,29 @@ package sse
 import (
 	"io"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // A live stream writes each event as one frame, the POST stream's format,
 // keep-alives as comments, and a stream's own terminal error without an id.
 func TestLiveWritesFrames(t *testing.T) {
 	user := domain.Message{ID: "msg_u", ConversationID: "ses_1", Role: domain.RoleUser, Content: "hi"}
-	events := []*ports.LiveEvent{
-		{SessionEvent: ports.MessageEvent(user)},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventToken, SessionID: "ses_1", MessageID: "msg_r", Seq: 1, Content: "Hel\nlo"}},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman}},
-		{SessionEvent: ports.SessionEvent{Type: ports.EventError, SessionID: "ses_1", ErrorCode: "UNAVAILABLE", ErrorMessage: "reconnect"}},
+	events := []*domain.LiveEvent{
+		{SessionEvent: domain.MessageEvent(user)},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_1", MessageID: "msg_r", Seq: 1, Content: "Hel\nlo"}},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventStatus, SessionID: "ses_1", MessageID: "msg_n", Seq: 1, Status: domain.StatusHuman}},
+		{SessionEvent: domain.SessionEvent{Type: domain.EventError, SessionID: "ses_1", ErrorCode: "UNAVAILABLE", ErrorMessage: "reconnect"}},
 	}
+	frames := NewFrames()
 	app := fiber.New()
 	app.Get("/live", func(c *fiber.Ctx) error {
-		return Live(c, func(sink *LiveSink) {
+		return Live(c, frames, func(sink *LiveSink) {
 			for i, ev := range events {
 				if err := sink.Send(ev); err != nil {
 					t.Errorf("Send %d: %v", i, err)
@@ -57,7 +59,7 @@ func TestLiveWritesFrames(t *testing.T) {
 		t.Errorf("stream\n got %q\nwant %q", body, want)
 	}
 	// Rendered once, shared by every stream that writes the event.
-	if a, b := events[1].Frame(renderLive), events[1].Frame(renderLive); &a[0] != &b[0] {
+	if a, b := frames.frame(events[1], renderLive), frames.frame(events[1], renderLive); &a[0] != &b[0] {
 		t.Error("the frame is rendered again for every stream")
 	}
 }
@@ -90,5 +92,52 @@ func TestLastEventID(t *testing.T) {
 				t.Errorf("LastEventID = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// Frames renders an event once however many streams write it, keeps at
+// most two generations per shard whatever the traffic, and is safe for
+// streams writing at once.
+func TestFramesRenderOnceWithinBound(t *testing.T) {
+	frames := NewFrames()
+	var renders atomic.Int64
+	render := func(ev *domain.LiveEvent) []byte {
+		renders.Add(1)
+		return []byte(ev.Content)
+	}
+	shared := &domain.LiveEvent{SessionEvent: domain.SessionEvent{Type: domain.EventToken, SessionID: "ses_1", MessageID: "msg_1", Seq: 1, Content: "x"}}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if got := string(frames.frame(shared, render)); got != "x" {
+					t.Errorf("frame = %q", got)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Followers racing on a new event may each render it once; then it is cached.
+	if n := renders.Load(); n < 1 || n > 8 {
+		t.Errorf("rendered %d times for 800 writes by 8 streams", n)
+	}
+	for i := range 100 * frameShards * frameShardSize {
+		frames.frame(&domain.LiveEvent{SessionEvent: domain.SessionEvent{Seq: i}}, render)
+	}
+	for i := range frames.shards {
+		sh := &frames.shards[i]
+		if n := len(sh.cur) + len(sh.prev); n > 2*frameShardSize {
+			t.Fatalf("shard %d holds %d frames, over its bound of %d", i, n, 2*frameShardSize)
+		}
+	}
+	// A nil cache renders every time.
+	before := renders.Load()
+	var none *Frames
+	none.frame(shared, render)
+	none.frame(shared, render)
+	if renders.Load()-before != 2 {
+		t.Error("a nil Frames cached")
 	}
 }

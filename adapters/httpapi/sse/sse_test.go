@@ -90,7 +90,7 @@ func TestStalledClientIsCutOff(t *testing.T) {
 			app := fiber.New()
 			app.Get("/stream", func(c *fiber.Ctx) error {
 				if kind == "live" {
-					return live(c, 200*time.Millisecond, func(sink *LiveSink) {
+					return live(c, 200*time.Millisecond, nil, func(sink *LiveSink) {
 						defer close(ended)
 						for {
 							// KeepAlive is enough to fill the socket; a

@@ -7,17 +7,18 @@ import (
 
 	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/relay"
 )
 
 // EventHandlers serves the widget's live stream of a session.
 type EventHandlers struct {
-	relay *relay.Service
+	follower *sse.Follower
 }
 
 // NewEventHandlers returns the live stream handlers.
-func NewEventHandlers(r *relay.Service) *EventHandlers {
-	return &EventHandlers{relay: r}
+func NewEventHandlers(follower *sse.Follower) *EventHandlers {
+	return &EventHandlers{follower: follower}
 }
 
 // RegisterSession adds GET /:sessionId/events to r, whose capability is
@@ -29,9 +30,9 @@ func (h *EventHandlers) RegisterSession(r fiber.Router) {
 // events streams the session's live events, resuming after Last-Event-ID.
 // Errors before the stream opens are the usual JSON error bodies.
 func (h *EventHandlers) events(c *fiber.Ctx) error {
-	return sse.Follow(c, h.relay, relay.Request{
-		SessionID:       strings.Clone(c.Params("sessionId")),
+	return h.follower.Follow(c, relay.Request{Session: conversation.SessionRef{
+		ID:              strings.Clone(c.Params("sessionId")),
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
 		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
-	})
+	}})
 }

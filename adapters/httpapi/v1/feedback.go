@@ -53,12 +53,12 @@ func (h *FeedbackHandlers) rate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	session := sessionOf(c)
 	messageID := strings.Clone(c.Params("messageId"))
 	fb, err := h.feedback.Rate(c.UserContext(), feedback.Request{
-		SessionID: session.SessionID, MessageID: messageID,
-		IdentityHeader: session.IdentityHeader, SignatureHeader: session.SignatureHeader,
-		Rating: rating, Comment: body.Comment,
+		Session:   sessionOf(c),
+		MessageID: messageID,
+		Rating:    rating,
+		Comment:   body.Comment,
 	})
 	if err != nil {
 		return err

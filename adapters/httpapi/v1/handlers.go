@@ -93,11 +93,9 @@ func (h *Handlers) message(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	pending, err := h.engine.Start(ctx, chat.Request{
-		SessionID:       strings.Clone(c.Params("sessionId")),
-		Message:         body.Message,
-		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
-		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
-		IdempotencyKey:  key,
+		Session:        sessionOf(c),
+		Message:        body.Message,
+		IdempotencyKey: key,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/handoff"
 )
 
@@ -60,7 +61,7 @@ func (h *Handlers) poll(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.handoff.Poll(c.UserContext(), handoff.PollRequest{
+	res, err := h.handoff.Poll(c.UserContext(), conversation.PollRequest{
 		Session: sessionOf(c),
 		After:   strings.Clone(c.Query("after")),
 		Limit:   limit,
@@ -80,9 +81,9 @@ func (h *Handlers) poll(c *fiber.Ctx) error {
 
 // sessionOf is the session a keyless call names, with the identity headers
 // it carries.
-func sessionOf(c *fiber.Ctx) handoff.Session {
-	return handoff.Session{
-		SessionID:       strings.Clone(c.Params("sessionId")),
+func sessionOf(c *fiber.Ctx) conversation.SessionRef {
+	return conversation.SessionRef{
+		ID:              strings.Clone(c.Params("sessionId")),
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
 		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/conversation"
 )
 
 // chatRequest is the body of POST /api/v2/chat. A missing message is left to
@@ -48,13 +49,13 @@ func (h *ChatHandlers) chat(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
 	ctx := c.UserContext()
 	pending, err := h.engine.Start(ctx, chat.Request{
-		Workspace:       &p.Workspace,
-		AgentSlug:       body.Agent,
-		SessionID:       body.SessionID,
-		Message:         body.Message,
-		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
-		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
-		IdempotencyKey:  key,
+		Session: conversation.SessionRef{
+			Workspace: &p.Workspace, ID: body.SessionID,
+			IdentityHeader: strings.Clone(c.Get(wire.HeaderIdentity)), SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
+		},
+		AgentSlug:      body.Agent,
+		Message:        body.Message,
+		IdempotencyKey: key,
 	})
 	if err != nil {
 		return err

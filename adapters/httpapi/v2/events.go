@@ -7,17 +7,18 @@ import (
 
 	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/relay"
 )
 
 // EventHandlers serves GET /api/v2/conversations/{id}/events.
 type EventHandlers struct {
-	relay *relay.Service
+	follower *sse.Follower
 }
 
 // NewEventHandlers returns the live stream handlers.
-func NewEventHandlers(r *relay.Service) *EventHandlers {
-	return &EventHandlers{relay: r}
+func NewEventHandlers(follower *sse.Follower) *EventHandlers {
+	return &EventHandlers{follower: follower}
 }
 
 // Register adds the live stream route to r (already authenticated).
@@ -29,5 +30,5 @@ func (h *EventHandlers) Register(r fiber.Router) {
 // after Last-Event-ID; another workspace's conversation is 404.
 func (h *EventHandlers) events(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
-	return sse.Follow(c, h.relay, relay.Request{Workspace: &p.Workspace, SessionID: strings.Clone(c.Params("id"))})
+	return h.follower.Follow(c, relay.Request{Session: conversation.SessionRef{Workspace: &p.Workspace, ID: strings.Clone(c.Params("id"))}})
 }

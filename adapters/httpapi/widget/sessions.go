@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/conversation"
 	corewidget "github.com/conciergehq/concierge/core/widget"
 )
 
@@ -32,9 +33,8 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 		return err
 	}
 	conv, err := h.widgets.StartSession(c.UserContext(), corewidget.SessionRequest{
-		Address:         strings.Clone(c.Params("slug")),
-		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),
-		SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature)),
+		Address: strings.Clone(c.Params("slug")),
+		Session: conversation.SessionRef{IdentityHeader: strings.Clone(c.Get(wire.HeaderIdentity)), SignatureHeader: strings.Clone(c.Get(wire.HeaderSignature))},
 	})
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // AnswerDTO is the JSON answer of POST /api/v2/chat and the done event.
@@ -53,19 +52,19 @@ type statusEventDTO struct {
 
 // EventData is the JSON of a session event on a stream, exactly as
 // PRODUCT.md lists the types.
-func EventData(ev ports.SessionEvent) any {
+func EventData(ev domain.SessionEvent) any {
 	switch ev.Type {
-	case ports.EventToken:
+	case domain.EventToken:
 		return tokenDTO{Type: ev.Type, Content: ev.Content}
-	case ports.EventDone:
+	case domain.EventDone:
 		d := Answer(*ev.Answer)
 		d.Type = ev.Type
 		return d
-	case ports.EventMessage:
+	case domain.EventMessage:
 		return messageEventDTO{Type: ev.Type, Message: Message(*ev.Message)}
-	case ports.EventStatus:
+	case domain.EventStatus:
 		return statusEventDTO{Type: ev.Type, Status: string(ev.Status)}
 	default:
-		return errorEventDTO{Type: ports.EventError, Code: ev.ErrorCode, Message: ev.ErrorMessage}
+		return errorEventDTO{Type: domain.EventError, Code: ev.ErrorCode, Message: ev.ErrorMessage}
 	}
 }

@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -38,11 +39,27 @@ func live(c *fiber.Ctx, stall time.Duration, run func(sink *LiveSink)) error {
 	return nil
 }
 
+// Opener opens the live streams of conversations (relay.Service).
+type Opener interface {
+	// Open checks the caller's access and positions a stream after
+	// req.LastEventID. It returns domain.ErrNotFound for a conversation
+	// the caller cannot see, a domain.ValidationError for a malformed or
+	// unknown Last-Event-ID, domain.ErrUnauthorized for a bad identity
+	// signature, and errors wrapping domain.ErrUnavailable.
+	Open(ctx context.Context, req relay.Request) (LiveStream, error)
+}
+
+// LiveStream is an opened live stream (*relay.Stream).
+type LiveStream interface {
+	// Run writes the stream's events to sink until ctx ends or sink fails.
+	Run(ctx context.Context, sink relay.Sink) error
+}
+
 // Follow serves the live stream of a conversation: it opens req (with the
 // client's Last-Event-ID) on the relay and streams it. Errors before the
 // stream opens (an unknown session, a Last-Event-ID the conversation does
 // not know) are returned for the ErrorHandler's JSON body.
-func Follow(c *fiber.Ctx, r *relay.Service, req relay.Request) error {
+func Follow(c *fiber.Ctx, r Opener, req relay.Request) error {
 	ctx := c.UserContext()
 	req.LastEventID = LastEventID(c)
 	st, err := r.Open(ctx, req)

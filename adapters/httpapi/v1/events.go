@@ -12,23 +12,17 @@ import (
 
 // EventHandlers serves the widget's live stream of a session.
 type EventHandlers struct {
-	relay *relay.Service
+	relay Relay
 }
 
 // NewEventHandlers returns the live stream handlers.
-func NewEventHandlers(r *relay.Service) *EventHandlers {
+func NewEventHandlers(r Relay) *EventHandlers {
 	return &EventHandlers{relay: r}
 }
 
-// RegisterSession adds GET /:sessionId/events to r, whose capability is
-// the session id (no key; rate-limited per client IP by r's middleware).
-func (h *EventHandlers) RegisterSession(r fiber.Router) {
-	r.Get("/:sessionId/events", h.events)
-}
-
-// events streams the session's live events, resuming after Last-Event-ID.
-// Errors before the stream opens are the usual JSON error bodies.
-func (h *EventHandlers) events(c *fiber.Ctx) error {
+// Follow serves GET /api/chat/{sessionId}/events: it streams the
+// session's live events, resuming after Last-Event-ID. Errors before the stream opens are the usual JSON error bodies.
+func (h *EventHandlers) Follow(c *fiber.Ctx) error {
 	return sse.Follow(c, h.relay, relay.Request{
 		SessionID:       strings.Clone(c.Params("sessionId")),
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),

@@ -12,22 +12,17 @@ import (
 
 // EventHandlers serves GET /api/v2/conversations/{id}/events.
 type EventHandlers struct {
-	relay *relay.Service
+	relay Relay
 }
 
 // NewEventHandlers returns the live stream handlers.
-func NewEventHandlers(r *relay.Service) *EventHandlers {
+func NewEventHandlers(r Relay) *EventHandlers {
 	return &EventHandlers{relay: r}
 }
 
-// Register adds the live stream route to r (already authenticated).
-func (h *EventHandlers) Register(r fiber.Router) {
-	r.Get("/conversations/:id/events", h.events)
-}
-
-// events streams a conversation of the caller's workspace live, resuming
+// Follow streams a conversation of the caller's workspace live, resuming
 // after Last-Event-ID; another workspace's conversation is 404.
-func (h *EventHandlers) events(c *fiber.Ctx) error {
+func (h *EventHandlers) Follow(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
 	return sse.Follow(c, h.relay, relay.Request{Workspace: &p.Workspace, SessionID: strings.Clone(c.Params("id"))})
 }

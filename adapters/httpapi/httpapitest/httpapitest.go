@@ -126,6 +126,9 @@ type Want struct {
 	Fields map[string]any
 	// Events are the types of the SSE events, in order, for a stream.
 	Events []string
+	// IDs are, when set, the id lines of the stream's events ("" for an
+	// event without one).
+	IDs []string
 }
 
 // Absent, as a value of Want.Fields, asserts a path is missing.
@@ -144,6 +147,9 @@ func (r Response) Check(t testing.TB, want Want) {
 		}
 		if strings.Join(got, ",") != strings.Join(want.Events, ",") {
 			t.Fatalf("events %v, want %v; body: %s", got, want.Events, r.Body)
+		}
+		if ids := r.IDs(); want.IDs != nil && strings.Join(ids, ",") != strings.Join(want.IDs, ",") {
+			t.Fatalf("event ids %q, want %q; body: %s", ids, want.IDs, r.Body)
 		}
 		return
 	}

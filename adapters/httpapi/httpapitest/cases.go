@@ -81,11 +81,15 @@ func ErrorCases(req Request, method string, statuses ...int) []Case {
 		if !ok {
 			panic("httpapitest: no error for status " + http.StatusText(status))
 		}
+		var header map[string]string
+		if status == 503 {
+			header = map[string]string{"Retry-After": "5"}
+		}
 		out = append(out, Case{
 			Name:   method + " fails with " + e.code,
 			Req:    req,
 			Script: map[string]Result{method: {Err: e.err}},
-			Want:   Want{Status: status, Code: e.code, Fields: e.fields},
+			Want:   Want{Status: status, Code: e.code, Fields: e.fields, Header: header},
 		})
 	}
 	return out

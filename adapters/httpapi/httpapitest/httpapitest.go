@@ -126,6 +126,8 @@ type Want struct {
 	Fields map[string]any
 	// Events are the types of the SSE events, in order, for a stream.
 	Events []string
+	// Header are response headers the answer must have.
+	Header map[string]string
 	// IDs are, when set, the id lines of the stream's events ("" for an
 	// event without one).
 	IDs []string
@@ -139,6 +141,11 @@ func (r Response) Check(t testing.TB, want Want) {
 	t.Helper()
 	if r.Status != want.Status {
 		t.Fatalf("status %d, want %d; body: %s", r.Status, want.Status, r.Body)
+	}
+	for k, v := range want.Header {
+		if got := r.Header.Get(k); got != v {
+			t.Errorf("header %s is %q, want %q", k, got, v)
+		}
 	}
 	if want.Events != nil {
 		got := []string{}

@@ -39,6 +39,18 @@ func (s *Script) Call(method string, args ...any) Result {
 	return r
 }
 
+// CallOr is Call for a method the test may leave unscripted: it then
+// returns otherwise.
+func (s *Script) CallOr(otherwise Result, method string, args ...any) Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[method] = append(s.calls[method], args)
+	if r, ok := s.returns[method]; ok {
+		return r
+	}
+	return otherwise
+}
+
 // Calls are the arguments of every call of method, in order.
 func (s *Script) Calls(method string) [][]any {
 	s.mu.Lock()

@@ -96,7 +96,7 @@ func TestAgents(t *testing.T) {
 		Name:   "creates",
 		Req:    create,
 		Script: map[string]httpapitest.Result{"Agents.Create": {Values: []any{anAgent()}}},
-		Want:   httpapitest.Want{Status: 201, Fields: map[string]any{"slug": "support", "id": agentID}},
+		Want:   httpapitest.Want{Status: 201, Fields: map[string]any{"slug": "support", "id": agentID}, Header: map[string]string{"Location": "/api/v2/agents/support"}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			a := httpapitest.OnlyCall(t, s, "Agents.Create")[1].(domain.Agent)
 			if a.Slug != "support" || a.Config.Published || a.Config.RetrievalThreshold != 0.4 {
@@ -175,7 +175,8 @@ func TestSources(t *testing.T) {
 		Name:   "creates",
 		Req:    create,
 		Script: map[string]httpapitest.Result{"Sources.AddSource": {Values: []any{aSource()}}},
-		Want:   httpapitest.Want{Status: 201, Fields: map[string]any{"id": sourceID, "agent": "support", "content": "We ship in 2 days.", "status": "PENDING"}},
+		Want: httpapitest.Want{Status: 201, Fields: map[string]any{"id": sourceID, "agent": "support", "content": "We ship in 2 days.", "status": "PENDING"},
+			Header: map[string]string{"Location": "/api/v2/agents/support/sources/" + sourceID}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			src := httpapitest.OnlyCall(t, s, "Sources.AddSource")[2].(domain.Source)
 			if src.Type != domain.SourceText || src.Content != "We ship in 2 days." {
@@ -414,7 +415,7 @@ func TestIntegrations(t *testing.T) {
 		Name:   "updates and shows a new secret once",
 		Req:    update,
 		Script: map[string]httpapitest.Result{"Integrations.SetIntegrations": {Values: []any{withDesk, "whsec_bmV3"}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"helpdesk": "webhook", "signingSecret": "whsec_bmV3"}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"helpdesk": "webhook", "signingSecret": "whsec_bmV3"}, Header: map[string]string{"Cache-Control": "no-store"}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			ch := httpapitest.OnlyCall(t, s, "Integrations.SetIntegrations")[1].(delivery.IntegrationsChange)
 			if ch.HelpdeskURL == nil || *ch.HelpdeskURL != "https://desk.example/hook" || ch.EventsURL == nil || *ch.EventsURL != "" {
@@ -425,7 +426,7 @@ func TestIntegrations(t *testing.T) {
 		Name:   "updates without a new secret",
 		Req:    httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{}`},
 		Script: map[string]httpapitest.Result{"Integrations.SetIntegrations": {Values: []any{aWorkspace(), ""}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"signingSecret": httpapitest.Absent}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"signingSecret": httpapitest.Absent}, Header: map[string]string{"Cache-Control": ""}},
 	}, {
 		Name: "wrong type", Req: httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{"eventsUrl":true}`},
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.eventsUrl": "must be a string"}},
@@ -436,7 +437,7 @@ func TestIntegrations(t *testing.T) {
 		Name:   "rotates",
 		Req:    rotate,
 		Script: map[string]httpapitest.Result{"Integrations.RotateSigningSecret": {Values: []any{aWorkspace()}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"signingSecret": "whsec_c2VjcmV0"}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"signingSecret": "whsec_c2VjcmV0"}, Header: map[string]string{"Cache-Control": "no-store"}},
 	}}, httpapitest.ErrorCases(rotate, "Integrations.RotateSigningSecret", 500, 503)...))
 }
 
@@ -483,7 +484,7 @@ func TestEvents(t *testing.T) {
 			{Type: ports.EventMessage, SessionID: sessionID, MessageID: replyID, Seq: 1, Message: &msg},
 			{Type: ports.EventStatus, SessionID: sessionID, MessageID: replyID, Seq: 2, Status: domain.StatusHuman},
 		}}}}},
-		Want: httpapitest.Want{Status: 200, Events: []string{"message", "status"}},
+		Want: httpapitest.Want{Status: 200, Events: []string{"message", "status"}, Header: map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			req := httpapitest.OnlyCall(t, s, "Relay.Open")[0].(relay.Request)
 			if req.Workspace == nil || req.Workspace.ID != "ws_test" || req.SessionID != sessionID || req.LastEventID != messageID+":1" {

@@ -168,7 +168,8 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	})
 
 	// /api/v2 and /api/v1: an API key (counted per key), whose principal
-	// scopes every call to its workspace.
+	// scopes every call to its workspace. No two of these paths match the
+	// same request, so their order does not matter; they are by resource.
 	keyed := requireAPIKey(s.Workspaces, rl, lim)
 	v2api := api.Group("/v2", keyed)
 	v2api.Get("/agents", agents.List)
@@ -181,21 +182,21 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Get("/agents/:slug/sources/:id", agents.GetSource)
 	v2api.Post("/agents/:slug/sources/:id/reindex", agents.ReindexSource)
 	v2api.Delete("/agents/:slug/sources/:id", agents.DeleteSource)
+	v2api.Post("/agents/:slug/retrieve", chats.Retrieve)
+	v2api.Post("/chat", chats.Chat) // JSON, or SSE with "stream": true
 	v2api.Get("/conversations", conversations.List)
 	v2api.Get("/conversations/:id", conversations.Get)
-	v2api.Get("/conversations/:id/messages/:messageId/trace", conversations.MessageTrace)
-	v2api.Post("/chat", chats.Chat) // JSON, or SSE with "stream": true
-	v2api.Post("/agents/:slug/retrieve", chats.Retrieve)
+	v2api.Get("/conversations/:id/events", events.Follow) // SSE
 	v2api.Post("/conversations/:id/messages", handoffs.PostMessage)
 	v2api.Post("/conversations/:id/status", handoffs.SetStatus)
+	v2api.Get("/conversations/:id/messages/:messageId/trace", conversations.MessageTrace)
+	v2api.Get("/feedback", ratings.List)
 	v2api.Get("/integrations", integrations.Get)
 	v2api.Patch("/integrations", integrations.Update)
 	v2api.Post("/integrations/signing-secret", integrations.RotateSigningSecret)
 	v2api.Get("/deliveries", deliveries.List)
 	v2api.Get("/deliveries/:id", deliveries.Get)
 	v2api.Post("/deliveries/:id/retry", deliveries.Retry)
-	v2api.Get("/conversations/:id/events", events.Follow) // SSE
-	v2api.Get("/feedback", ratings.List)
 
 	v1api := api.Group("/v1", keyed)
 	v1api.Post("/sessions", sessions.CreateSession)

@@ -11,10 +11,11 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// errorHandler is the only place that turns errors into HTTP responses.
+// ErrorHandler is the only place that turns errors into HTTP responses.
 // Handlers just return errors; unknown ones become 500 INTERNAL and are logged
-// with their full chain, never shown.
-func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+// with their full chain, never shown. New installs it; it is exported so the
+// handler packages' tests (httpapitest) answer through the same mapping.
+func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		status, body := wire.DescribeError(err)
 		if requestID(c) == "" {

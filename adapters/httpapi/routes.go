@@ -1,5 +1,7 @@
 // Package httpapi is the HTTP edge of Concierge: the fiber app, every route,
-// the middleware, and the one ErrorHandler.
+// the middleware, and the one ErrorHandler. New, below, lists every route
+// with its method, path, middleware and handler; the handlers live in v1,
+// v2, webhook and widget.
 package httpapi
 
 import (
@@ -92,7 +94,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	}
 	cfg := bodylimit.Configure(fiber.Config{
 		AppName:               "concierge",
-		ErrorHandler:          errorHandler(d.Log),
+		ErrorHandler:          ErrorHandler(d.Log),
 		DisableStartupMessage: true,
 		// Response encoding only: goccy/go-json produces the same output as
 		// encoding/json at a fraction of the CPU on list pages. Requests are
@@ -124,14 +126,41 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	if err != nil {
 		return nil, err
 	}
+	turns := chatTurns{s.Chat}
+	// One follower for both APIs' live streams: one cache of rendered frames.
+	follower := sse.NewFollower(relayStreams{s.Relay})
+	var (
+		agents        = v2.NewAgentHandlers(s.Agents, s.Agents, decoder, o.PublicURL)
+		conversations = v2.NewConversationHandlers(s.Conversations)
+		chats         = v2.NewChatHandlers(turns, s.Chat, decoder)
+		handoffs      = v2.NewHandoffHandlers(s.Handoff, decoder)
+		integrations  = v2.NewIntegrationHandlers(s.Deliveries, decoder)
+		deliveries    = v2.NewDeliveryHandlers(s.Deliveries)
+		events        = v2.NewEventHandlers(follower)
+		ratings       = v2.NewFeedbackHandlers(s.Feedback)
 
+		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
+		sessionEvents   = v1.NewEventHandlers(follower)
+		sessionFeedback = v1.NewFeedbackHandlers(s.Feedback, decoder)
+
+		hooks = webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
+			Workspace: func(c *fiber.Ctx, workspaceID string) error {
+				return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
+			},
+			FailedAuth: func(c *fiber.Ctx) error { return rl.failedAuth(c, lim) },
+		})
+	)
+
+	// Every request: request id, access log, panic recovery, then the body
+	// limit of its class (bodyClass, which must agree with the routes).
 	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
 
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
 	// The widget's page and assets: HTML and files, outside /api (no JSON
 	// body handling there); /chat/... is the page, /api/chat/... the API.
-	widgets.RegisterPages(app)
+	app.Get(widget.AssetsPrefix+"*", widgets.Asset)
+	app.Get("/chat/:slug", widgets.Page)
 
 	api := app.Group("/api")
 	api.Get("/v2/openapi.json", func(c *fiber.Ctx) error {
@@ -140,35 +169,60 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		return c.Send(d.OpenAPI)
 	})
 
+	// /api/v2 and /api/v1: an API key (counted per key), whose principal
+	// scopes every call to its workspace. No two of these paths match the
+	// same request, so their order does not matter; they are by resource.
 	keyed := requireAPIKey(s.Workspaces, rl, lim)
 	v2api := api.Group("/v2", keyed)
-	v2.NewHandlers(s.Agents, s.Conversations, decoder, o.PublicURL).Register(v2api)
-	v2.NewChatHandlers(s.Chat, decoder).Register(v2api)
-	v2.NewHandoffHandlers(s.Handoff, decoder).Register(v2api)
-	v2.NewIntegrationHandlers(s.Deliveries, decoder).Register(v2api)
-	v2.NewDeliveryHandlers(s.Deliveries).Register(v2api)
-	// One follower for both APIs' live streams: one cache of rendered frames.
-	follower := sse.NewFollower(s.Relay)
-	v2.NewEventHandlers(follower).Register(v2api)
-	v2.NewFeedbackHandlers(s.Feedback).Register(v2api)
-	v1h := v1.NewHandlers(s.Conversations, s.Chat, s.Handoff, decoder, d.Clock)
-	v1h.RegisterKeyed(api.Group("/v1", keyed))
-	// The session id is the capability here; no key, so count per client IP.
-	// One group, so its limiter counts each request once.
-	session := api.Group("/chat", limitPerIP(rl, "ip", lim.PublicPerMinute))
-	v1h.RegisterSession(session)
-	v1.NewEventHandlers(follower).RegisterSession(session)
-	v1.NewFeedbackHandlers(s.Feedback, decoder).RegisterSession(session)
-	// The widget opens its sessions here: no key, no plan, its own per-IP
-	// limit (a session is a conversation row; messages are limited above).
-	widgets.RegisterAPI(api.Group("/widget"), limitPerIP(rl, "widget", lim.WidgetSessionsPerMinute))
+	v2api.Get("/agents", agents.List)
+	v2api.Post("/agents", agents.Create)
+	v2api.Get("/agents/:slug", agents.Get)
+	v2api.Patch("/agents/:slug", agents.Update)
+	v2api.Delete("/agents/:slug", agents.Delete)
+	v2api.Post("/agents/:slug/sources", agents.CreateSource) // JSON, or a multipart upload (bodyClass)
+	v2api.Get("/agents/:slug/sources", agents.ListSources)
+	v2api.Get("/agents/:slug/sources/:id", agents.GetSource)
+	v2api.Post("/agents/:slug/sources/:id/reindex", agents.ReindexSource)
+	v2api.Delete("/agents/:slug/sources/:id", agents.DeleteSource)
+	v2api.Post("/agents/:slug/retrieve", chats.Retrieve)
+	v2api.Post("/chat", chats.Chat) // JSON, or SSE with "stream": true
+	v2api.Get("/conversations", conversations.List)
+	v2api.Get("/conversations/:id", conversations.Get)
+	v2api.Get("/conversations/:id/events", events.Follow) // SSE
+	v2api.Post("/conversations/:id/messages", handoffs.PostMessage)
+	v2api.Post("/conversations/:id/status", handoffs.SetStatus)
+	v2api.Get("/conversations/:id/messages/:messageId/trace", conversations.MessageTrace)
+	v2api.Get("/feedback", ratings.List)
+	v2api.Get("/integrations", integrations.Get)
+	v2api.Patch("/integrations", integrations.Update)
+	v2api.Post("/integrations/signing-secret", integrations.RotateSigningSecret)
+	v2api.Get("/deliveries", deliveries.List)
+	v2api.Get("/deliveries/:id", deliveries.Get)
+	v2api.Post("/deliveries/:id/retry", deliveries.Retry)
 
-	webhook.NewHandlers(s.Workspaces, s.Inbound, decoder, webhook.Limits{
-		Workspace: func(c *fiber.Ctx, workspaceID string) error {
-			return rl.take(c, "hook:"+workspaceID, lim.WebhookPerMinute)
-		},
-		FailedAuth: func(c *fiber.Ctx) error { return rl.failedAuth(c, lim) },
-	}).Register(api.Group("/webhooks"))
+	v1api := api.Group("/v1", keyed)
+	v1api.Post("/sessions", sessions.CreateSession)
+
+	// /api/chat: the session id is the capability here; no key, so count
+	// per client IP. One group, so its limiter counts each request once.
+	session := api.Group("/chat", limitPerIP(rl, "ip", lim.PublicPerMinute))
+	session.Post("/:sessionId/message", sessions.Message) // JSON, or SSE with "stream": true
+	session.Post("/:sessionId/handoff", sessions.RequestHandoff)
+	session.Get("/:sessionId/poll", sessions.Poll)
+	session.Get("/:sessionId/events", sessionEvents.Follow) // SSE
+	session.Post("/:sessionId/messages/:messageId/feedback", sessionFeedback.Rate)
+
+	// /api/widget: the widget opens its sessions here: no key, no plan, its
+	// own per-IP limit (a session is a conversation row; messages are
+	// limited above).
+	widgetAPI := api.Group("/widget")
+	widgetAPI.Post("/:slug/sessions", limitPerIP(rl, "widget", lim.WidgetSessionsPerMinute), widgets.CreateSession)
+
+	// /api/webhooks: the sender's secret authenticates; the handler counts
+	// refused secrets per client IP and accepted calls per workspace
+	// (hooks' Limits).
+	webhooks := api.Group("/webhooks")
+	webhooks.Post("/inbound", hooks.Receive)
 	return app, nil
 }
 

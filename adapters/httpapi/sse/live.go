@@ -2,6 +2,7 @@ package sse
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -38,15 +39,31 @@ func live(c *fiber.Ctx, stall time.Duration, frames *Frames, run func(sink *Live
 	return nil
 }
 
+// Opener opens the live streams of conversations (relay.Service).
+type Opener interface {
+	// Open checks the caller's access and positions a stream after
+	// req.LastEventID. It returns domain.ErrNotFound for a conversation
+	// the caller cannot see, a domain.ValidationError for a malformed or
+	// unknown Last-Event-ID, domain.ErrUnauthorized for a bad identity
+	// signature, and errors wrapping domain.ErrUnavailable.
+	Open(ctx context.Context, req relay.Request) (LiveStream, error)
+}
+
+// LiveStream is an opened live stream (*relay.Stream).
+type LiveStream interface {
+	// Run writes the stream's events to sink until ctx ends or sink fails.
+	Run(ctx context.Context, sink relay.Sink) error
+}
+
 // Follower serves the pod's live streams of conversations, sharing one
 // cache of rendered frames among them.
 type Follower struct {
-	relay  *relay.Service
+	relay  Opener
 	frames *Frames
 }
 
 // NewFollower returns the pod's Follower over the relay.
-func NewFollower(r *relay.Service) *Follower {
+func NewFollower(r Opener) *Follower {
 	return &Follower{relay: r, frames: NewFrames()}
 }
 

@@ -16,20 +16,17 @@ type EventHandlers struct {
 	follower *sse.Follower
 }
 
-// NewEventHandlers returns the live stream handlers.
+// NewEventHandlers returns the live stream handlers over the pod's
+// follower (sse.NewFollower over the relay), whose cache of rendered frames
+// both APIs share.
 func NewEventHandlers(follower *sse.Follower) *EventHandlers {
 	return &EventHandlers{follower: follower}
 }
 
-// RegisterSession adds GET /:sessionId/events to r, whose capability is
-// the session id (no key; rate-limited per client IP by r's middleware).
-func (h *EventHandlers) RegisterSession(r fiber.Router) {
-	r.Get("/:sessionId/events", h.events)
-}
-
-// events streams the session's live events, resuming after Last-Event-ID.
-// Errors before the stream opens are the usual JSON error bodies.
-func (h *EventHandlers) events(c *fiber.Ctx) error {
+// Follow serves GET /api/chat/{sessionId}/events: it streams the
+// session's live events, resuming after Last-Event-ID. Errors before the
+// stream opens are the usual JSON error bodies.
+func (h *EventHandlers) Follow(c *fiber.Ctx) error {
 	return h.follower.Follow(c, relay.Request{Session: conversation.SessionRef{
 		ID:              strings.Clone(c.Params("sessionId")),
 		IdentityHeader:  strings.Clone(c.Get(wire.HeaderIdentity)),

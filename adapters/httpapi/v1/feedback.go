@@ -13,20 +13,13 @@ import (
 
 // FeedbackHandlers serves the widget's ratings of answers.
 type FeedbackHandlers struct {
-	feedback *feedback.Service
+	feedback Ratings
 	decoder  *wire.Decoder
 }
 
 // NewFeedbackHandlers returns the feedback handlers.
-func NewFeedbackHandlers(f *feedback.Service, decoder *wire.Decoder) *FeedbackHandlers {
+func NewFeedbackHandlers(f Ratings, decoder *wire.Decoder) *FeedbackHandlers {
 	return &FeedbackHandlers{feedback: f, decoder: decoder}
-}
-
-// RegisterSession adds POST /:sessionId/messages/:messageId/feedback to r,
-// whose capability is the session id (no key; rate-limited per client IP
-// by r's middleware).
-func (h *FeedbackHandlers) RegisterSession(r fiber.Router) {
-	r.Post("/:sessionId/messages/:messageId/feedback", h.rate)
 }
 
 // feedbackRequest is the body of the feedback call. Rating is raw so that
@@ -44,7 +37,9 @@ type feedbackResponse struct {
 	UpdatedAt string  `json:"updatedAt"`
 }
 
-func (h *FeedbackHandlers) rate(c *fiber.Ctx) error {
+// Rate serves POST /api/chat/{sessionId}/messages/{messageId}/feedback,
+// whose capability is the session id.
+func (h *FeedbackHandlers) Rate(c *fiber.Ctx) error {
 	var body feedbackRequest
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err

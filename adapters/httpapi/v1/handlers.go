@@ -1,5 +1,6 @@
 // Package v1 serves the stable v1 API: sessions, and widget-compatible chat
-// messages whose capability is the session id.
+// messages whose capability is the session id. Its handlers are listed,
+// with their paths, in adapters/httpapi/routes.go.
 package v1
 
 import (
@@ -10,29 +11,23 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/chat"
-	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/ports"
 )
 
-// Handlers serves /api/v1.
+// Handlers serves POST /api/v1/sessions and the session's message,
+// handoff and poll routes under /api/chat.
 type Handlers struct {
-	conversations *conversation.Service
-	engine        *chat.Service
-	handoff       *handoff.Service
-	decoder       *wire.Decoder
-	clock         ports.Clock
+	sessions Sessions
+	engine   Chat
+	handoff  Handoffs
+	decoder  *wire.Decoder
+	clock    ports.Clock
 }
 
 // NewHandlers returns the v1 handlers.
-func NewHandlers(conversations *conversation.Service, engine *chat.Service, handoffs *handoff.Service, decoder *wire.Decoder, clock ports.Clock) *Handlers {
-	return &Handlers{conversations: conversations, engine: engine, handoff: handoffs, decoder: decoder, clock: clock}
-}
-
-// RegisterKeyed adds the v1 routes that need an API key to r (already authenticated).
-func (h *Handlers) RegisterKeyed(r fiber.Router) {
-	r.Post("/sessions", h.createSession)
+func NewHandlers(sessions Sessions, engine Chat, handoffs Handoffs, decoder *wire.Decoder, clock ports.Clock) *Handlers {
+	return &Handlers{sessions: sessions, engine: engine, handoff: handoffs, decoder: decoder, clock: clock}
 }
 
 type sessionCreate struct {
@@ -43,7 +38,8 @@ type sessionDTO struct {
 	SessionID string `json:"sessionId"`
 }
 
-func (h *Handlers) createSession(c *fiber.Ctx) error {
+// CreateSession serves POST /api/v1/sessions (API key).
+func (h *Handlers) CreateSession(c *fiber.Ctx) error {
 	var body sessionCreate
 	if err := h.decoder.Decode(c, &body, true); err != nil {
 		return err
@@ -53,17 +49,11 @@ func (h *Handlers) createSession(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	conv, err := h.conversations.StartSession(c.UserContext(), &p.Workspace, body.Slug, identity)
+	conv, err := h.sessions.StartSession(c.UserContext(), &p.Workspace, body.Slug, identity)
 	if err != nil {
 		return err
 	}
 	return c.JSON(sessionDTO{SessionID: conv.ID})
-}
-
-// RegisterSession adds the v1 routes whose capability is the session id.
-func (h *Handlers) RegisterSession(r fiber.Router) {
-	r.Post("/:sessionId/message", h.message)
-	h.registerHandoff(r)
 }
 
 // messageRequest is the body of POST /api/chat/{sessionId}/message. With
@@ -82,7 +72,9 @@ type messageResponse struct {
 	OfferHandoff bool              `json:"offerHandoff"`
 }
 
-func (h *Handlers) message(c *fiber.Ctx) error {
+// Message serves POST /api/chat/{sessionId}/message: one answer, as JSON
+// or (stream) as SSE.
+func (h *Handlers) Message(c *fiber.Ctx) error {
 	var body messageRequest
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err

@@ -10,13 +10,6 @@ import (
 	"github.com/conciergehq/concierge/core/handoff"
 )
 
-// registerHandoff adds the v1 handoff and poll routes, whose capability is
-// the session id like the message route's.
-func (h *Handlers) registerHandoff(r fiber.Router) {
-	r.Post("/:sessionId/handoff", h.requestHandoff)
-	r.Get("/:sessionId/poll", h.poll)
-}
-
 // handoffRequest is the body of POST /api/chat/{sessionId}/handoff: the
 // optional handoff form, checked by the domain (lengths, email syntax).
 type handoffRequest struct {
@@ -31,7 +24,8 @@ type handoffResponse struct {
 	Status    string `json:"status"`
 }
 
-func (h *Handlers) requestHandoff(c *fiber.Ctx) error {
+// RequestHandoff serves POST /api/chat/{sessionId}/handoff.
+func (h *Handlers) RequestHandoff(c *fiber.Ctx) error {
 	var body handoffRequest
 	if err := h.decoder.Decode(c, &body, true); err != nil {
 		return err
@@ -56,7 +50,8 @@ type pollResponse struct {
 	HasMore   bool              `json:"hasMore"`
 }
 
-func (h *Handlers) poll(c *fiber.Ctx) error {
+// Poll serves GET /api/chat/{sessionId}/poll.
+func (h *Handlers) Poll(c *fiber.Ctx) error {
 	limit, err := wire.QueryLimit(c)
 	if err != nil {
 		return err

@@ -20,24 +20,20 @@ type chatRequest struct {
 	SessionID string `json:"sessionId" validate:"max=64"`
 }
 
-// ChatHandlers serves POST /api/v2/chat.
+// ChatHandlers serves POST /api/v2/chat and an agent's retrieval.
 type ChatHandlers struct {
-	engine  *chat.Service
-	decoder *wire.Decoder
+	engine    Chat
+	retrieval Retrieval
+	decoder   *wire.Decoder
 }
 
 // NewChatHandlers returns the chat handlers.
-func NewChatHandlers(engine *chat.Service, decoder *wire.Decoder) *ChatHandlers {
-	return &ChatHandlers{engine: engine, decoder: decoder}
+func NewChatHandlers(engine Chat, retrieval Retrieval, decoder *wire.Decoder) *ChatHandlers {
+	return &ChatHandlers{engine: engine, retrieval: retrieval, decoder: decoder}
 }
 
-// Register adds the chat route to r (already authenticated).
-func (h *ChatHandlers) Register(r fiber.Router) {
-	r.Post("/chat", h.chat)
-	r.Post("/agents/:slug/retrieve", h.retrieve)
-}
-
-func (h *ChatHandlers) chat(c *fiber.Ctx) error {
+// Chat serves POST /api/v2/chat: one answer, as JSON or (stream) as SSE.
+func (h *ChatHandlers) Chat(c *fiber.Ctx) error {
 	var body chatRequest
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err

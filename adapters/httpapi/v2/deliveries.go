@@ -6,26 +6,18 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
-	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
 // DeliveryHandlers serve /api/v2/deliveries: the log of every handoff and
 // outbound event sent (or being sent) to the workspace's receivers.
 type DeliveryHandlers struct {
-	deliveries *delivery.Service
+	deliveries DeliveryLog
 }
 
 // NewDeliveryHandlers returns the delivery log handlers.
-func NewDeliveryHandlers(deliveries *delivery.Service) *DeliveryHandlers {
+func NewDeliveryHandlers(deliveries DeliveryLog) *DeliveryHandlers {
 	return &DeliveryHandlers{deliveries: deliveries}
-}
-
-// Register adds the delivery log routes to r (already authenticated).
-func (h *DeliveryHandlers) Register(r fiber.Router) {
-	r.Get("/deliveries", h.list)
-	r.Get("/deliveries/:id", h.get)
-	r.Post("/deliveries/:id/retry", h.retry)
 }
 
 type deliveryDTO struct {
@@ -71,7 +63,8 @@ func toDeliveryDTO(d domain.Delivery) deliveryDTO {
 	return dto
 }
 
-func (h *DeliveryHandlers) list(c *fiber.Ctx) error {
+// List serves GET /api/v2/deliveries.
+func (h *DeliveryHandlers) List(c *fiber.Ctx) error {
 	filter := domain.DeliveryFilter{
 		Target: domain.DeliveryTarget(strings.Clone(c.Query("target"))),
 		Status: domain.DeliveryStatus(strings.Clone(c.Query("status"))),
@@ -89,7 +82,8 @@ func (h *DeliveryHandlers) list(c *fiber.Ctx) error {
 	return c.JSON(wire.NewList(deliveries, scope, toDeliveryDTO))
 }
 
-func (h *DeliveryHandlers) get(c *fiber.Ctx) error {
+// Get serves GET /api/v2/deliveries/{id} with its attempts.
+func (h *DeliveryHandlers) Get(c *fiber.Ctx) error {
 	d, attempts, err := h.deliveries.Get(c.UserContext(), workspaceID(c), strings.Clone(c.Params("id")))
 	if err != nil {
 		return err
@@ -106,7 +100,8 @@ func (h *DeliveryHandlers) get(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-func (h *DeliveryHandlers) retry(c *fiber.Ctx) error {
+// Retry serves POST /api/v2/deliveries/{id}/retry.
+func (h *DeliveryHandlers) Retry(c *fiber.Ctx) error {
 	d, err := h.deliveries.Retry(c.UserContext(), workspaceID(c), strings.Clone(c.Params("id")))
 	if err != nil {
 		return err

@@ -16,19 +16,16 @@ type EventHandlers struct {
 	follower *sse.Follower
 }
 
-// NewEventHandlers returns the live stream handlers.
+// NewEventHandlers returns the live stream handlers over the pod's
+// follower (sse.NewFollower over the relay), whose cache of rendered frames
+// both APIs share.
 func NewEventHandlers(follower *sse.Follower) *EventHandlers {
 	return &EventHandlers{follower: follower}
 }
 
-// Register adds the live stream route to r (already authenticated).
-func (h *EventHandlers) Register(r fiber.Router) {
-	r.Get("/conversations/:id/events", h.events)
-}
-
-// events streams a conversation of the caller's workspace live, resuming
+// Follow streams a conversation of the caller's workspace live, resuming
 // after Last-Event-ID; another workspace's conversation is 404.
-func (h *EventHandlers) events(c *fiber.Ctx) error {
+func (h *EventHandlers) Follow(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
 	return h.follower.Follow(c, relay.Request{Session: conversation.SessionRef{Workspace: &p.Workspace, ID: strings.Clone(c.Params("id"))}})
 }

@@ -13,20 +13,16 @@ import (
 // FeedbackHandlers serves GET /api/v2/feedback: what visitors said about
 // the workspace's answers.
 type FeedbackHandlers struct {
-	feedback *feedback.Service
+	feedback RatedAnswers
 }
 
 // NewFeedbackHandlers returns the feedback handlers.
-func NewFeedbackHandlers(f *feedback.Service) *FeedbackHandlers {
+func NewFeedbackHandlers(f RatedAnswers) *FeedbackHandlers {
 	return &FeedbackHandlers{feedback: f}
 }
 
-// Register adds the feedback list to r (already authenticated).
-func (h *FeedbackHandlers) Register(r fiber.Router) {
-	r.Get("/feedback", h.list)
-}
-
-func (h *FeedbackHandlers) list(c *fiber.Ctx) error {
+// List serves GET /api/v2/feedback.
+func (h *FeedbackHandlers) List(c *fiber.Ctx) error {
 	filter := feedback.ListFilter{
 		AgentSlug: strings.Clone(c.Query("agent")),
 		Rating:    strings.Clone(c.Query("rating")),

@@ -1,4 +1,6 @@
-// Package v2 serves the v2 REST API: agents, their sources, and conversations.
+// Package v2 serves the v2 REST API: agents, their sources, conversations,
+// chat, integrations, deliveries and feedback. Its handlers are listed,
+// with their paths, in adapters/httpapi/routes.go.
 package v2
 
 import (
@@ -12,36 +14,30 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// Handlers serves /api/v2. Every route sits behind the API-key middleware, so
-// a principal is always present and every call is scoped to its workspace.
-type Handlers struct {
-	agents        *agent.Service
-	conversations *conversation.Service
-	decoder       *wire.Decoder
-	publicURL     string
+// AgentHandlers serves /api/v2/agents and their sources. Every route sits
+// behind the API-key middleware, so a principal is always present and every
+// call is scoped to its workspace.
+type AgentHandlers struct {
+	agents    Agents
+	sources   Sources
+	decoder   *wire.Decoder
+	publicURL string
 }
 
-// NewHandlers returns the v2 handlers. publicURL is the service's public
-// base URL (no trailing slash), for the agents' widgetUrl.
-func NewHandlers(agents *agent.Service, conversations *conversation.Service, decoder *wire.Decoder, publicURL string) *Handlers {
-	return &Handlers{agents: agents, conversations: conversations, decoder: decoder, publicURL: publicURL}
+// NewAgentHandlers returns the agent and source handlers. publicURL is the
+// service's public base URL (no trailing slash), for the agents' widgetUrl.
+func NewAgentHandlers(agents Agents, sources Sources, decoder *wire.Decoder, publicURL string) *AgentHandlers {
+	return &AgentHandlers{agents: agents, sources: sources, decoder: decoder, publicURL: publicURL}
 }
 
-// Register adds the v2 routes to r (already authenticated).
-func (h *Handlers) Register(r fiber.Router) {
-	r.Get("/agents", h.listAgents)
-	r.Post("/agents", h.createAgent)
-	r.Get("/agents/:slug", h.getAgent)
-	r.Patch("/agents/:slug", h.updateAgent)
-	r.Delete("/agents/:slug", h.deleteAgent)
-	r.Post("/agents/:slug/sources", h.createSource)
-	r.Get("/agents/:slug/sources", h.listSources)
-	r.Get("/agents/:slug/sources/:id", h.getSource)
-	r.Post("/agents/:slug/sources/:id/reindex", h.reindexSource)
-	r.Delete("/agents/:slug/sources/:id", h.deleteSource)
-	r.Get("/conversations", h.listConversations)
-	r.Get("/conversations/:id", h.getConversation)
-	r.Get("/conversations/:id/messages/:messageId/trace", h.messageTrace)
+// ConversationHandlers serves the reading of /api/v2/conversations.
+type ConversationHandlers struct {
+	conversations Conversations
+}
+
+// NewConversationHandlers returns the conversation handlers.
+func NewConversationHandlers(conversations Conversations) *ConversationHandlers {
+	return &ConversationHandlers{conversations: conversations}
 }
 
 func workspaceID(c *fiber.Ctx) string {
@@ -49,7 +45,8 @@ func workspaceID(c *fiber.Ctx) string {
 	return p.Workspace.ID
 }
 
-func (h *Handlers) listAgents(c *fiber.Ctx) error {
+// List serves GET /api/v2/agents.
+func (h *AgentHandlers) List(c *fiber.Ctx) error {
 	const scope = "agents"
 	page, err := wire.Page(c, scope, domain.PrefixAgent)
 	if err != nil {
@@ -62,7 +59,8 @@ func (h *Handlers) listAgents(c *fiber.Ctx) error {
 	return c.JSON(wire.NewList(agents, scope, toAgentDTO(h.publicURL)))
 }
 
-func (h *Handlers) createAgent(c *fiber.Ctx) error {
+// Create serves POST /api/v2/agents.
+func (h *AgentHandlers) Create(c *fiber.Ctx) error {
 	var body agentCreate
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
@@ -100,7 +98,8 @@ func (h *Handlers) createAgent(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(agentDTOOf(created, h.publicURL))
 }
 
-func (h *Handlers) getAgent(c *fiber.Ctx) error {
+// Get serves GET /api/v2/agents/{slug}.
+func (h *AgentHandlers) Get(c *fiber.Ctx) error {
 	a, err := h.agents.Get(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")))
 	if err != nil {
 		return err
@@ -108,7 +107,8 @@ func (h *Handlers) getAgent(c *fiber.Ctx) error {
 	return c.JSON(agentDTOOf(a, h.publicURL))
 }
 
-func (h *Handlers) updateAgent(c *fiber.Ctx) error {
+// Update serves PATCH /api/v2/agents/{slug}.
+func (h *AgentHandlers) Update(c *fiber.Ctx) error {
 	var body agentUpdate
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
@@ -134,14 +134,16 @@ func (h *Handlers) updateAgent(c *fiber.Ctx) error {
 	return c.JSON(agentDTOOf(a, h.publicURL))
 }
 
-func (h *Handlers) deleteAgent(c *fiber.Ctx) error {
+// Delete serves DELETE /api/v2/agents/{slug}.
+func (h *AgentHandlers) Delete(c *fiber.Ctx) error {
 	if err := h.agents.Delete(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug"))); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-func (h *Handlers) createSource(c *fiber.Ctx) error {
+// CreateSource serves POST /api/v2/agents/{slug}/sources (JSON, or a multipart file upload).
+func (h *AgentHandlers) CreateSource(c *fiber.Ctx) error {
 	slug := strings.Clone(c.Params("slug"))
 	var src domain.Source
 	if wire.IsMultipart(c) {
@@ -168,7 +170,7 @@ func (h *Handlers) createSource(c *fiber.Ctx) error {
 			MaxDepth: body.MaxDepth,
 		}
 	}
-	created, err := h.agents.AddSource(c.UserContext(), workspaceID(c), slug, src)
+	created, err := h.sources.AddSource(c.UserContext(), workspaceID(c), slug, src)
 	if err != nil {
 		return err
 	}
@@ -176,47 +178,52 @@ func (h *Handlers) createSource(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(toSourceDTO(slug)(created))
 }
 
-func (h *Handlers) getSource(c *fiber.Ctx) error {
+// GetSource serves GET /api/v2/agents/{slug}/sources/{id}.
+func (h *AgentHandlers) GetSource(c *fiber.Ctx) error {
 	slug := strings.Clone(c.Params("slug"))
-	src, err := h.agents.GetSource(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	src, err := h.sources.GetSource(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
 	if err != nil {
 		return err
 	}
 	return c.JSON(toSourceDTO(slug)(src))
 }
 
-func (h *Handlers) reindexSource(c *fiber.Ctx) error {
+// ReindexSource serves POST /api/v2/agents/{slug}/sources/{id}/reindex.
+func (h *AgentHandlers) ReindexSource(c *fiber.Ctx) error {
 	slug := strings.Clone(c.Params("slug"))
-	src, err := h.agents.Reindex(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
+	src, err := h.sources.Reindex(c.UserContext(), workspaceID(c), slug, strings.Clone(c.Params("id")))
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(toSourceDTO(slug)(src))
 }
 
-func (h *Handlers) listSources(c *fiber.Ctx) error {
+// ListSources serves GET /api/v2/agents/{slug}/sources.
+func (h *AgentHandlers) ListSources(c *fiber.Ctx) error {
 	slug := strings.Clone(c.Params("slug"))
 	scope := "sources|" + slug
 	page, err := wire.Page(c, scope, domain.PrefixSource)
 	if err != nil {
 		return err
 	}
-	sources, err := h.agents.ListSources(c.UserContext(), workspaceID(c), slug, page)
+	sources, err := h.sources.ListSources(c.UserContext(), workspaceID(c), slug, page)
 	if err != nil {
 		return err
 	}
 	return c.JSON(wire.NewList(sources, scope, toSourceDTO(slug)))
 }
 
-func (h *Handlers) deleteSource(c *fiber.Ctx) error {
-	err := h.agents.DeleteSource(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")), strings.Clone(c.Params("id")))
+// DeleteSource serves DELETE /api/v2/agents/{slug}/sources/{id}.
+func (h *AgentHandlers) DeleteSource(c *fiber.Ctx) error {
+	err := h.sources.DeleteSource(c.UserContext(), workspaceID(c), strings.Clone(c.Params("slug")), strings.Clone(c.Params("id")))
 	if err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-func (h *Handlers) listConversations(c *fiber.Ctx) error {
+// List serves GET /api/v2/conversations.
+func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	filter := conversation.ListFilter{
 		AgentSlug: strings.Clone(c.Query("agent")),
 		Status:    domain.ConversationStatus(strings.Clone(c.Query("status"))),
@@ -233,7 +240,9 @@ func (h *Handlers) listConversations(c *fiber.Ctx) error {
 	return c.JSON(wire.NewList(convs, scope, toConversationDTO))
 }
 
-func (h *Handlers) getConversation(c *fiber.Ctx) error {
+// Get serves GET /api/v2/conversations/{id}: the conversation with a page
+// of its messages.
+func (h *ConversationHandlers) Get(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id"))
 	scope := "messages|" + id
 	page, err := wire.Page(c, scope, domain.PrefixMessage)

@@ -13,19 +13,13 @@ import (
 // HandoffHandlers serves the endpoints a helpdesk or an inbox uses to take
 // part in conversations: a person's replies and state changes.
 type HandoffHandlers struct {
-	handoff *handoff.Service
+	handoff HumanReplies
 	decoder *wire.Decoder
 }
 
 // NewHandoffHandlers returns the handoff handlers.
-func NewHandoffHandlers(svc *handoff.Service, decoder *wire.Decoder) *HandoffHandlers {
+func NewHandoffHandlers(svc HumanReplies, decoder *wire.Decoder) *HandoffHandlers {
 	return &HandoffHandlers{handoff: svc, decoder: decoder}
-}
-
-// Register adds the handoff routes to r (already authenticated).
-func (h *HandoffHandlers) Register(r fiber.Router) {
-	r.Post("/conversations/:id/messages", h.postMessage)
-	r.Post("/conversations/:id/status", h.setStatus)
 }
 
 // humanMessageCreate is the body of POST /api/v2/conversations/{id}/messages.
@@ -36,7 +30,8 @@ type humanMessageCreate struct {
 	AuthorName string `json:"authorName"`
 }
 
-func (h *HandoffHandlers) postMessage(c *fiber.Ctx) error {
+// PostMessage serves POST /api/v2/conversations/{id}/messages: a person's reply.
+func (h *HandoffHandlers) PostMessage(c *fiber.Ctx) error {
 	var body humanMessageCreate
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
@@ -56,7 +51,8 @@ type statusChange struct {
 	Status string `json:"status"`
 }
 
-func (h *HandoffHandlers) setStatus(c *fiber.Ctx) error {
+// SetStatus serves POST /api/v2/conversations/{id}/status.
+func (h *HandoffHandlers) SetStatus(c *fiber.Ctx) error {
 	var body statusChange
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err

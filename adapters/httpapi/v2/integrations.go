@@ -11,20 +11,13 @@ import (
 // IntegrationHandlers serve /api/v2/integrations: where the workspace's
 // handoffs and outbound events go, and the secret that signs them.
 type IntegrationHandlers struct {
-	deliveries *delivery.Service
+	deliveries Integrations
 	decoder    *wire.Decoder
 }
 
 // NewIntegrationHandlers returns the integration settings handlers.
-func NewIntegrationHandlers(deliveries *delivery.Service, decoder *wire.Decoder) *IntegrationHandlers {
+func NewIntegrationHandlers(deliveries Integrations, decoder *wire.Decoder) *IntegrationHandlers {
 	return &IntegrationHandlers{deliveries: deliveries, decoder: decoder}
-}
-
-// Register adds the integration routes to r (already authenticated).
-func (h *IntegrationHandlers) Register(r fiber.Router) {
-	r.Get("/integrations", h.get)
-	r.Patch("/integrations", h.update)
-	r.Post("/integrations/signing-secret", h.rotateSigningSecret)
 }
 
 // integrationsUpdate is the body of PATCH /api/v2/integrations: absent
@@ -63,7 +56,8 @@ func toIntegrationsDTO(ws domain.Workspace, shownOnce string) integrationsDTO {
 	return dto
 }
 
-func (h *IntegrationHandlers) get(c *fiber.Ctx) error {
+// Get serves GET /api/v2/integrations.
+func (h *IntegrationHandlers) Get(c *fiber.Ctx) error {
 	ws, err := h.deliveries.Integrations(c.UserContext(), workspaceID(c))
 	if err != nil {
 		return err
@@ -71,7 +65,8 @@ func (h *IntegrationHandlers) get(c *fiber.Ctx) error {
 	return c.JSON(toIntegrationsDTO(ws, ""))
 }
 
-func (h *IntegrationHandlers) update(c *fiber.Ctx) error {
+// Update serves PATCH /api/v2/integrations.
+func (h *IntegrationHandlers) Update(c *fiber.Ctx) error {
 	var body integrationsUpdate
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
@@ -89,7 +84,8 @@ func (h *IntegrationHandlers) update(c *fiber.Ctx) error {
 	return c.JSON(toIntegrationsDTO(ws, secret))
 }
 
-func (h *IntegrationHandlers) rotateSigningSecret(c *fiber.Ctx) error {
+// RotateSigningSecret serves POST /api/v2/integrations/signing-secret.
+func (h *IntegrationHandlers) RotateSigningSecret(c *fiber.Ctx) error {
 	ws, err := h.deliveries.RotateSigningSecret(c.UserContext(), workspaceID(c))
 	if err != nil {
 		return err

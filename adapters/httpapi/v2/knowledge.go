@@ -121,15 +121,15 @@ func toTraceDTO(t domain.RetrievalTrace) traceDTO {
 	return dto
 }
 
-// retrieve serves POST /api/v2/agents/{slug}/retrieve: the agent's
+// Retrieve serves POST /api/v2/agents/{slug}/retrieve: the agent's
 // retrieval for a query, for admins tuning top-k, threshold and sources.
-func (h *ChatHandlers) retrieve(c *fiber.Ctx) error {
+func (h *ChatHandlers) Retrieve(c *fiber.Ctx) error {
 	var body retrieveRequest
 	if err := h.decoder.Decode(c, &body, false); err != nil {
 		return err
 	}
 	p, _ := wire.Principal(c)
-	chunks, trace, err := h.engine.Retrieve(c.UserContext(), chat.RetrieveRequest{
+	chunks, trace, err := h.retrieval.Retrieve(c.UserContext(), chat.RetrieveRequest{
 		WorkspaceID: p.Workspace.ID, AgentSlug: strings.Clone(c.Params("slug")),
 		Query: body.Query, TopK: body.TopK, Threshold: body.Threshold,
 	})
@@ -145,8 +145,8 @@ func (h *ChatHandlers) retrieve(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
-// messageTrace serves GET /api/v2/conversations/{id}/messages/{messageId}/trace.
-func (h *Handlers) messageTrace(c *fiber.Ctx) error {
+// MessageTrace serves GET /api/v2/conversations/{id}/messages/{messageId}/trace.
+func (h *ConversationHandlers) MessageTrace(c *fiber.Ctx) error {
 	t, err := h.conversations.MessageTrace(c.UserContext(), workspaceID(c), strings.Clone(c.Params("id")), strings.Clone(c.Params("messageId")))
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/inbound"
-	"github.com/conciergehq/concierge/core/workspace"
 )
 
 // HeaderSecret authenticates the webhook's sender.
@@ -29,20 +28,15 @@ type Limits struct {
 
 // Handlers serves the inbound webhook.
 type Handlers struct {
-	workspaces *workspace.Service
-	inbound    *inbound.Service
+	workspaces Senders
+	inbound    Inbox
 	decoder    *wire.Decoder
 	limits     Limits
 }
 
 // NewHandlers returns the webhook handlers.
-func NewHandlers(workspaces *workspace.Service, in *inbound.Service, decoder *wire.Decoder, limits Limits) *Handlers {
+func NewHandlers(workspaces Senders, in Inbox, decoder *wire.Decoder, limits Limits) *Handlers {
 	return &Handlers{workspaces: workspaces, inbound: in, decoder: decoder, limits: limits}
-}
-
-// Register adds the webhook route.
-func (h *Handlers) Register(r fiber.Router) {
-	r.Post("/inbound", h.receive)
 }
 
 type inboundRequest struct {
@@ -57,7 +51,9 @@ type inboundResponse struct {
 	EventID     string `json:"eventId"`
 }
 
-func (h *Handlers) receive(c *fiber.Ctx) error {
+// Receive serves POST /api/webhooks/inbound: the sender is authenticated by
+// its secret before anything else, then counted against its workspace.
+func (h *Handlers) Receive(c *fiber.Ctx) error {
 	ws, err := h.workspaces.AuthenticateWebhook(c.UserContext(), strings.Clone(c.Get(HeaderSecret)))
 	if errors.Is(err, domain.ErrUnauthorized) {
 		if lerr := h.limits.FailedAuth(c); lerr != nil {

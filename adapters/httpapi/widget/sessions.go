@@ -10,13 +10,6 @@ import (
 	corewidget "github.com/conciergehq/concierge/core/widget"
 )
 
-// RegisterAPI adds POST /:slug/sessions to r (the /api/widget group). It
-// needs no key and no plan: limit, the per-IP rate limit of widget
-// sessions, is what stands between it and a flood of conversations.
-func (h *Handlers) RegisterAPI(r fiber.Router, limit fiber.Handler) {
-	r.Post("/:slug/sessions", limit, h.createSession)
-}
-
 // sessionCreate is the body of POST /api/widget/{slug}/sessions: {} or
 // none. The agent is the address's; the identity comes in headers.
 type sessionCreate struct{}
@@ -27,7 +20,10 @@ type sessionCreated struct {
 	Status    string `json:"status"`
 }
 
-func (h *Handlers) createSession(c *fiber.Ctx) error {
+// CreateSession serves POST /api/widget/{slug}/sessions. It needs no key
+// and no plan: the per-IP rate limit of widget sessions in front of it is
+// what stands between it and a flood of conversations.
+func (h *Handlers) CreateSession(c *fiber.Ctx) error {
 	var body sessionCreate
 	if err := h.decoder.Decode(c, &body, true); err != nil {
 		return err

@@ -135,12 +135,6 @@ func contentType(name string) string {
 	}
 }
 
-// RegisterPages adds the page and asset routes to app, outside /api.
-func (h *Handlers) RegisterPages(r fiber.Router) {
-	r.Get(AssetsPrefix+"*", h.asset)
-	r.Get("/chat/:slug", h.chatPage)
-}
-
 // pageData is what page.html.tmpl renders. Config goes, as JSON, into
 // <script type="application/json" id="concierge-config">, which
 // html/template escapes as JSON in that context.
@@ -178,10 +172,10 @@ type apiConfig struct {
 	Base string `json:"base"`
 }
 
-// chatPage renders the widget of the published agent at the address, or
-// the friendly 404 page. Other errors go to the one ErrorHandler, which
-// logs them and shows nothing of them.
-func (h *Handlers) chatPage(c *fiber.Ctx) error {
+// Page serves GET /chat/{slug}: it renders the widget of the published
+// agent at the address, or the friendly 404 page. Other errors go to the
+// one ErrorHandler, which logs them and shows nothing of them.
+func (h *Handlers) Page(c *fiber.Ctx) error {
 	setPageHeaders(c, nil)
 	w, err := h.widgets.Resolve(c.UserContext(), strings.Clone(c.Params("slug")))
 	if errors.Is(err, domain.ErrNotFound) {
@@ -254,11 +248,11 @@ func frameAncestors(origins []string) string {
 	return strings.Join(out, " ")
 }
 
-// asset serves an embedded file. Links from the page carry the file's
+// Asset serves GET AssetsPrefix + name: an embedded file. Links from the page carry the file's
 // version (?v=), so those responses may be cached for a year; a request
 // without it (a module's relative import, say) or with an old version is
 // revalidated with the ETag instead, so it can never pin a stale file.
-func (h *Handlers) asset(c *fiber.Ctx) error {
+func (h *Handlers) Asset(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	a, ok := h.assets[c.Params("*")]
 	if !ok {

@@ -76,7 +76,7 @@ func TestAssets(t *testing.T) {
 		}
 	}
 	app := fiber.New()
-	h.RegisterPages(app)
+	app.Get(AssetsPrefix+"*", h.Asset)
 	get := func(target string, header map[string]string) (int, map[string]string, string) {
 		req := httptest.NewRequest("GET", target, nil)
 		for k, v := range header {

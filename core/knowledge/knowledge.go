@@ -386,10 +386,13 @@ func (ix *Indexer) continueCrawl(ctx context.Context, ref domain.SourceRef, src 
 	if ix.opts.CrawlSlice < left && !lastAttempt {
 		limit, cause = ix.opts.CrawlSlice, errSliceIsOut
 	}
+	// Crawl time is measured on the monotonic clock, like the deadline, and
+	// from before the deadline is set: a crawl stopped by its deadline has
+	// then spent at least its limit, never a hair less (which would leave
+	// a sliver of budget for an attempt that can do nothing with it).
+	began := time.Now()
 	crawlCtx, cancel := context.WithTimeoutCause(ctx, limit, cause)
 	defer cancel()
-	// Crawl time is measured on the monotonic clock, like the deadline.
-	began := time.Now()
 	spent := func() time.Duration { return progress.Spent + time.Since(began) }
 	seq := len(progress.Steps)
 	limits := domain.CrawlLimits{MaxPages: src.MaxPages, MaxDepth: src.MaxDepth}

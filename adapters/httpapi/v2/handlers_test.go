@@ -121,7 +121,7 @@ func TestAgents(t *testing.T) {
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.published": "must be a boolean"}},
 	}, {
 		Name: "out of range", Req: httpapitest.Request{Method: "POST", Path: "/api/v2/agents", Body: `{"slug":"support","name":"S","retrievalTopK":21}`},
-		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.retrievalTopK": "must be at most 20 characters"}},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.retrievalTopK": "must be at most 20"}},
 	}, {
 		Name: "empty body", Req: httpapitest.Request{Method: "POST", Path: "/api/v2/agents"},
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.message": "request body is required"}},
@@ -154,7 +154,7 @@ func TestAgents(t *testing.T) {
 		},
 	}, {
 		Name: "empty name", Req: httpapitest.Request{Method: "PATCH", Path: "/api/v2/agents/support", Body: `{"name":""}`},
-		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.name": "must be at least 1 characters"}},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.name": "must be at least 1 character"}},
 	}}, httpapitest.BadBodies("PATCH", "/api/v2/agents/support")...), httpapitest.ErrorCases(update, "Agents.Update", 400, 404, 500)...))
 
 	del := httpapitest.Request{Method: "DELETE", Path: "/api/v2/agents/support"}
@@ -354,10 +354,10 @@ func TestChat(t *testing.T) {
 		},
 	}, {
 		Name: "topK out of range", Req: httpapitest.Request{Method: "POST", Path: "/api/v2/agents/support/retrieve", Body: `{"query":"q","topK":51}`},
-		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.topK": "must be at most 50 characters"}},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.topK": "must be at most 50"}},
 	}, {
 		Name: "threshold out of range", Req: httpapitest.Request{Method: "POST", Path: "/api/v2/agents/support/retrieve", Body: `{"query":"q","threshold":2}`},
-		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.threshold": "must be at most 1 characters"}},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.threshold": "must be at most 1"}},
 	}}, httpapitest.BadBodies("POST", "/api/v2/agents/support/retrieve")...), httpapitest.ErrorCases(retrieve, "Retrieval.Retrieve", 400, 404, 500)...))
 }
 

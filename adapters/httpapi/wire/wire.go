@@ -221,17 +221,34 @@ func describe(fe validator.FieldError) string {
 	case "required":
 		return "is required"
 	case "max":
-		if fe.Kind() == reflect.Slice {
-			return "must have at most " + fe.Param() + " entries"
-		}
-		return "must be at most " + fe.Param() + " characters"
+		return "must " + bound("at most", fe)
 	case "min":
-		return "must be at least " + fe.Param() + " characters"
+		return "must " + bound("at least", fe)
 	case "oneof":
 		return "must be one of " + strings.ReplaceAll(fe.Param(), " ", ", ")
 	default:
 		return "is invalid (" + fe.Tag() + ")"
 	}
+}
+
+// bound says what a min or max limit counts: entries of a list,
+// characters of a string, or the value of a number.
+func bound(side string, fe validator.FieldError) string {
+	unit := ""
+	switch fe.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map:
+		return "have " + side + " " + fe.Param() + " " + plural(fe.Param(), "entry", "entries")
+	case reflect.String:
+		unit = " " + plural(fe.Param(), "character", "characters")
+	}
+	return "be " + side + " " + fe.Param() + unit
+}
+
+func plural(n, one, many string) string {
+	if n == "1" {
+		return one
+	}
+	return many
 }
 
 func jsonError(err error) error {

@@ -227,212 +227,301 @@ func (s *Service) answeredBefore(ctx context.Context, p *Pending) (*storedTurn, 
 	return &storedTurn{question: q, reply: *reply}, nil
 }
 
-// Answer runs one chat turn: Start, then Run. The caller leaving (ctx
-// cancelled) does not stop the answer, which is completed and stored within
-// the engine's hard time limit; callers that need shutdown to stop answers
-// use Start and Run with a server context, as the HTTP edge does.
-func (s *Service) Answer(ctx context.Context, req Request, emit Emit) (domain.Answer, error) {
-	p, err := s.Start(ctx, req)
-	if err != nil {
-		return domain.Answer{}, err
-	}
-	return p.Run(context.WithoutCancel(ctx), emit)
-}
-
 // Run generates and stores the answer, emitting its events. Problems during
 // generation become a fallback answer or an error event; an error is
 // returned only when a message could not be stored. ctx should be the
 // engine's own (server lifetime), not a client's: a client that leaves must
 // not stop the answer. The hard time limit applies either way.
 //
-// A caller that streams (emit set) is shown the stored question first, so
-// the question is stored before anything is generated. A caller that waits
-// for the whole answer (emit nil) has been told nothing until Run returns:
-// when the agent answers, its question and the reply are stored together,
-// in one statement, once the answer is ready. Such a turn is all or
-// nothing: if the process dies mid-answer neither message is stored, and
-// the caller, who got no answer, asks again. Events wait for the store too,
-// so no follower sees a message that was never stored.
+// A turn takes one of two paths, which share prepare, compose (generate)
+// and finish. A caller that streams (emit set) watches the answer being
+// written: runStreamed stores the question first and shows it. A caller
+// that waits for the whole answer (emit nil) in a conversation the agent
+// owns has been told nothing until Run returns: runWhole stores the
+// question and the reply together once the answer is ready, and only then
+// publishes them.
 func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	if p.answered != nil {
 		return p.answered.replay(emit), nil
 	}
-	s, ws, agent, conv := p.s, p.ws, p.agent, p.conv
+	s := p.s
 	s.inflight.Add(1)
 	defer s.inflight.Done()
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
-	// Retrieval needs neither the session nor the question to be stored, so
-	// it runs while they are written: that is most of the time to the first
-	// token. A follow-up in a continued conversation ("and how much is
-	// express?") is the exception: its query needs the earlier questions,
-	// so its retrieval waits for the history.
-	verdict := checkInput(p.message, agent.Config.BlockedTopics)
-	followUp := !p.fresh && isFollowUp(p.message)
-	search := searchText{question: p.message, query: p.message}
-	var retrieval <-chan retrieved
-	if verdict == domain.FallbackNone && conv.Status.AgentAnswers() && !followUp {
-		retrieval = s.retrieveAsync(ctx, &agent, search)
+	t, err := p.prepare(ctx)
+	if err != nil {
+		return domain.Answer{}, err
 	}
-	var (
-		history []domain.Message
-		err     error
-	)
-	if !p.fresh {
-		if history, err = s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages); err != nil {
-			return domain.Answer{}, err
-		}
+	if emit == nil && t.conv.Status == domain.StatusAI {
+		return p.runWhole(ctx, t)
 	}
-	if followUp {
-		var earlier int
-		if search.query, earlier = followUpQuery(p.message, history); earlier > 0 {
-			search.note = followUpNote(earlier)
-			search.context = strings.TrimPrefix(search.query, p.message+"\n")
-		}
-		if verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
-			retrieval = s.retrieveAsync(ctx, &agent, search)
-		}
-	}
-	pub := newPublisher(ctx, s.lifecycle, emit)
-	defer pub.close()
-	replyID := domain.NewID(domain.PrefixMessage)
+	return p.runStreamed(ctx, t, emit)
+}
+
+// prepare reads what the answer needs before anything is stored: the
+// history, the input guardrail's verdict and, when the agent answers,
+// retrieval. Retrieval needs neither the session nor the question to be
+// stored, so it runs while they are written: that is most of the time to
+// the first token. A follow-up in a continued conversation ("and how much
+// is express?") is the exception: its query needs the earlier questions,
+// so its retrieval waits for the history.
+func (p *Pending) prepare(ctx context.Context) (*turn, error) {
+	s := p.s
+	ws, agent, conv := p.ws, p.agent, p.conv
 	t := &turn{
 		ws: &ws, agent: &agent, conv: &conv, fresh: p.fresh,
 		question: domain.Message{
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
-			ReplyID: replyID, IdempotencyKey: p.key, RequestHash: p.hash,
+			ReplyID: domain.NewID(domain.PrefixMessage), IdempotencyKey: p.key, RequestHash: p.hash,
 		},
+		verdict: checkInput(p.message, agent.Config.BlockedTopics),
+		search:  searchText{question: p.message, query: p.message},
 	}
-	// together: the question waits to be stored with the reply, and the
-	// answer's events wait with it (gathered into one token).
-	together := emit == nil && conv.Status == domain.StatusAI
-	t.out = &stream{pub: pub, sessionID: conv.ID, messageID: replyID, whole: together}
-	answer := domain.Answer{SessionID: conv.ID}
-	if together {
-		pub.hold()
-	} else {
-		if err := s.storeQuestion(ctx, t); err != nil {
-			return answer, err
+	followUp := !p.fresh && isFollowUp(p.message)
+	if t.verdict == domain.FallbackNone && conv.Status.AgentAnswers() && !followUp {
+		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
+	}
+	if !p.fresh {
+		history, err := s.conversations.RecentMessages(ctx, ws.ID, conv.ID, s.limits.HistoryMessages)
+		if err != nil {
+			return nil, err
 		}
-		if conv.Status.HumanOwned() {
-			return s.silent(t, answer, emit), nil
+		t.history = history
+	}
+	if followUp {
+		var earlier int
+		if t.search.query, earlier = followUpQuery(p.message, t.history); earlier > 0 {
+			t.search.note = followUpNote(earlier)
+			t.search.context = strings.TrimPrefix(t.search.query, p.message+"\n")
 		}
-		if retrieval == nil && verdict == domain.FallbackNone {
-			retrieval = s.retrieveAsync(ctx, &agent, search) // the conversation went back to the agent meanwhile
+		if t.verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
+			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 		}
+	}
+	return t, nil
+}
+
+// runStreamed answers a caller who watches the answer being written (emit
+// set), and any turn in a conversation the agent does not own as read (a
+// resolved one, which the question reopens, or one a person owns), where
+// the question must first go where the state sends it:
+//
+//  1. the question is stored (with a new conversation, or reopening a
+//     resolved one) and shown; in a conversation a person owns, that is
+//     all (silent);
+//  2. the answer's events go to emit and the bus as they are generated;
+//  3. the reply is stored once complete, whatever happened to the
+//     conversation meanwhile: the caller saw it (an answer cut short by
+//     the process dying is closed later by CloseInterrupted);
+//  4. finish: the handoff the model asked for, then done.
+func (p *Pending) runStreamed(ctx context.Context, t *turn, emit Emit) (domain.Answer, error) {
+	s := p.s
+	pub := newPublisher(ctx, s.lifecycle, emit)
+	defer pub.close()
+	answer := domain.Answer{SessionID: t.conv.ID}
+	events, err := s.storeQuestion(ctx, t)
+	if err != nil {
+		return answer, err
+	}
+	pub.send(events...)
+	if t.conv.Status.HumanOwned() {
+		return s.silent(t, answer, emit), nil
+	}
+	if t.retrieval == nil && t.verdict == domain.FallbackNone {
+		t.retrieval = s.retrieveAsync(ctx, t.agent, t.search) // the conversation went back to the agent meanwhile
 	}
 
-	out := t.out
-	content, cited, reason, usage := s.generate(ctx, t, p.message, history, out, verdict, retrieval)
-	if reason != domain.FallbackNone {
-		content = agent.Config.EffectiveFallbackMessage()
-		cited = nil
-		out.words(content)
-	}
-	out.flush()
-	answer.IsFallback = reason != domain.FallbackNone
-	answer.FallbackReason = reason
-	answer.OfferHandoff = t.offerHandoff || (answer.IsFallback && ws.Allows(domain.FeatureHandoff))
-	answer.Usage = usage
+	out := t.newStream(pub.send, false)
+	reply, answer := s.compose(ctx, t, out)
 
-	reply := domain.Message{
-		ID: out.messageID, WorkspaceID: ws.ID, ConversationID: conv.ID, Role: domain.RoleAssistant,
-		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
-		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
-		Trace: t.trace, TokenEnds: out.ends, FallbackReason: reason, OfferHandoff: answer.OfferHandoff,
-	}
 	// Whatever happens from here, the answer is stored: the context of the
 	// answer is the engine's own, bounded by the hard time limit, and the
 	// caller may have gone.
 	storeCtx := context.WithoutCancel(ctx)
-	var (
-		deliveries []domain.Delivery
-		stored     bool
-	)
-	if !t.questionStored {
-		msgs, delivered, err := s.storeTogether(storeCtx, t, reply)
-		switch {
-		case err == nil:
-			t.question, reply, deliveries, stored = msgs[0], msgs[1], delivered, true
-			pub.release(domain.MessageEvent(t.question))
-		case errors.Is(err, domain.ErrAnswerInProgress):
-			// Another request with the same key stored its turn first:
-			// this one is its retry, and gets that answer (or learns it is
-			// still being written). Nothing held is published.
-			pub.discard()
-			answered, aerr := s.answeredBefore(storeCtx, p)
-			if aerr != nil {
-				return answer, aerr
-			}
-			if answered == nil {
-				return answer, err
-			}
-			return answered.replay(nil), nil
-		case !errors.Is(err, domain.ErrStatusChanged):
-			return answer, err // nothing stored: nothing held is published
-		default:
-			// The conversation left the agent while it answered (a person
-			// took it over, or it was resolved): the question goes where
-			// the state now sends it, and the answer only if the agent has
-			// it back.
-			held := pub.discard()
-			if err := s.storeQuestion(storeCtx, t); err != nil {
-				return answer, err
-			}
-			if conv.Status.HumanOwned() {
-				return s.silent(t, answer, emit), nil
-			}
-			for _, ev := range held {
-				pub.send(ev)
-			}
-		}
+	reply, deliveries, err := s.storeReply(storeCtx, t, reply)
+	if err != nil {
+		pub.send(out.storeFailed(err))
+		return answer, err
 	}
-	if !stored {
-		// The question is stored on its own (before the answer, or by the
-		// handoff tool for its transcript); the caller has seen (or will
-		// get) this answer, so it is stored whatever happened to the
-		// conversation meanwhile.
-		deliveries = domain.MessageDeliveries(&ws, conv, reply, reply.CreatedAt)
-		if reply, _, err = s.conversations.AppendMessage(storeCtx, reply, "", deliveries...); err != nil {
-			pub.send(domain.SessionEvent{Type: domain.EventError, SessionID: conv.ID, MessageID: out.messageID, Seq: out.next(), ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"})
-			return answer, err
-		}
-	}
-	answer.UserMessage, answer.Reply = t.question, reply
-	pub.send(domain.SessionEvent{Type: domain.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+	answer = s.finish(storeCtx, t, answer, reply, out, pub.send)
 	s.lifecycle.EnqueueDeliveries(storeCtx, deliveries)
 	return answer, nil
+}
+
+// runWhole answers a caller who waits for the whole answer, in a
+// conversation the agent owns as read. Such a turn is all or nothing: if
+// the process dies mid-answer neither message is stored, and the caller,
+// who got no answer, asks again.
+//
+//  1. the answer is generated into a buffer (one token: nobody watches it
+//     being written);
+//  2. the question and the reply are stored together, in one write, if the
+//     conversation is still the agent's (a new one is stored with them);
+//  3. only then are their events published, once, followed by finish (the
+//     handoff the model asked for, then done): no follower sees a message
+//     that was never stored.
+//
+// When the conversation left the agent meanwhile, the question is stored
+// alone where the state now sends it (storedApart); when a retry with the
+// same Idempotency-Key stored its turn first, this request gets that turn.
+func (p *Pending) runWhole(ctx context.Context, t *turn) (domain.Answer, error) {
+	s := p.s
+	var buffered []domain.SessionEvent
+	out := t.newStream(func(events ...domain.SessionEvent) { buffered = append(buffered, events...) }, true)
+	reply, answer := s.compose(ctx, t, out)
+
+	storeCtx := context.WithoutCancel(ctx)
+	stored, deliveries, err := s.storeTogether(storeCtx, t, reply)
+	switch {
+	case errors.Is(err, domain.ErrAnswerInProgress):
+		// Another request with the same key stored its turn first: this
+		// one is its retry, and gets that answer (or learns it is still
+		// being written). Nothing is published.
+		answered, aerr := s.answeredBefore(storeCtx, p)
+		if aerr != nil {
+			return answer, aerr
+		}
+		if answered == nil {
+			return answer, err
+		}
+		return answered.replay(nil), nil
+	case errors.Is(err, domain.ErrStatusChanged):
+		return s.storedApart(storeCtx, t, answer, reply, out, buffered)
+	case err != nil:
+		return answer, err // nothing stored, nothing published
+	}
+	t.question, reply = stored[0], stored[1]
+	pub := newPublisher(storeCtx, s.lifecycle, nil)
+	defer pub.close()
+	pub.send(domain.MessageEvent(t.question))
+	pub.send(buffered...)
+	answer = s.finish(storeCtx, t, answer, reply, out, pub.send)
+	s.lifecycle.EnqueueDeliveries(storeCtx, deliveries)
+	return answer, nil
+}
+
+// storedApart stores a whole answer whose conversation left the agent
+// while it answered (a person took it over, or it was resolved): the
+// question goes where the state now sends it, and the answer only if the
+// agent has it back. The events are published once stored, in the order a
+// follower would have seen them.
+func (s *Service) storedApart(ctx context.Context, t *turn, answer domain.Answer, reply domain.Message, out *stream, buffered []domain.SessionEvent) (domain.Answer, error) {
+	events, err := s.storeQuestion(ctx, t)
+	if err != nil {
+		return answer, err
+	}
+	pub := newPublisher(ctx, s.lifecycle, nil)
+	defer pub.close()
+	pub.send(events...)
+	if t.conv.Status.HumanOwned() {
+		return s.silent(t, answer, nil), nil
+	}
+	pub.send(buffered...)
+	reply, deliveries, err := s.storeReply(ctx, t, reply)
+	if err != nil {
+		pub.send(out.storeFailed(err))
+		return answer, err
+	}
+	answer = s.finish(ctx, t, answer, reply, out, pub.send)
+	s.lifecycle.EnqueueDeliveries(ctx, deliveries)
+	return answer, nil
+}
+
+// compose generates the reply through out (generate), or says the agent's
+// fallback message when there is none, and returns the reply and the
+// answer it makes, neither stored yet.
+func (s *Service) compose(ctx context.Context, t *turn, out *stream) (domain.Message, domain.Answer) {
+	cited, reason, usage := s.generate(ctx, t, out)
+	if reason != domain.FallbackNone {
+		cited = nil
+		out.words(t.agent.Config.EffectiveFallbackMessage())
+	}
+	out.flush()
+	answer := domain.Answer{
+		SessionID: t.conv.ID, IsFallback: reason != domain.FallbackNone, FallbackReason: reason, Usage: usage,
+	}
+	answer.OfferHandoff = t.offerHandoff || (answer.IsFallback && t.ws.Allows(domain.FeatureHandoff))
+	reply := domain.Message{
+		ID: out.messageID, WorkspaceID: t.ws.ID, ConversationID: t.conv.ID, Role: domain.RoleAssistant,
+		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
+		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
+		Trace: t.trace, TokenEnds: out.ends, FallbackReason: reason, OfferHandoff: answer.OfferHandoff,
+	}
+	return reply, answer
+}
+
+// finish ends a stored turn: the handoff the model asked for is made now
+// that the helpdesk's transcript can hold the question and the reply
+// (applyHandoff; its notice follows the reply), then done ends the answer's
+// events. Returns the answer as done reports it.
+func (s *Service) finish(ctx context.Context, t *turn, answer domain.Answer, reply domain.Message, out *stream, send func(...domain.SessionEvent)) domain.Answer {
+	answer.UserMessage, answer.Reply = t.question, reply
+	send(s.applyHandoff(ctx, t)...)
+	send(domain.SessionEvent{Type: domain.EventDone, SessionID: t.conv.ID, MessageID: reply.ID, Seq: out.next(), Answer: &answer})
+	return answer
+}
+
+// applyHandoff makes the move the model asked for with the handoff tool:
+// AI to HANDOFF_REQUESTED with its notice and the helpdesk's
+// handoff.requested, whose transcript now holds the question and the reply,
+// like a visitor's own request but without a contact form
+// (conversation.Lifecycle.Move). A conversation that left AI meanwhile is
+// left alone. Returns the notice's event, if any. The answer is stored and
+// said already, offering a person (Answer.OfferHandoff), so a failed move
+// is logged rather than failing the turn: the visitor can still ask.
+func (s *Service) applyHandoff(ctx context.Context, t *turn) []domain.SessionEvent {
+	if !t.handoffRequested {
+		return nil
+	}
+	moved, err := s.lifecycle.Move(ctx, t.ws, *t.conv, conversation.Move{From: domain.StatusAI, To: domain.StatusHandoffRequested})
+	if err != nil {
+		s.log.ErrorContext(ctx, "the handoff the model asked for failed", "sessionId", t.conv.ID, "error", err)
+		return nil
+	}
+	*t.conv = moved.Conversation
+	if moved.Notice == nil {
+		return nil
+	}
+	return []domain.SessionEvent{domain.MessageEvent(*moved.Notice)}
 }
 
 // storeQuestion stores the turn's question on its own, under the
 // conversation's state as the turn last read it (and again as it now is,
 // when that moved: conversation.Lifecycle.Append; a resolved conversation is
-// reopened with the agent in the same write), and publishes it ahead of
-// anything the answer held back. A new conversation is stored with it. It
-// leaves t.conv as it now is.
-func (s *Service) storeQuestion(ctx context.Context, t *turn) error {
+// reopened with the agent in the same write). A new conversation is stored
+// with it. It leaves t.conv as it now is, and returns the events of what it
+// stored (the question's, then the notice of a reopening), for the caller
+// to publish.
+func (s *Service) storeQuestion(ctx context.Context, t *turn) ([]domain.SessionEvent, error) {
 	if t.fresh {
 		deliveries := t.deliveries(t.question)
 		stored, err := s.conversations.StartConversation(ctx, t.conv, []domain.Message{t.question}, deliveries...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		t.question = stored[0]
-		t.out.pub.release(domain.MessageEvent(t.question))
+		t.question, t.fresh = stored[0], false
 		s.lifecycle.EnqueueDeliveries(ctx, deliveries)
-	} else {
-		// A resolved conversation is reopened with the question, in the
-		// same write; the deliveries are scheduled by Append.
-		appended, err := s.lifecycle.Append(ctx, t.ws, *t.conv, t.question)
-		if err != nil {
-			return err
-		}
-		t.question, *t.conv = appended.Message, appended.Conversation
-		t.out.pub.release(appended.Events()...)
+		return []domain.SessionEvent{domain.MessageEvent(t.question)}, nil
 	}
-	t.questionStored, t.fresh = true, false
-	return nil
+	// The deliveries are scheduled by Append.
+	appended, err := s.lifecycle.Append(ctx, t.ws, *t.conv, t.question)
+	if err != nil {
+		return nil, err
+	}
+	t.question, *t.conv = appended.Message, appended.Conversation
+	return appended.Events(), nil
+}
+
+// storeReply stores the reply of a question stored on its own. The caller
+// has seen (or will get) this answer, so it is stored whatever happened to
+// the conversation meanwhile. Returns the stored reply and its deliveries
+// for the caller to schedule.
+func (s *Service) storeReply(ctx context.Context, t *turn, reply domain.Message) (domain.Message, []domain.Delivery, error) {
+	deliveries := domain.MessageDeliveries(t.ws, *t.conv, reply, reply.CreatedAt)
+	stored, _, err := s.conversations.AppendMessage(ctx, reply, "", deliveries...)
+	return stored, deliveries, err
 }
 
 // storeTogether stores a new or AI conversation's question and reply in
@@ -587,21 +676,23 @@ func (s *Service) retrievalQuery(agent *domain.Agent, text string) ports.Retriev
 // errStopped tells the model adapter the output filter ended the answer.
 var errStopped = errors.New("answer stopped by the output filter")
 
-// generate produces the answer's text through out, or a fallback reason.
-func (s *Service) generate(ctx context.Context, t *turn, message string, history []domain.Message, out *stream, verdict domain.FallbackReason, retrieval <-chan retrieved) (string, []string, domain.FallbackReason, domain.Usage) {
+// generate produces the answer's text through out, or a fallback reason,
+// with the passages it cited and what the model used. Both paths of Run
+// share it; only out tells them apart.
+func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string, domain.FallbackReason, domain.Usage) {
 	var usage domain.Usage
-	if verdict != domain.FallbackNone {
-		return "", nil, verdict, usage
+	if t.verdict != domain.FallbackNone {
+		return nil, t.verdict, usage
 	}
-	r := <-retrieval
+	r := <-t.retrieval
 	chunks, err := r.chunks, r.err
 	t.trace = r.trace
 	if err != nil {
 		s.log.ErrorContext(ctx, "retrieval failed", "sessionId", t.conv.ID, "error", err)
-		return "", nil, domain.FallbackModelError, usage
+		return nil, domain.FallbackModelError, usage
 	}
 	if len(chunks) == 0 {
-		return "", nil, domain.FallbackNoKnowledge, usage
+		return nil, domain.FallbackNoKnowledge, usage
 	}
 	t.knowledge = chunks
 
@@ -616,7 +707,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 	req := ports.CompletionRequest{
 		Model:    modelName,
 		System:   systemPrompt(t.agent),
-		Messages: append(historyForModel(history), ports.LLMMessage{Role: "user", Content: message}),
+		Messages: append(historyForModel(t.history), ports.LLMMessage{Role: "user", Content: t.question.Content}),
 	}
 	if t.ws.Allows(domain.FeatureToolCalling) {
 		req.Tools = s.tools.specs
@@ -644,7 +735,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 		if err != nil {
 			s.log.WarnContext(ctx, "model failed", "sessionId", t.conv.ID, "round", round, "error", err)
 			if out.sent.Len() == 0 {
-				return "", nil, domain.FallbackModelError, usage
+				return nil, domain.FallbackModelError, usage
 			}
 			// Tokens are out and cannot be taken back: end what was said.
 			break
@@ -656,7 +747,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 			// cannot be taken back, and a fallback message after it would
 			// contradict it, so what was said stands.
 			if strings.TrimSpace(out.sent.String()) == "" {
-				return "", nil, domain.FallbackModelDeclined, usage
+				return nil, domain.FallbackModelDeclined, usage
 			}
 			s.log.InfoContext(ctx, "model declined after it had started answering; the answer stands", "sessionId", t.conv.ID, "round", round)
 			break
@@ -666,7 +757,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 		}
 		if round >= s.limits.MaxToolRounds {
 			s.log.WarnContext(ctx, "tool rounds exhausted", "sessionId", t.conv.ID, "rounds", round)
-			return "", nil, domain.FallbackToolError, usage
+			return nil, domain.FallbackToolError, usage
 		}
 		req.Messages = append(req.Messages, ports.LLMMessage{Role: "assistant", Content: comp.Content, ToolCalls: comp.ToolCalls})
 		for _, call := range comp.ToolCalls {
@@ -679,7 +770,7 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 				result = problem
 			} else if result, err = s.runTool(ctx, t, call, args); err != nil {
 				s.log.ErrorContext(ctx, "tool failed", "sessionId", t.conv.ID, "tool", call.Name, "error", err)
-				return "", nil, domain.FallbackToolError, usage
+				return nil, domain.FallbackToolError, usage
 			}
 			req.Messages = append(req.Messages, ports.LLMMessage{Role: "tool", ToolCallID: call.ID, Content: result})
 		}
@@ -693,9 +784,9 @@ func (s *Service) generate(ctx context.Context, t *turn, message string, history
 	}
 	if strings.TrimSpace(out.sent.String()) == "" {
 		// The model had nothing to say from this knowledge.
-		return "", nil, domain.FallbackNoKnowledge, usage
+		return nil, domain.FallbackNoKnowledge, usage
 	}
-	return out.sent.String(), cited, domain.FallbackNone, usage
+	return cited, domain.FallbackNone, usage
 }
 
 func leakNotice(sent string) string {

@@ -389,7 +389,7 @@ func TestAnswerNotBlockedByHangingBus(t *testing.T) {
 	)
 	go func() {
 		defer close(done)
-		ans, err = r.svc.Answer(context.Background(), Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"}, rec.emit)
+		ans, err = answerTurn(context.Background(), r.svc, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"}, rec.emit)
 	}()
 	select {
 	case <-done:

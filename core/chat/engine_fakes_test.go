@@ -701,7 +701,7 @@ func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Ans
 	t.Helper()
 	rec := &recorder{}
 	r.busMark = len(r.bus.all())
-	ans, err := r.svc.Answer(ctx, req, rec.emit)
+	ans, err := answerTurn(ctx, r.svc, req, rec.emit)
 	return ans, rec.all(), err
 }
 
@@ -710,7 +710,7 @@ func (r *rig) askCtx(t *testing.T, ctx context.Context, req Request) (domain.Ans
 func (r *rig) askWhole(t *testing.T, req Request) (domain.Answer, []domain.SessionEvent, error) {
 	t.Helper()
 	r.busMark = len(r.bus.all())
-	ans, err := r.svc.Answer(t.Context(), req, nil)
+	ans, err := answerTurn(t.Context(), r.svc, req, nil)
 	return ans, r.bus.all()[r.busMark:], err
 }
 

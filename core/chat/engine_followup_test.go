@@ -152,20 +152,20 @@ func TestFollowUpRetrievalWaitsForHistory(t *testing.T) {
 	mu.Lock()
 	waitForSearch = true // a fresh session loads no history at all
 	mu.Unlock()
-	first, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws}, Message: "How long does standard delivery take?"}, nil)
+	first, err := answerTurn(t.Context(), svc, Request{Session: conversation.SessionRef{Workspace: ws}, Message: "How long does standard delivery take?"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-searched
 
-	if _, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "How do I reset my password?"}, nil); err != nil {
+	if _, err := answerTurn(t.Context(), svc, Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "How do I reset my password?"}, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	mu.Lock()
 	waitForSearch, historyLoaded = false, false
 	mu.Unlock()
-	if _, err := svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "and how much is express?"}, nil); err != nil {
+	if _, err := answerTurn(t.Context(), svc, Request{Session: conversation.SessionRef{Workspace: ws, ID: first.SessionID}, Message: "and how much is express?"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	calls := r.retriever.calls()

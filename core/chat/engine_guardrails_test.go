@@ -417,7 +417,7 @@ func TestAnswerReleasesNormalTokensImmediately(t *testing.T) {
 			t.Errorf("after delta %d (%q) the client has tokens %q; want each delta sent before the next is generated", i, deltas[i], toks)
 		}
 	}})
-	ans, err := r.svc.Answer(t.Context(), Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"}, rec.emit)
+	ans, err := answerTurn(t.Context(), r.svc, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I get a refund?"}, rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}

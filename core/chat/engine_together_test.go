@@ -139,8 +139,10 @@ func TestWholeAnswerNotStoredLeavesNothing(t *testing.T) {
 }
 
 // The handoff tool hands the helpdesk a transcript, which must hold the
-// question: a turn that waits to store its question stores it first.
-func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
+// question: the tool only records the request, and the move is made once
+// the turn (question and reply, in one write) is stored, so the transcript
+// holds both and the notice follows the reply.
+func TestWholeAnswerHandsOffOnceTheTurnIsStored(t *testing.T) {
 	r := newRig(t, Limits{})
 	r.local.script(
 		llmRound{deltas: []string{"Let me check. "}, toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{}`}}},
@@ -150,32 +152,35 @@ func TestWholeAnswerStoresTheQuestionBeforeAHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.convs.writes != 1 {
+		t.Errorf("%d writes of messages, want the question and the reply in one (the notice is the move's)", r.convs.writes)
+	}
 	stored := r.messagesOf(ans.SessionID)
-	if len(stored) != 3 || stored[0].ID != ans.UserMessage.ID || stored[1].Role != domain.RoleSystem || stored[2].ID != ans.Reply.ID {
-		t.Errorf("stored %+v, want the question, the notice, the reply", stored)
+	if len(stored) != 3 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID || stored[2].Role != domain.RoleSystem {
+		t.Errorf("stored %+v, want the question, the reply, the notice", stored)
 	}
 	written := r.convs.written()
-	if len(written) != 1 || written[0].Type != domain.EventHandoffRequested || len(written[0].Transcript) != 1 ||
-		written[0].Transcript[0].ID != ans.UserMessage.ID {
-		t.Errorf("deliveries %+v, want handoff.requested with the question as transcript", written)
+	if len(written) != 1 || written[0].Type != domain.EventHandoffRequested || len(written[0].Transcript) != 2 ||
+		written[0].Transcript[0].ID != ans.UserMessage.ID || written[0].Transcript[1].ID != ans.Reply.ID {
+		t.Errorf("deliveries %+v, want handoff.requested with the question and the reply as transcript", written)
 	}
 	if !ans.OfferHandoff || ans.Reply.Content != "Let me check. A colleague will join." {
 		t.Errorf("answer %+v", ans)
 	}
 	checkStream(t, r, bus, ans)
 	want := []domain.SessionEvent{
-		{Type: domain.EventMessage}, {Type: domain.EventToken, Content: "Let me check. "},
-		{Type: domain.EventStatus}, {Type: domain.EventToken, Content: "A colleague will join."}, {Type: domain.EventDone},
+		{Type: domain.EventMessage}, {Type: domain.EventToken, Content: "Let me check. A colleague will join."},
+		{Type: domain.EventStatus}, {Type: domain.EventDone},
 	}
 	if len(bus) != len(want) {
-		t.Fatalf("bus %s, want the question, what was said before the handoff, its notice, the rest, done", describe(bus))
+		t.Fatalf("bus %s, want the question, the answer as one token, the handoff's notice, done", describe(bus))
 	}
 	for i, w := range want {
 		if bus[i].Type != w.Type || bus[i].Content != w.Content {
 			t.Errorf("bus event %d = [%s %q], want [%s %q]", i, bus[i].Type, bus[i].Content, w.Type, w.Content)
 		}
 	}
-	if !equalInts(ans.Reply.TokenEnds, []int{14, 36}) {
-		t.Errorf("token ends %v, want the two tokens published", ans.Reply.TokenEnds)
+	if !equalInts(ans.Reply.TokenEnds, []int{36}) {
+		t.Errorf("token ends %v, want the one token published", ans.Reply.TokenEnds)
 	}
 }

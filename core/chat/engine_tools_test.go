@@ -311,17 +311,23 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 			if st := r.convs.conv(ans.SessionID).Status; st != domain.StatusHandoffRequested {
 				t.Errorf("status %s, want HANDOFF_REQUESTED", st)
 			}
-			// The move is recorded by a notice, between the question and the
-			// reply, and the helpdesk gets the request with the transcript.
+			// The tool only records the request: the move is made once the
+			// turn is stored, recorded by a notice after the reply, and the
+			// helpdesk gets the request with the question and the reply as
+			// transcript. The notice's event comes just before done.
 			stored := r.messagesOf(ans.SessionID)
-			if len(stored) != 3 || stored[1].Role != domain.RoleSystem || stored[1].Status != domain.StatusHandoffRequested {
-				t.Errorf("stored %+v, want the question, the notice, the reply", stored)
+			if len(stored) != 3 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID ||
+				stored[2].Role != domain.RoleSystem || stored[2].Status != domain.StatusHandoffRequested {
+				t.Errorf("stored %+v, want the question, the reply, the notice", stored)
+			}
+			if n := len(events); n < 2 || events[n-2].Type != domain.EventStatus || events[n-2].MessageID != stored[len(stored)-1].ID {
+				t.Errorf("events %s, want the notice's status event just before done", describe(events))
 			}
 			written := r.convs.written()
 			if len(written) != 1 || written[0].Target != domain.TargetHelpdesk || written[0].Type != domain.EventHandoffRequested ||
-				written[0].Conversation.Status != domain.StatusHandoffRequested || len(written[0].Transcript) != 1 ||
-				written[0].Transcript[0].ID != ans.UserMessage.ID {
-				t.Errorf("deliveries %+v, want handoff.requested with the question as transcript", written)
+				written[0].Conversation.Status != domain.StatusHandoffRequested || len(written[0].Transcript) != 2 ||
+				written[0].Transcript[0].ID != ans.UserMessage.ID || written[0].Transcript[1].ID != ans.Reply.ID {
+				t.Errorf("deliveries %+v, want handoff.requested with the question and the reply as transcript", written)
 			}
 			if q := r.queue.all(); len(q) != 1 || q[0].ID != written[0].ID {
 				t.Errorf("enqueued %+v, want the handoff", q)

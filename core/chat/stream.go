@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,7 +13,10 @@ import (
 // stream numbers an answer's events and remembers what was sent, which is by
 // construction what done.message reports.
 type stream struct {
-	pub       *publisher
+	// send takes the answer's events: to the caller and the bus as they
+	// come (runStreamed), or into a buffer published once the turn is
+	// stored (runWhole).
+	send      func(...domain.SessionEvent)
 	sessionID string
 	messageID string
 	seq       int
@@ -23,10 +25,15 @@ type stream struct {
 	// resumed stream can be replayed token by token from the stored reply.
 	ends []int
 	// whole gathers the text into one token, sent by flush: an answer that
-	// nobody watches being written (Run stores it whole) is published as
-	// one token rather than one per word, a publication per answer rather
-	// than per word.
+	// nobody watches being written (runWhole) is published as one token
+	// rather than one per word, a publication per answer rather than per
+	// word.
 	whole bool
+}
+
+// newStream starts the stream of t's reply, whose events go to send.
+func (t *turn) newStream(send func(...domain.SessionEvent), whole bool) *stream {
+	return &stream{send: send, sessionID: t.conv.ID, messageID: t.question.ReplyID, whole: whole}
 }
 
 func (s *stream) next() int {
@@ -43,7 +50,7 @@ func (s *stream) token(text string) {
 		return
 	}
 	s.ends = append(s.ends, s.sent.Len())
-	s.pub.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
+	s.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: text})
 }
 
 // flush sends what a whole stream gathered since its last flush as one
@@ -57,7 +64,7 @@ func (s *stream) flush() {
 		return
 	}
 	s.ends = append(s.ends, s.sent.Len())
-	s.pub.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: s.sent.String()[from:]})
+	s.send(domain.SessionEvent{Type: domain.EventToken, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(), Content: s.sent.String()[from:]})
 }
 
 // words sends text as word-sized tokens (a word and the space after it), as
@@ -76,76 +83,35 @@ func (s *stream) words(text string) {
 	s.token(text[start:])
 }
 
+// storeFailed is the error event that ends the stream of a reply that
+// could not be stored.
+func (s *stream) storeFailed(err error) domain.SessionEvent {
+	return domain.SessionEvent{Type: domain.EventError, SessionID: s.sessionID, MessageID: s.messageID, Seq: s.next(),
+		ErrorCode: domain.ErrorCode(err), ErrorMessage: "the answer could not be stored; retry later"}
+}
+
 // publisher hands events to the caller at once and to the conversation's
 // Publication, which publishes them in order under the one publish policy
-// (conversation.PublishBudget), so the bus can never delay an answer. It
-// can hold what is sent off the bus until the answer is stored.
+// (conversation.PublishBudget), so the bus can never delay an answer.
 type publisher struct {
 	emit Emit
 	pub  *conversation.Publication
-
-	mu sync.Mutex
-	// held, while holding, are the events kept off the bus until release.
-	held    []domain.SessionEvent
-	holding bool
 }
 
 func newPublisher(ctx context.Context, lc *conversation.Lifecycle, emit Emit) *publisher {
 	return &publisher{emit: emit, pub: lc.NewPublication(ctx)}
 }
 
-func (p *publisher) send(ev domain.SessionEvent) {
+func (p *publisher) send(events ...domain.SessionEvent) {
 	if p.emit != nil {
-		p.emit(ev)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.holding {
-		p.held = append(p.held, ev)
-		return
-	}
-	p.pub.Send(ev)
-}
-
-// hold keeps the events sent from now on off the bus (the caller still
-// gets them) until release or discard: an answer stored only at its end
-// publishes nothing a follower could see before it is stored.
-func (p *publisher) hold() {
-	p.mu.Lock()
-	p.holding = true
-	p.mu.Unlock()
-}
-
-// release publishes first, then what was held, and everything sent from
-// now on. On a publisher that holds nothing it is send.
-func (p *publisher) release(first ...domain.SessionEvent) {
-	for _, ev := range first {
-		if p.emit != nil {
+		for _, ev := range events {
 			p.emit(ev)
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.pub.Send(append(append(make([]domain.SessionEvent, 0, len(first)+len(p.held)), first...), p.held...)...)
-	p.held, p.holding = nil, false
+	p.pub.Send(events...)
 }
 
-// discard takes the events held so far off the queue and returns them
-// (an answer not stored as it was generated); the publisher goes on
-// holding. It returns nothing when nothing is held.
-func (p *publisher) discard() []domain.SessionEvent {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.holding {
-		return nil
-	}
-	held := p.held
-	p.held = nil
-	return held
-}
-
-// close ends the publication (conversation.Publication.Close); what is
-// still held is not published.
+// close ends the publication (conversation.Publication.Close).
 func (p *publisher) close() {
 	p.pub.Close()
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -99,15 +98,26 @@ type turn struct {
 	agent *domain.Agent
 	conv  *domain.Conversation
 	// fresh: the conversation is not stored yet; it goes with the question.
-	fresh    bool
+	fresh bool
+	// question is the question as asked, then as stored; its ReplyID is the
+	// reply's.
 	question domain.Message
-	// questionStored: the question is stored; until then it waits to be
-	// stored with the reply (Run).
-	questionStored bool
-	knowledge      []domain.Chunk
-	trace          *domain.RetrievalTrace
-	offerHandoff   bool
-	out            *stream
+	// history are the earlier messages given to the model.
+	history []domain.Message
+	// verdict is the input guardrail's (domain.FallbackNone to answer).
+	verdict domain.FallbackReason
+	// search is what retrieval searches; retrieval, once started, brings
+	// what it found.
+	search    searchText
+	retrieval <-chan retrieved
+	knowledge []domain.Chunk
+	trace     *domain.RetrievalTrace
+	// offerHandoff: the answer offers a person. handoffRequested: the
+	// handoff tool asked for one; the move is made once the turn is stored
+	// (applyHandoff), so the helpdesk's transcript holds the question and
+	// the reply.
+	offerHandoff     bool
+	handoffRequested bool
 }
 
 // run executes a validated call. A returned error is a failure of our own
@@ -141,16 +151,9 @@ func (s *Service) runTool(ctx context.Context, t *turn, call domain.ToolCall, ar
 		if !t.ws.Allows(domain.FeatureHandoff) {
 			return "A handoff to a person is not available.", nil
 		}
-		// The helpdesk gets the transcript: the question must be in it.
-		if !t.questionStored {
-			t.out.flush() // what the model said so far comes before the handoff's notice
-			if err := s.storeQuestion(ctx, t); err != nil {
-				return "", err
-			}
-		}
-		if err := s.requestHandoff(ctx, t); err != nil {
-			return "", err
-		}
+		// Only recorded: the move is made once the turn is stored, so the
+		// helpdesk's transcript holds the question and this reply.
+		t.handoffRequested = true
 		t.offerHandoff = true
 		return "The user has been offered a conversation with a person.", nil
 	}
@@ -164,24 +167,4 @@ func indexOf(chunks []domain.Chunk, id string) int {
 		}
 	}
 	return -1
-}
-
-// requestHandoff moves the conversation from AI to HANDOFF_REQUESTED with
-// its notice and the helpdesk's handoff.requested (with the transcript so
-// far), like a visitor's own request but without a contact form
-// (conversation.Lifecycle.Move). A
-// conversation that already left AI (an earlier call of the tool in this
-// turn, or a person taking it over meanwhile) is left alone.
-func (s *Service) requestHandoff(ctx context.Context, t *turn) error {
-	moved, err := s.lifecycle.Move(ctx, t.ws, *t.conv, conversation.Move{From: domain.StatusAI, To: domain.StatusHandoffRequested})
-	if err != nil {
-		return err
-	}
-	if moved.Notice == nil {
-		*t.conv = moved.Conversation
-		return nil
-	}
-	t.conv.Status = moved.Conversation.Status
-	t.out.pub.send(domain.MessageEvent(*moved.Notice))
-	return nil
 }

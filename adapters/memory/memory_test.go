@@ -1,11 +1,14 @@
 package memory_test
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/conversation/conversationtest"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
 )
 
 func TestConversationStoreContract(t *testing.T) {
@@ -28,6 +31,103 @@ func TestConversationStoreContract(t *testing.T) {
 				}
 				return ids
 			},
+		}
+	})
+}
+
+// The knobs the contract does not cover: seeding, failing writes and a
+// concurrent change, which unit tests of core packages use.
+func TestTestingKnobs(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	agent := domain.Agent{ID: domain.NewID(domain.PrefixAgent), WorkspaceID: domain.NewID(domain.PrefixWorkspace), Slug: "support"}
+	seed := func(store *memory.Conversations, status domain.ConversationStatus) domain.Conversation {
+		c := domain.NewConversation(agent.WorkspaceID, &agent, "", at)
+		c.Status = status
+		store.Put(c, domain.Message{ID: domain.NewID(domain.PrefixMessage), Role: domain.RoleUser, Content: "hello", CreatedAt: at})
+		got, _ := store.Conversation(c.ID)
+		return got
+	}
+
+	t.Run("Put seeds a conversation in any state without an agent check", func(t *testing.T) {
+		store := memory.NewConversations()
+		c := seed(store, domain.StatusHuman)
+		if c.Status != domain.StatusHuman || c.MessageCount != 1 || c.LastMessage != "hello" {
+			t.Errorf("seeded %+v", c)
+		}
+		msgs := store.Messages(c.ID)
+		if len(msgs) != 1 || msgs[0].WorkspaceID != c.WorkspaceID || msgs[0].ConversationID != c.ID {
+			t.Errorf("messages %+v", msgs)
+		}
+		c.Status = domain.StatusResolved
+		store.Put(c)
+		if got, _ := store.Conversation(c.ID); got.Status != domain.StatusResolved || len(store.Messages(c.ID)) != 1 {
+			t.Errorf("after a second Put: %+v, %d messages", got, len(store.Messages(c.ID)))
+		}
+	})
+
+	t.Run("FailMessages fails the whole write", func(t *testing.T) {
+		store := memory.NewConversations()
+		c := seed(store, domain.StatusResolved)
+		boom := errors.New("connection reset")
+		store.FailMessages(func(m domain.Message) error {
+			if m.Content == "fail" {
+				return boom
+			}
+			return nil
+		})
+		msg := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: c.WorkspaceID, ConversationID: c.ID,
+			Role: domain.RoleUser, Content: "fail", CreatedAt: at}
+		next := c
+		next.Status = domain.StatusAI
+		change := ports.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusAI,
+			Notice: domain.NewStatusNotice(next, domain.StatusAI, "", at), Message: &msg, MessageFirst: true,
+			Deliveries: []domain.Delivery{domain.NewDelivery(domain.TargetEvents, domain.EventMessageCreated, c, at)}}
+		writes := map[string]func() error{
+			"AppendMessage": func() error {
+				_, _, err := store.AppendMessage(t.Context(), msg, "")
+				return err
+			},
+			"AppendMessages": func() error {
+				ok := msg
+				ok.ID, ok.Content = domain.NewID(domain.PrefixMessage), "fine"
+				_, err := store.AppendMessages(t.Context(), []domain.Message{ok, msg}, "")
+				return err
+			},
+			"ChangeStatus": func() error {
+				_, _, err := store.ChangeStatus(t.Context(), change)
+				return err
+			},
+		}
+		for name, write := range writes {
+			if err := write(); !errors.Is(err, boom) {
+				t.Errorf("%s: err = %v, want the injected one", name, err)
+			}
+		}
+		if got, _ := store.Conversation(c.ID); got != c || len(store.Messages("")) != 1 || len(store.Deliveries()) != 0 {
+			t.Errorf("failed writes stored: %+v, %d messages, %d deliveries", got, len(store.Messages("")), len(store.Deliveries()))
+		}
+		store.FailMessages(nil)
+		if _, changed, err := store.ChangeStatus(t.Context(), change); err != nil || !changed || len(store.Deliveries()) != 1 {
+			t.Errorf("after the failure: %v, %v", changed, err)
+		}
+	})
+
+	t.Run("BeforeChange plays a concurrent change", func(t *testing.T) {
+		store := memory.NewConversations()
+		c := seed(store, domain.StatusHuman)
+		calls := 0
+		store.BeforeChange(func(c *domain.Conversation) {
+			calls++
+			c.Status = domain.StatusAI // handed back to the agent meanwhile
+		})
+		change := ports.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusResolved,
+			From: []domain.ConversationStatus{domain.StatusHuman}, Notice: domain.NewStatusNotice(c, domain.StatusResolved, "", at)}
+		got, changed, err := store.ChangeStatus(t.Context(), change)
+		if err != nil || changed || got.Status != domain.StatusAI || calls != 1 {
+			t.Errorf("ChangeStatus = %+v, %v, %v after %d calls; want the concurrent state, unchanged", got, changed, err, calls)
+		}
+		if stored, _ := store.Conversation(c.ID); stored.Status != domain.StatusAI {
+			t.Errorf("stored %+v", stored)
 		}
 	})
 }

@@ -175,6 +175,9 @@ var answerCases = []contractCase{
 		if _, err := f.Store.StartConversation(f.ctx, &conv, []domain.Message{start}); !errors.Is(err, domain.ErrAnswerInProgress) {
 			t.Errorf("a new conversation's question with the key: %v, want ErrAnswerInProgress", err)
 		}
+		if _, err := f.Store.GetConversation(f.ctx, f.ws, conv.ID); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("a refused start stored its conversation: %v", err)
+		}
 		if _, err := ask(f, "session:"+f.conv.ID+":k", 3*time.Second); err != nil {
 			t.Errorf("the same key in another scope: %v", err)
 		}

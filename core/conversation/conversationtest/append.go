@@ -143,6 +143,14 @@ var appendCases = []contractCase{
 		if _, _, err := f.Store.AppendMessage(f.ctx, foreign, ""); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("append of the event as another workspace: err = %v, want not found", err)
 		}
+		// Undocumented: nor does it to a conversation of another workspace,
+		// where the event's message is not stored either.
+		otherAgent := f.NewAgent(t, foreign.WorkspaceID, "support")
+		elsewhere := f.newConversation(t, foreign.WorkspaceID, otherAgent, t0)
+		foreign.ConversationID = elsewhere.ID
+		if _, _, err := f.Store.AppendMessage(f.ctx, foreign, ""); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("append of the event to another workspace's conversation: err = %v, want not found", err)
+		}
 	}},
 
 	{"AppendMessage of one inbound event by racing workers stores it once", func(t *testing.T, f *fixture) {

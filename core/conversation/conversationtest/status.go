@@ -228,6 +228,18 @@ var statusCases = []contractCase{
 		if r := roles(f.messages(t)); !slices.Equal(r, []domain.Role{domain.RoleUser, domain.RoleSystem}) || f.outbox(t) != 0 {
 			t.Errorf("stored %v and %d deliveries", r, f.outbox(t))
 		}
+		// A message first is stored under the one state the change moves
+		// from: once the conversation left it, the change just does not
+		// apply, whether or not the message was stored before.
+		reopened := f.move(t, statusChange(resolved, domain.StatusAI, t0.Add(3*time.Second)))
+		again := first
+		again.ID = domain.NewID(domain.PrefixMessage)
+		change := statusChange(resolved, domain.StatusAI, t0.Add(time.Minute))
+		change.From = []domain.ConversationStatus{domain.StatusResolved}
+		got, changed, err := f.Store.ChangeStatus(f.ctx, change.WithMessage(&domain.Workspace{ID: f.ws}, resolved, again, true))
+		if err != nil || changed || got != reopened {
+			t.Errorf("under a state that moved: %+v, %v, %v; want the conversation as it is, unchanged", got, changed, err)
+		}
 	}},
 
 	// Undocumented: a message first is counted before the MessageCount

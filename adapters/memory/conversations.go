@@ -138,6 +138,34 @@ func (s *Conversations) Put(conv domain.Conversation, msgs ...domain.Message) {
 	}
 }
 
+// Delete removes a conversation with its messages and answers in progress,
+// as deleting its agent does in PostgreSQL; its deliveries stay. Tests of
+// a session that vanishes use it.
+func (s *Conversations) Delete(conversationID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.convs[conversationID]
+	if !ok {
+		return
+	}
+	for _, m := range c.messages {
+		delete(s.messages, m.ID)
+		delete(s.traces, m.ID)
+		if m.InboundEventID != "" {
+			delete(s.inbound, m.InboundEventID)
+		}
+		if m.IdempotencyKey != "" {
+			delete(s.keys, scopedKey{c.conv.WorkspaceID, m.IdempotencyKey})
+		}
+	}
+	for id, a := range s.answers {
+		if a.ConversationID == conversationID {
+			delete(s.answers, id)
+		}
+	}
+	delete(s.convs, conversationID)
+}
+
 // Conversation returns the stored conversation with the id, whatever its
 // workspace, for assertions.
 func (s *Conversations) Conversation(id string) (domain.Conversation, bool) {

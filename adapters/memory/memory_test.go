@@ -65,6 +65,30 @@ func TestTestingKnobs(t *testing.T) {
 		}
 	})
 
+	t.Run("Delete removes a conversation with its messages", func(t *testing.T) {
+		store := memory.NewConversations()
+		c := seed(store, domain.StatusAI)
+		q := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: c.WorkspaceID, ConversationID: c.ID,
+			Role: domain.RoleUser, Content: "q", ReplyID: domain.NewID(domain.PrefixMessage), IdempotencyKey: "api:k",
+			InboundEventID: domain.NewID(domain.PrefixInboundEvent), CreatedAt: at}
+		if _, _, err := store.AppendMessage(t.Context(), q, ""); err != nil {
+			t.Fatal(err)
+		}
+		store.Delete(c.ID)
+		if _, ok := store.Conversation(c.ID); ok || len(store.Messages("")) != 0 {
+			t.Error("the conversation or its messages are still stored")
+		}
+		if _, err := store.GetConversation(t.Context(), c.WorkspaceID, c.ID); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("GetConversation: %v", err)
+		}
+		if _, _, err := store.KeyedQuestion(t.Context(), c.WorkspaceID, "api:k"); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("KeyedQuestion: %v", err)
+		}
+		if got, _ := store.AnswersStartedBefore(t.Context(), at.Add(time.Hour), 10); len(got) != 0 {
+			t.Errorf("answers in progress %+v", got)
+		}
+	})
+
 	t.Run("FailMessages fails the whole write", func(t *testing.T) {
 		store := memory.NewConversations()
 		c := seed(store, domain.StatusResolved)

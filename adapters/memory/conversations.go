@@ -48,6 +48,8 @@ type Conversations struct {
 
 	failMessage  func(domain.Message) error
 	beforeChange func(*domain.Conversation)
+	// writes counts the writes that stored messages (see Writes).
+	writes int
 }
 
 type agentKey struct{ workspaceID, id, slug string }
@@ -164,6 +166,24 @@ func (s *Conversations) Delete(conversationID string) {
 		}
 	}
 	delete(s.convs, conversationID)
+}
+
+// Writes returns how many writes stored messages: one for every call that
+// stored any (AppendMessage, AppendMessages, StartConversation, a
+// ChangeStatus carrying a Message, CloseAnswer), as each is one statement
+// or transaction of the PostgreSQL store. Tests of how many round trips a
+// turn costs read it; notices alone are not counted.
+func (s *Conversations) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Len returns how many conversations are stored, across workspaces.
+func (s *Conversations) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.convs)
 }
 
 // Conversation returns the stored conversation with the id, whatever its
@@ -459,6 +479,7 @@ func (s *Conversations) StartConversation(ctx context.Context, conv *domain.Conv
 	}
 	conv.MessageCount, conv.LastMessage, conv.LastActivityAt, conv.CreatedAt =
 		c.conv.MessageCount, c.conv.LastMessage, c.conv.LastActivityAt, c.conv.CreatedAt
+	s.writes++
 	return returned(first), nil
 }
 
@@ -546,6 +567,7 @@ func (s *Conversations) AppendMessage(ctx context.Context, msg domain.Message, w
 		return domain.Message{}, false, err
 	}
 	if created {
+		s.writes++
 		return returned([]domain.Message{msg})[0], true, nil
 	}
 	if while != "" && c.conv.Status != while {
@@ -589,6 +611,7 @@ func (s *Conversations) AppendMessages(ctx context.Context, msgs []domain.Messag
 		tx.rollback()
 		return nil, err
 	}
+	s.writes++
 	return returned(msgs), nil
 }
 
@@ -641,6 +664,9 @@ func (s *Conversations) ChangeStatus(ctx context.Context, change ports.StatusCha
 	err := s.change(tx, c, change, from)
 	switch {
 	case err == nil:
+		if change.Message != nil {
+			s.writes++
+		}
 		return c.conv, true, nil
 	case errors.Is(err, errNotMoved):
 		tx.rollback()
@@ -934,6 +960,7 @@ func (s *Conversations) CloseAnswer(ctx context.Context, a domain.AnswerInProgre
 		tx.rollback()
 		return false, err
 	}
+	s.writes++
 	return true, nil
 }
 

@@ -65,6 +65,35 @@ func TestTestingKnobs(t *testing.T) {
 		}
 	})
 
+	t.Run("Writes counts the writes that stored messages, Len the conversations", func(t *testing.T) {
+		store := memory.NewConversations()
+		store.AddAgent(agent)
+		conv := domain.NewConversation(agent.WorkspaceID, &agent, "", at)
+		msg := func(content string) domain.Message {
+			return domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
+				Role: domain.RoleUser, Content: content, CreatedAt: at}
+		}
+		if _, err := store.StartConversation(t.Context(), &conv, []domain.Message{msg("a"), msg("b")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.AppendMessages(t.Context(), []domain.Message{msg("c"), msg("d")}, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.AppendMessage(t.Context(), msg("e"), domain.StatusHuman); !errors.Is(err, domain.ErrStatusChanged) {
+			t.Fatal(err)
+		}
+		next := conv
+		next.Status = domain.StatusResolved
+		notice := ports.StatusChange{WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: domain.StatusResolved,
+			Notice: domain.NewStatusNotice(next, domain.StatusResolved, "", at)}
+		if _, _, err := store.ChangeStatus(t.Context(), notice); err != nil {
+			t.Fatal(err)
+		}
+		if n := store.Writes(); n != 2 || store.Len() != 1 {
+			t.Errorf("%d writes, %d conversations; want 2 and 1", n, store.Len())
+		}
+	})
+
 	t.Run("Delete removes a conversation with its messages", func(t *testing.T) {
 		store := memory.NewConversations()
 		c := seed(store, domain.StatusAI)

@@ -8,7 +8,6 @@ import (
 	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/conversation/conversationtest"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 func TestConversationStoreContract(t *testing.T) {
@@ -84,7 +83,7 @@ func TestTestingKnobs(t *testing.T) {
 		}
 		next := conv
 		next.Status = domain.StatusResolved
-		notice := ports.StatusChange{WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: domain.StatusResolved,
+		notice := domain.StatusChange{WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: domain.StatusResolved,
 			Notice: domain.NewStatusNotice(next, domain.StatusResolved, "", at)}
 		if _, _, err := store.ChangeStatus(t.Context(), notice); err != nil {
 			t.Fatal(err)
@@ -132,7 +131,7 @@ func TestTestingKnobs(t *testing.T) {
 			Role: domain.RoleUser, Content: "fail", CreatedAt: at}
 		next := c
 		next.Status = domain.StatusAI
-		change := ports.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusAI,
+		change := domain.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusAI,
 			Notice: domain.NewStatusNotice(next, domain.StatusAI, "", at), Message: &msg, MessageFirst: true,
 			Deliveries: []domain.Delivery{domain.NewDelivery(domain.TargetEvents, domain.EventMessageCreated, c, at)}}
 		writes := map[string]func() error{
@@ -173,7 +172,7 @@ func TestTestingKnobs(t *testing.T) {
 			calls++
 			c.Status = domain.StatusAI // handed back to the agent meanwhile
 		})
-		change := ports.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusResolved,
+		change := domain.StatusChange{WorkspaceID: c.WorkspaceID, ConversationID: c.ID, To: domain.StatusResolved,
 			From: []domain.ConversationStatus{domain.StatusHuman}, Notice: domain.NewStatusNotice(c, domain.StatusResolved, "", at)}
 		got, changed, err := store.ChangeStatus(t.Context(), change)
 		if err != nil || changed || got.Status != domain.StatusAI || calls != 1 {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // GetConversation returns domain.ErrNotFound unless the conversation
@@ -104,17 +103,17 @@ func latest(msgs []domain.Message, limit int) []domain.Message {
 // HandoffTranscript returns the conversation's latest messages and its
 // message count, read together. Returns domain.ErrNotFound unless the
 // conversation belongs to the workspace.
-func (s *Conversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (ports.HandoffTranscript, error) {
+func (s *Conversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error) {
 	if err := ctx.Err(); err != nil {
-		return ports.HandoffTranscript{}, err
+		return domain.HandoffTranscript{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.conversationIn(workspaceID, conversationID)
 	if c == nil {
-		return ports.HandoffTranscript{}, domain.NotFound("conversation")
+		return domain.HandoffTranscript{}, domain.NotFound("conversation")
 	}
-	return ports.HandoffTranscript{Messages: latest(c.messages, limit), MessageCount: c.conv.MessageCount}, nil
+	return domain.HandoffTranscript{Messages: latest(c.messages, limit), MessageCount: c.conv.MessageCount}, nil
 }
 
 // ListMessages returns a page of a conversation's messages in append

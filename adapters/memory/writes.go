@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 // conversationIn returns the workspace's conversation with the id, or nil.
@@ -183,7 +182,7 @@ var errNotMoved = errors.New("the conversation was not in a state the change mov
 // the PostgreSQL store's order: the message first (under the one state the
 // change moves from, if From names one), then the move with its
 // conditions, then the message after the notice, then the deliveries.
-func (s *Conversations) ChangeStatus(ctx context.Context, change ports.StatusChange) (domain.Conversation, bool, error) {
+func (s *Conversations) ChangeStatus(ctx context.Context, change domain.StatusChange) (domain.Conversation, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return domain.Conversation{}, false, err
 	}
@@ -225,7 +224,7 @@ func (s *Conversations) ChangeStatus(ctx context.Context, change ports.StatusCha
 	}
 }
 
-func (s *Conversations) change(tx *txn, c *conversation, change ports.StatusChange, from []domain.ConversationStatus) error {
+func (s *Conversations) change(tx *txn, c *conversation, change domain.StatusChange, from []domain.ConversationStatus) error {
 	appendMotive := func(while domain.ConversationStatus) error {
 		created, err := tx.insert(c, []domain.Message{*change.Message}, while)
 		switch {

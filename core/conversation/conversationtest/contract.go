@@ -186,17 +186,17 @@ func delivery(conv domain.Conversation, typ string) domain.Delivery {
 
 // statusChange is the move of conv to `to` from any state that may move
 // there, with a notice dated at and the deliveries.
-func statusChange(conv domain.Conversation, to domain.ConversationStatus, at time.Time, deliveries ...domain.Delivery) ports.StatusChange {
+func statusChange(conv domain.Conversation, to domain.ConversationStatus, at time.Time, deliveries ...domain.Delivery) domain.StatusChange {
 	next := conv
 	next.Status = to
-	return ports.StatusChange{
+	return domain.StatusChange{
 		WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID, To: to,
 		Notice: domain.NewStatusNotice(next, to, "", at), Deliveries: deliveries,
 	}
 }
 
 // move applies a change that must apply.
-func (f *fixture) move(t *testing.T, change ports.StatusChange) domain.Conversation {
+func (f *fixture) move(t *testing.T, change domain.StatusChange) domain.Conversation {
 	t.Helper()
 	got, changed, err := f.Store.ChangeStatus(f.ctx, change)
 	if err != nil || !changed {

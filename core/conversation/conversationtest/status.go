@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
 var statusCases = []contractCase{
@@ -71,7 +70,7 @@ var statusCases = []contractCase{
 		narrowed.From = []domain.ConversationStatus{domain.StatusAI}
 		counted := statusChange(current, domain.StatusHuman, t0.Add(time.Minute), delivery(current, domain.EventMessageCreated))
 		counted.MessageCount = &stale
-		tests := map[string]ports.StatusChange{
+		tests := map[string]domain.StatusChange{
 			"the same state again":                    statusChange(current, domain.StatusHandoffRequested, t0.Add(time.Minute), delivery(current, domain.EventHandoffRequested)),
 			"From narrows it":                         narrowed,
 			"a message since the transcript was read": counted,
@@ -98,7 +97,7 @@ var statusCases = []contractCase{
 		foreign.WorkspaceID = other
 		unknown := statusChange(f.conv, domain.StatusHuman, t0, delivery(f.conv, domain.EventMessageCreated))
 		unknown.ConversationID = domain.NewID(domain.PrefixSession)
-		for name, change := range map[string]ports.StatusChange{"another workspace": foreign, "unknown conversation": unknown} {
+		for name, change := range map[string]domain.StatusChange{"another workspace": foreign, "unknown conversation": unknown} {
 			if _, changed, err := f.Store.ChangeStatus(f.ctx, change); !errors.Is(err, domain.ErrNotFound) || changed {
 				t.Errorf("%s: %v, %v; want not found", name, changed, err)
 			}

@@ -112,8 +112,11 @@ func (s *memAgents) FirstAgent(ctx context.Context, workspaceID string) (domain.
 type memConversations struct{ *memory.Conversations }
 
 func (s *memConversations) written() []domain.Delivery { return s.Deliveries() }
-func (s *memConversations) all() []domain.Message      { return s.Messages("") }
-func (s *memConversations) count() int                 { return s.Len() }
+
+// all returns every stored message: in append order within a
+// conversation, in no order across conversations.
+func (s *memConversations) all() []domain.Message { return s.Messages("") }
+func (s *memConversations) count() int            { return s.Len() }
 func (s *memConversations) conv(id string) domain.Conversation {
 	c, _ := s.Conversation(id)
 	return c

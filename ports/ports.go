@@ -107,8 +107,39 @@ type SourceStore interface {
 	RequestReindex(ctx context.Context, workspaceID, agentID, id string, at time.Time) (domain.Source, error)
 }
 
-// ConversationStore keeps conversations and their messages.
-type ConversationStore interface {
+// ConversationReader reads conversations and their messages, always scoped
+// by workspace except for the widget's session lookup. The use cases that
+// only show or check conversations (listing, reading, the inbound webhook,
+// the live relay) need only these.
+type ConversationReader interface {
+	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
+	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
+	// GetConversationBySession looks a conversation up by its session id alone, for
+	// callers whose capability is the session id (the widget). Returns domain.ErrNotFound.
+	GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error)
+	// ListConversations returns a page ordered by (last activity, id), newest first.
+	ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
+	// ListMessages returns a page of a conversation's messages, oldest first.
+	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
+	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
+	// RecentMessages returns up to limit of the conversation's latest messages,
+	// oldest first, for the model's context.
+	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
+	// HandoffTranscript returns up to limit of the conversation's latest
+	// messages, oldest first, and how many messages the conversation had
+	// when they were read (one snapshot), for a domain.StatusChange's MessageCount.
+	// Returns domain.ErrNotFound unless the conversation belongs to the
+	// workspace.
+	HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error)
+	// MessageTrace returns the retrieval trace stored with a message. Returns
+	// domain.ErrNotFound unless the message belongs to the conversation and
+	// workspace and has a trace.
+	MessageTrace(ctx context.Context, workspaceID, conversationID, messageID string) (domain.RetrievalTrace, error)
+}
+
+// ConversationWriter stores conversations, their messages and their state
+// changes, each with the deliveries reporting it in the same transaction.
+type ConversationWriter interface {
 	// CreateConversation stores a new conversation, with the deliveries
 	// reporting it in the same transaction; AgentID and AgentSlug must name
 	// the same agent of the workspace, else domain.ErrNotFound.
@@ -123,13 +154,6 @@ type ConversationStore interface {
 	// nothing is stored then. Messages with an InboundEventID go through
 	// AppendMessage.
 	StartConversation(ctx context.Context, conv *domain.Conversation, first []domain.Message, deliveries ...domain.Delivery) ([]domain.Message, error)
-	// GetConversation returns domain.ErrNotFound unless the conversation belongs to the workspace.
-	GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error)
-	// GetConversationBySession looks a conversation up by its session id alone, for
-	// callers whose capability is the session id (the widget). Returns domain.ErrNotFound.
-	GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error)
-	// ListConversations returns a page ordered by (last activity, id), newest first.
-	ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
 	// AppendMessage stores a message and updates the conversation's last message,
 	// message count and last activity in one transaction, with the deliveries
 	// reporting the message (written only if the message was). A message whose
@@ -161,22 +185,14 @@ type ConversationStore interface {
 	// conversation is returned as it is, with changed false. Returns
 	// domain.ErrNotFound unless the conversation belongs to the workspace.
 	ChangeStatus(ctx context.Context, change domain.StatusChange) (conv domain.Conversation, changed bool, err error)
-	// RecentMessages returns up to limit of the conversation's latest messages,
-	// oldest first, for the model's context.
-	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
-	// HandoffTranscript returns up to limit of the conversation's latest
-	// messages, oldest first, and how many messages the conversation had
-	// when they were read (one snapshot), for a domain.StatusChange's MessageCount.
-	// Returns domain.ErrNotFound unless the conversation belongs to the
-	// workspace.
-	HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error)
-	// ListMessages returns a page of a conversation's messages, oldest first.
-	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
-	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
-	// MessageTrace returns the retrieval trace stored with a message. Returns
-	// domain.ErrNotFound unless the message belongs to the conversation and
-	// workspace and has a trace.
-	MessageTrace(ctx context.Context, workspaceID, conversationID, messageID string) (domain.RetrievalTrace, error)
+}
+
+// ConversationStore keeps conversations and their messages. The lifecycle,
+// the answer engine and handoff read a conversation and then write to it,
+// so they take both halves.
+type ConversationStore interface {
+	ConversationReader
+	ConversationWriter
 }
 
 // InboundEventStore keeps inbound webhook events durably.

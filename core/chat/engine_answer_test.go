@@ -410,12 +410,12 @@ func TestAnswerNotBlockedByHangingBus(t *testing.T) {
 func TestAnswerReplyStoreFailure(t *testing.T) {
 	r := newRig(t, Limits{})
 	storeErr := domain.Unavailable("postgres", errors.New("gone"))
-	r.convs.failAppend = func(m domain.Message) error {
+	r.convs.FailMessages(func(m domain.Message) error {
 		if m.Role == domain.RoleAssistant {
 			return storeErr
 		}
 		return nil
-	}
+	})
 	r.local.script(llmRound{deltas: []string{"Thirty ", "days."}})
 	_, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Refund window?"})
 	if !errors.Is(err, domain.ErrUnavailable) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"github.com/conciergehq/concierge/adapters/memory"
 	"io"
 	"log/slog"
 	"reflect"
@@ -107,216 +108,18 @@ func (s *memAgents) FirstAgent(ctx context.Context, workspaceID string) (domain.
 	return *first, nil
 }
 
-type memConversations struct {
-	ports.ConversationStore
-	agents *memAgents
+// memConversations is the memory store with the views these tests use.
+type memConversations struct{ *memory.Conversations }
 
-	mu       sync.Mutex
-	convs    map[string]domain.Conversation
-	messages []domain.Message // in append order
-	// failAppend, when set, decides whether an append fails.
-	failAppend func(domain.Message) error
-	// statusChanges records every successful ChangeStatus.
-	statusChanges []domain.ConversationStatus
-	// deliveries records every delivery written with a change or a message.
-	deliveries []domain.Delivery
-	// writes counts the writes of messages (one per statement of the real
-	// store); starts, the conversations started.
-	writes, starts int
-}
+func (s *memConversations) written() []domain.Delivery { return s.Deliveries() }
 
-func (s *memConversations) CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if _, err := s.agents.find(func(a domain.Agent) bool {
-		return a.WorkspaceID == conv.WorkspaceID && a.ID == conv.AgentID && a.Slug == conv.AgentSlug
-	}); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.convs[conv.ID] = *conv
-	s.deliveries = append(s.deliveries, deliveries...)
-	return nil
-}
-
-// StartConversation is CreateConversation then AppendMessages, undone when
-// the append fails, as the real store's single statement would be.
-func (s *memConversations) StartConversation(ctx context.Context, conv *domain.Conversation, first []domain.Message, deliveries ...domain.Delivery) ([]domain.Message, error) {
-	if err := s.CreateConversation(ctx, conv); err != nil {
-		return nil, err
-	}
-	stored, err := s.AppendMessages(ctx, first, "", deliveries...)
-	if err != nil {
-		s.mu.Lock()
-		delete(s.convs, conv.ID)
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.starts++
-	return stored, nil
-}
-
-// AppendMessages appends all of msgs or none, as one statement of the real
-// store does.
-func (s *memConversations) AppendMessages(ctx context.Context, msgs []domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) ([]domain.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[msgs[0].ConversationID]
-	if !ok || c.WorkspaceID != msgs[0].WorkspaceID {
-		return nil, domain.NotFound("conversation")
-	}
-	if while != "" && c.Status != while {
-		return nil, domain.ErrStatusChanged
-	}
-	if s.failAppend != nil {
-		for _, m := range msgs {
-			if err := s.failAppend(m); err != nil {
-				return nil, err
-			}
-		}
-	}
-	s.writes++
-	s.messages = append(s.messages, msgs...)
-	s.deliveries = append(s.deliveries, deliveries...)
-	last := msgs[len(msgs)-1]
-	c.LastMessage, c.MessageCount, c.LastActivityAt = last.Content, c.MessageCount+len(msgs), last.CreatedAt
-	s.convs[c.ID] = c
-	return msgs, nil
-}
-
-func (s *memConversations) GetConversation(ctx context.Context, workspaceID, id string) (domain.Conversation, error) {
-	if err := ctx.Err(); err != nil {
-		return domain.Conversation{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
-}
-
-func (s *memConversations) GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error) {
-	if err := ctx.Err(); err != nil {
-		return domain.Conversation{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[sessionID]
-	if !ok {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
-}
-
-func (s *memConversations) AppendMessage(ctx context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return domain.Message{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[m.ConversationID]
-	if !ok || c.WorkspaceID != m.WorkspaceID {
-		return domain.Message{}, false, domain.NotFound("conversation")
-	}
-	if while != "" && c.Status != while {
-		return domain.Message{}, false, domain.ErrStatusChanged
-	}
-	if s.failAppend != nil {
-		if err := s.failAppend(m); err != nil {
-			return domain.Message{}, false, err
-		}
-	}
-	s.writes++
-	s.messages = append(s.messages, m)
-	s.deliveries = append(s.deliveries, deliveries...)
-	c.LastMessage, c.MessageCount, c.LastActivityAt = m.Content, c.MessageCount+1, m.CreatedAt
-	s.convs[c.ID] = c
-	return m, true, nil
-}
-
-// ChangeStatus applies the change and stores its notice and deliveries
-// together, as the real store's transaction does.
-func (s *memConversations) ChangeStatus(ctx context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return domain.Conversation{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[ch.ConversationID]
-	if !ok || c.WorkspaceID != ch.WorkspaceID {
-		return domain.Conversation{}, false, domain.NotFound("conversation")
-	}
-	from := ch.From
-	if len(from) == 0 {
-		from = domain.StatusesFrom(ch.To)
-	}
-	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
-		return c, false, nil
-	}
-	// The message that motivated the change goes in the same write, before
-	// or after the notice.
-	stored := []domain.Message{ch.Notice}
-	if m := ch.Message; m != nil {
-		if s.failAppend != nil {
-			if err := s.failAppend(*m); err != nil {
-				return domain.Conversation{}, false, err
-			}
-		}
-		if ch.MessageFirst {
-			stored = []domain.Message{*m, ch.Notice}
-		} else {
-			stored = append(stored, *m)
-		}
-		s.writes++
-	}
-	c.Status = ch.To
-	c.MessageCount += len(stored)
-	s.convs[c.ID] = c
-	s.messages = append(s.messages, stored...)
-	s.deliveries = append(s.deliveries, ch.Deliveries...)
-	s.statusChanges = append(s.statusChanges, ch.To)
-	return c, true, nil
-}
-
-// written returns every delivery written, in order.
-func (s *memConversations) written() []domain.Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.deliveries)
-}
-
-func (s *memConversations) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []domain.Message
-	for _, m := range s.messages {
-		if m.WorkspaceID == workspaceID && m.ConversationID == conversationID {
-			out = append(out, m)
-		}
-	}
-	if len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out, nil
-}
-
-func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, conversationID string, limit int) (domain.HandoffTranscript, error) {
-	msgs, err := s.RecentMessages(ctx, workspaceID, conversationID, limit)
-	if err != nil {
-		return domain.HandoffTranscript{}, err
-	}
-	c, err := s.GetConversation(ctx, workspaceID, conversationID)
-	return domain.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, err
+// all returns every stored message: in append order within a
+// conversation, in no order across conversations.
+func (s *memConversations) all() []domain.Message { return s.Messages("") }
+func (s *memConversations) count() int            { return s.Len() }
+func (s *memConversations) conv(id string) domain.Conversation {
+	c, _ := s.Conversation(id)
+	return c
 }
 
 // notice returns the stored SYSTEM notice with the id, or nil.
@@ -327,26 +130,6 @@ func (r *rig) notice(id string) *domain.Message {
 		}
 	}
 	return nil
-}
-
-// conv returns a stored conversation, for assertions.
-func (s *memConversations) conv(id string) domain.Conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.convs[id]
-}
-
-// all returns every stored message, in append order.
-func (s *memConversations) all() []domain.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.messages)
-}
-
-func (s *memConversations) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.convs)
 }
 
 // stubRetriever finds chunks by agent, and by agent and query text for the
@@ -631,7 +414,7 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 		agent:     map[domain.Plan]domain.Agent{},
 		draft:     map[domain.Plan]domain.Agent{},
 	}
-	r.convs = &memConversations{agents: r.agents, convs: map[string]domain.Conversation{}}
+	r.convs = &memConversations{memory.NewConversations()}
 	for _, plan := range domain.Plans {
 		ws := &domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Name: plan.Title() + " Co", Plan: plan,
 			WebhookSecret: domain.NewSecret(domain.PrefixWebhookSecret)}
@@ -650,6 +433,8 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 			Config: domain.AgentConfig{SystemPrompt: "Draft agent.", FallbackMessage: testFallback},
 		}
 		r.agents.agents = append(r.agents.agents, a, d)
+		r.convs.AddAgent(a)
+		r.convs.AddAgent(d)
 		r.agent[plan], r.draft[plan] = a, d
 		r.retriever.byAgent[a.ID] = []domain.Chunk{chunkRefund, chunkRefund2, chunkShipping}
 		r.retriever.byAgent[d.ID] = []domain.Chunk{chunkWarranty}
@@ -676,9 +461,7 @@ func (r *rig) session(plan domain.Plan, status domain.ConversationStatus) string
 	a := r.agent[plan]
 	c := domain.NewConversation(a.WorkspaceID, &a, "", r.clock.Now())
 	c.Status = status
-	r.convs.mu.Lock()
-	defer r.convs.mu.Unlock()
-	r.convs.convs[c.ID] = c
+	r.convs.Put(c)
 	return c.ID
 }
 

@@ -79,6 +79,10 @@ func (r *rig) stored(t *testing.T, id string) domain.Message {
 	t.Helper()
 	for _, m := range r.convs.all() {
 		if m.ID == id {
+			// Stores read messages without their trace; it is read apart.
+			if tr, err := r.convs.MessageTrace(t.Context(), m.WorkspaceID, m.ConversationID, m.ID); err == nil {
+				m.Trace = &tr
+			}
 			return m
 		}
 	}

@@ -93,11 +93,11 @@ func TestAnswerResolveErrors(t *testing.T) {
 	sess := r.session(domain.PlanStandard, domain.StatusAI)
 	draft := r.draft[domain.PlanStandard]
 	draftConv := domain.NewConversation(std.ID, &draft, "", r.clock.Now())
-	r.convs.convs[draftConv.ID] = draftConv
+	r.convs.Put(draftConv)
 	ent := r.ws[domain.PlanEnterprise]
 	entAgent := r.agent[domain.PlanEnterprise]
 	verified := domain.NewConversation(ent.ID, &entAgent, "u-1", r.clock.Now())
-	r.convs.convs[verified.ID] = verified
+	r.convs.Put(verified)
 	u2id, u2sig := signedIdentity(ent, "u-2")
 	stdID, stdSig := signedIdentity(std, "u-1")
 	tests := []struct {
@@ -321,9 +321,7 @@ func (r *rig) askTakenOver(t *testing.T, sess, question string, rec *recorder) d
 	}
 	c := r.convs.conv(sess)
 	c.Status = domain.StatusHuman
-	r.convs.mu.Lock()
-	r.convs.convs[sess] = c
-	r.convs.mu.Unlock()
+	r.convs.Put(c)
 	var emit Emit
 	if rec != nil {
 		emit = rec.emit

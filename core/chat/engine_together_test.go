@@ -38,8 +38,8 @@ func TestWholeAnswerIsStoredInOneWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.convs.writes != 1 {
-				t.Errorf("%d writes, want the question and the reply in one", r.convs.writes)
+			if r.convs.Writes() != 1 {
+				t.Errorf("%d writes, want the question and the reply in one", r.convs.Writes())
 			}
 			stored := r.messagesOf(ans.SessionID)
 			if len(stored) != 2 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID ||
@@ -109,15 +109,15 @@ func TestWholeAnswerNotStoredLeavesNothing(t *testing.T) {
 			ws.EventsURL = "https://hooks.example/concierge"
 			r.workspace.byID[ws.ID] = *ws
 			down := domain.Unavailable("postgres", errors.New("connection refused"))
-			r.convs.failAppend = func(m domain.Message) error {
+			r.convs.FailMessages(func(m domain.Message) error {
 				if m.Role == domain.RoleAssistant {
 					return down
 				}
 				return nil
-			}
+			})
 			r.local.script(llmRound{deltas: []string{"Within 30 days."}})
 			req := tt.request(r)
-			before := len(r.convs.convs)
+			before := r.convs.Len()
 			_, bus, err := r.askWhole(t, req)
 			if !errors.Is(err, domain.ErrUnavailable) {
 				t.Fatalf("err = %v, want the store's", err)
@@ -125,7 +125,7 @@ func TestWholeAnswerNotStoredLeavesNothing(t *testing.T) {
 			if n := len(r.convs.all()); n != 0 {
 				t.Errorf("%d messages stored", n)
 			}
-			if n := len(r.convs.convs); n != before {
+			if n := r.convs.Len(); n != before {
 				t.Errorf("%d conversations, want %d", n, before)
 			}
 			if len(bus) != 0 {
@@ -152,8 +152,8 @@ func TestWholeAnswerHandsOffOnceTheTurnIsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.convs.writes != 1 {
-		t.Errorf("%d writes of messages, want the question and the reply in one (the notice is the move's)", r.convs.writes)
+	if r.convs.Writes() != 1 {
+		t.Errorf("%d writes of messages, want the question and the reply in one (the notice is the move's)", r.convs.Writes())
 	}
 	stored := r.messagesOf(ans.SessionID)
 	if len(stored) != 3 || stored[0].ID != ans.UserMessage.ID || stored[1].ID != ans.Reply.ID || stored[2].Role != domain.RoleSystem {

@@ -16,12 +16,12 @@ import (
 // Service runs conversation use cases.
 type Service struct {
 	agents        ports.AgentStore
-	conversations ports.ConversationStore
+	conversations ports.ConversationReader
 	lifecycle     *Lifecycle
 }
 
 // NewService returns a Service. Sessions are opened through lifecycle.
-func NewService(agents ports.AgentStore, conversations ports.ConversationStore, lifecycle *Lifecycle) *Service {
+func NewService(agents ports.AgentStore, conversations ports.ConversationReader, lifecycle *Lifecycle) *Service {
 	return &Service{agents: agents, conversations: conversations, lifecycle: lifecycle}
 }
 

@@ -8,21 +8,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/domain"
-	"github.com/conciergehq/concierge/ports"
 )
 
-// store is a minimal in-memory ConversationStore for the lifecycle's
-// tests: conversations and their messages, the conditional writes
-// (AppendMessage's while, ChangeStatus's From and MessageCount) and hooks
-// that change a conversation between a read and a write, as a concurrent
-// request would.
+// store is the memory conversation store with the hooks the lifecycle's
+// tests need: one that changes a conversation between a read and a write,
+// as a concurrent request would, and one after a transcript is read. It
+// counts the write attempts and records the changes that were applied.
 type store struct {
-	ports.ConversationStore // the methods the lifecycle does not use panic
+	*memory.Conversations
 
-	mu    sync.Mutex
-	convs map[string]domain.Conversation
-	msgs  map[string][]domain.Message
+	mu sync.Mutex
 	// beforeWrite, when set, runs before each AppendMessage or
 	// ChangeStatus decides (under no lock), with the write's number from 1.
 	beforeWrite func(n int)
@@ -33,34 +30,21 @@ type store struct {
 }
 
 func newStore() *store {
-	return &store{convs: map[string]domain.Conversation{}, msgs: map[string][]domain.Message{}}
-}
-
-func (s *store) put(c domain.Conversation) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.convs[c.ID] = c
+	return &store{Conversations: memory.NewConversations()}
 }
 
 func (s *store) conv(id string) domain.Conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.convs[id]
+	c, _ := s.Conversation(id)
+	return c
 }
 
 func (s *store) setStatus(id string, st domain.ConversationStatus) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.convs[id]
+	c := s.conv(id)
 	c.Status = st
-	s.convs[id] = c
+	s.Put(c)
 }
 
-func (s *store) messages(id string) []domain.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.msgs[id])
-}
+func (s *store) messages(id string) []domain.Message { return s.Messages(id) }
 
 func (s *store) hook() {
 	s.mu.Lock()
@@ -72,136 +56,31 @@ func (s *store) hook() {
 	}
 }
 
-func (s *store) appendLocked(m domain.Message) {
-	s.msgs[m.ConversationID] = append(s.msgs[m.ConversationID], m)
-	c := s.convs[m.ConversationID]
-	c.MessageCount++
-	s.convs[m.ConversationID] = c
-}
-
-func (s *store) inboundLocked(conversationID, eventID string) (domain.Message, bool) {
-	if eventID == "" {
-		return domain.Message{}, false
-	}
-	for _, m := range s.msgs[conversationID] {
-		if m.InboundEventID == eventID {
-			return m, true
-		}
-	}
-	return domain.Message{}, false
-}
-
-func (s *store) CreateConversation(_ context.Context, conv *domain.Conversation, _ ...domain.Delivery) error {
-	s.put(*conv)
-	return nil
-}
-
-func (s *store) GetConversation(_ context.Context, workspaceID, id string) (domain.Conversation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
-}
-
-func (s *store) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
-}
-
-func (s *store) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, _ ...domain.Delivery) (domain.Message, bool, error) {
+func (s *store) AppendMessage(ctx context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
 	s.hook()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[m.ConversationID]
-	if !ok || c.WorkspaceID != m.WorkspaceID {
-		return domain.Message{}, false, domain.NotFound("conversation")
-	}
-	if stored, ok := s.inboundLocked(m.ConversationID, m.InboundEventID); ok {
-		return stored, false, nil
-	}
-	if while != "" && c.Status != while {
-		return domain.Message{}, false, domain.ErrStatusChanged
-	}
-	s.appendLocked(m)
-	return m, true, nil
+	return s.Conversations.AppendMessage(ctx, m, while, deliveries...)
 }
 
-func (s *store) ChangeStatus(_ context.Context, change domain.StatusChange) (domain.Conversation, bool, error) {
+func (s *store) ChangeStatus(ctx context.Context, change domain.StatusChange) (domain.Conversation, bool, error) {
 	s.hook()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[change.ConversationID]
-	if !ok || c.WorkspaceID != change.WorkspaceID {
-		return domain.Conversation{}, false, domain.NotFound("conversation")
-	}
-	if change.Message != nil {
-		if _, ok := s.inboundLocked(c.ID, change.Message.InboundEventID); ok {
-			return domain.Conversation{}, false, domain.ErrMessageExists
-		}
-	}
-	from := change.From
-	if len(from) == 0 {
-		from = domain.StatusesFrom(change.To)
-	}
-	if !slices.Contains(from, c.Status) || (change.MessageCount != nil && *change.MessageCount != c.MessageCount) {
-		return c, false, nil
-	}
-	c.Status = change.To
-	s.convs[c.ID] = c
-	if change.Message != nil && change.MessageFirst {
-		s.appendLocked(*change.Message)
-	}
-	s.appendLocked(change.Notice)
-	if change.Message != nil && !change.MessageFirst {
-		s.appendLocked(*change.Message)
-	}
-	s.changes = append(s.changes, change)
-	return s.convs[c.ID], true, nil
-}
-
-func (s *store) HandoffTranscript(_ context.Context, workspaceID, id string, limit int) (domain.HandoffTranscript, error) {
-	s.mu.Lock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
+	c, changed, err := s.Conversations.ChangeStatus(ctx, change)
+	if changed {
+		s.mu.Lock()
+		s.changes = append(s.changes, change)
 		s.mu.Unlock()
-		return domain.HandoffTranscript{}, domain.NotFound("conversation")
 	}
-	msgs := s.msgs[id]
-	tr := domain.HandoffTranscript{Messages: slices.Clone(msgs[max(0, len(msgs)-limit):]), MessageCount: c.MessageCount}
+	return c, changed, err
+}
+
+func (s *store) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (domain.HandoffTranscript, error) {
+	tr, err := s.Conversations.HandoffTranscript(ctx, workspaceID, id, limit)
+	s.mu.Lock()
 	h := s.afterTranscript
 	s.mu.Unlock()
-	if h != nil {
+	if err == nil && h != nil {
 		h()
 	}
-	return tr, nil
-}
-
-func (s *store) ListMessages(_ context.Context, workspaceID, id string, page domain.PageRequest) (domain.Page[domain.Message], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return domain.Page[domain.Message]{}, domain.NotFound("conversation")
-	}
-	msgs := s.msgs[id]
-	start := 0
-	if page.After != nil {
-		i := slices.IndexFunc(msgs, func(m domain.Message) bool { return m.ID == page.After.ID })
-		if i < 0 {
-			return domain.Page[domain.Message]{}, domain.InvalidField("after", "unknown")
-		}
-		start = i + 1
-	}
-	end := min(len(msgs), start+page.Limit)
-	return domain.Page[domain.Message]{Items: slices.Clone(msgs[start:end]), HasMore: end < len(msgs)}, nil
+	return tr, err
 }
 
 type workspaces map[string]domain.Workspace
@@ -296,6 +175,8 @@ func newWorld() *world {
 	w.draft = domain.Agent{ID: domain.NewID(domain.PrefixAgent), WorkspaceID: w.ws.ID, Slug: "draft", Seq: 2}
 	w.workspaces = workspaces{w.ws.ID: w.ws, w.other.ID: w.other}
 	w.agentsByID = agents{w.agent.ID: w.agent, w.draft.ID: w.draft}
+	w.store.AddAgent(w.agent)
+	w.store.AddAgent(w.draft)
 	w.lifecycle = New(Deps{
 		Conversations: w.store, Workspaces: w.workspaces, Agents: w.agentsByID, Deliveries: w.queue, Bus: w.bus,
 		Clock: fixedClock{testNow}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -308,7 +189,7 @@ func newWorld() *world {
 func (w *world) session(agent domain.Agent, status domain.ConversationStatus, userID string) domain.Conversation {
 	c := domain.NewConversation(agent.WorkspaceID, &agent, userID, testNow)
 	c.Status = status
-	w.store.put(c)
+	w.store.Put(c)
 	return c
 }
 

@@ -227,9 +227,7 @@ func TestMove(t *testing.T) {
 			w.store.afterTranscript = func() {
 				if raced < tt.appends {
 					raced++
-					w.store.mu.Lock()
-					w.store.appendLocked(w.question(conv, "racing"))
-					w.store.mu.Unlock()
+					w.store.Put(w.store.conv(conv.ID), w.question(conv, "racing"))
 				}
 			}
 			got, err := w.lifecycle.Move(t.Context(), &w.ws, conv, tt.move)

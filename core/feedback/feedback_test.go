@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -50,18 +51,6 @@ func (a agents) GetAgentBySlug(_ context.Context, _, slug string) (domain.Agent,
 	return domain.Agent{}, domain.NotFound("agent")
 }
 
-type conversations struct {
-	ports.ConversationStore
-	byID map[string]domain.Conversation
-}
-
-func (c conversations) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
-	if conv, ok := c.byID[id]; ok {
-		return conv, nil
-	}
-	return domain.Conversation{}, domain.NotFound("conversation")
-}
-
 // store keeps feedback of the messages it knows, by id; roles says which
 // exist and what they are.
 type store struct {
@@ -103,11 +92,10 @@ func fixture(t *testing.T) (*Service, *store, fixtureIDs) {
 		answer: domain.NewID(domain.PrefixMessage), question: domain.NewID(domain.PrefixMessage), otherAnswer: domain.NewID(domain.PrefixMessage),
 		ws: ws, agentID: agent.ID,
 	}
-	convs := conversations{byID: map[string]domain.Conversation{
-		ids.session:      {ID: ids.session, WorkspaceID: ws.ID, AgentID: agent.ID},
-		ids.verified:     {ID: ids.verified, WorkspaceID: ws.ID, AgentID: agent.ID, VerifiedUserID: "u_1"},
-		ids.draftSession: {ID: ids.draftSession, WorkspaceID: ws.ID, AgentID: draft.ID},
-	}}
+	convs := memory.NewConversations()
+	convs.Put(domain.Conversation{ID: ids.session, WorkspaceID: ws.ID, AgentID: agent.ID})
+	convs.Put(domain.Conversation{ID: ids.verified, WorkspaceID: ws.ID, AgentID: agent.ID, VerifiedUserID: "u_1"})
+	convs.Put(domain.Conversation{ID: ids.draftSession, WorkspaceID: ws.ID, AgentID: draft.ID})
 	st := &store{roles: map[string]domain.Role{
 		ids.session + "/" + ids.answer:       domain.RoleAssistant,
 		ids.session + "/" + ids.question:     domain.RoleUser,

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"errors"
+	"github.com/conciergehq/concierge/adapters/memory"
 	"io"
 	"log/slog"
 	"slices"
@@ -47,168 +48,14 @@ func (s *memAgents) GetAgentByID(_ context.Context, workspaceID, id string) (dom
 	return a, nil
 }
 
-type memConversations struct {
-	ports.ConversationStore
-	mu         sync.Mutex
-	convs      map[string]domain.Conversation
-	messages   []domain.Message
-	deliveries []domain.Delivery
-	// beforeChange, when set, runs before each ChangeStatus, for tests of
-	// a concurrent change.
-	beforeChange func(c *domain.Conversation)
-	// failMessage, when set, decides whether storing a message fails (with
-	// a change it carries, the whole change fails, as the real store's
-	// transaction does).
-	failMessage func(domain.Message) error
-}
+type memConversations struct{ *memory.Conversations }
 
-func (s *memConversations) GetConversation(_ context.Context, workspaceID, id string) (domain.Conversation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
+func (s memConversations) of(id string) []domain.Message { return s.Messages(id) }
+func (s memConversations) conv(id string) domain.Conversation {
+	c, _ := s.Conversation(id)
+	return c
 }
-
-func (s *memConversations) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return c, nil
-}
-
-func (s *memConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[ch.ConversationID]
-	if !ok || c.WorkspaceID != ch.WorkspaceID {
-		return domain.Conversation{}, false, domain.NotFound("conversation")
-	}
-	if s.beforeChange != nil {
-		s.beforeChange(&c)
-		s.convs[c.ID] = c
-	}
-	from := ch.From
-	if len(from) == 0 {
-		from = domain.StatusesFrom(ch.To)
-	}
-	if !slices.Contains(from, c.Status) || (ch.MessageCount != nil && *ch.MessageCount != c.MessageCount) {
-		return c, false, nil
-	}
-	stored := []domain.Message{ch.Notice}
-	if m := ch.Message; m != nil {
-		if s.failMessage != nil {
-			if err := s.failMessage(*m); err != nil {
-				return domain.Conversation{}, false, err
-			}
-		}
-		if ch.MessageFirst {
-			stored = []domain.Message{*m, ch.Notice}
-		} else {
-			stored = append(stored, *m)
-		}
-	}
-	c.Status = ch.To
-	ch.Contact.ApplyTo(&c)
-	c.MessageCount += len(stored)
-	s.convs[c.ID] = c
-	s.messages = append(s.messages, stored...)
-	s.deliveries = append(s.deliveries, ch.Deliveries...)
-	return c, true, nil
-}
-
-func (s *memConversations) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[m.ConversationID]
-	if !ok || c.WorkspaceID != m.WorkspaceID {
-		return domain.Message{}, false, domain.NotFound("conversation")
-	}
-	if while != "" && c.Status != while {
-		return domain.Message{}, false, domain.ErrStatusChanged
-	}
-	if s.failMessage != nil {
-		if err := s.failMessage(m); err != nil {
-			return domain.Message{}, false, err
-		}
-	}
-	c.MessageCount++
-	s.convs[c.ID] = c
-	s.messages = append(s.messages, m)
-	s.deliveries = append(s.deliveries, deliveries...)
-	return m, true, nil
-}
-
-func (s *memConversations) of(id string) []domain.Message {
-	var out []domain.Message
-	for _, m := range s.messages {
-		if m.ConversationID == id {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (s *memConversations) RecentMessages(_ context.Context, workspaceID, id string, limit int) ([]domain.Message, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.of(id)
-	if len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out, nil
-}
-
-func (s *memConversations) HandoffTranscript(ctx context.Context, workspaceID, id string, limit int) (domain.HandoffTranscript, error) {
-	msgs, _ := s.RecentMessages(ctx, workspaceID, id, limit)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.convs[id]
-	if !ok || c.WorkspaceID != workspaceID {
-		return domain.HandoffTranscript{}, domain.NotFound("conversation")
-	}
-	return domain.HandoffTranscript{Messages: msgs, MessageCount: c.MessageCount}, nil
-}
-
-// ListMessages pages by message id, like the real store: an After that is
-// not a message of the conversation is a cursor error.
-func (s *memConversations) ListMessages(_ context.Context, workspaceID, id string, page domain.PageRequest) (domain.Page[domain.Message], error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.convs[id]; !ok || c.WorkspaceID != workspaceID {
-		return domain.Page[domain.Message]{}, domain.NotFound("conversation")
-	}
-	msgs := s.of(id)
-	if page.After != nil {
-		i := slices.IndexFunc(msgs, func(m domain.Message) bool { return m.ID == page.After.ID })
-		if i < 0 {
-			return domain.Page[domain.Message]{}, domain.InvalidField("cursor", "is not a position in this conversation")
-		}
-		msgs = msgs[i+1:]
-	}
-	out := domain.Page[domain.Message]{Items: msgs}
-	if len(msgs) > page.Limit {
-		out.Items, out.HasMore = msgs[:page.Limit], true
-	}
-	return out, nil
-}
-
-func (s *memConversations) conv(id string) domain.Conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.convs[id]
-}
-
-func (s *memConversations) written() []domain.Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.deliveries)
-}
+func (s memConversations) written() []domain.Delivery { return s.Deliveries() }
 
 type recordingBus struct {
 	mu     sync.Mutex
@@ -260,7 +107,7 @@ func (c fixedClock) Now() time.Time { return c.t }
 // published agent and an unpublished one.
 type rig struct {
 	svc       *Service
-	convs     *memConversations
+	convs     memConversations
 	wss       *memWorkspaces
 	bus       *recordingBus
 	queue     *recordingQueue
@@ -273,7 +120,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{
-		convs:     &memConversations{convs: map[string]domain.Conversation{}},
+		convs:     memConversations{memory.NewConversations()},
 		wss:       &memWorkspaces{byID: map[string]domain.Workspace{}},
 		bus:       &recordingBus{},
 		queue:     &recordingQueue{},
@@ -309,10 +156,7 @@ func (r *rig) session(plan domain.Plan, status domain.ConversationStatus) string
 func (r *rig) sessionOf(a domain.Agent, status domain.ConversationStatus) string {
 	c := domain.NewConversation(a.WorkspaceID, &a, "", r.clockTime)
 	c.Status = status
-	r.convs.mu.Lock()
-	defer r.convs.mu.Unlock()
-	r.convs.convs[c.ID] = c
-	r.convs.messages = append(r.convs.messages, domain.Message{
+	r.convs.Put(c, domain.Message{
 		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: c.WorkspaceID, ConversationID: c.ID,
 		Role: domain.RoleUser, Content: "My lamp flickers.", CreatedAt: r.clockTime,
 	})
@@ -472,12 +316,12 @@ func TestFailedReplyLeavesTheConversationAsItWas(t *testing.T) {
 			sess := r.session(domain.PlanStandard, from)
 			before := r.convs.of(sess)
 			broken := errors.New("the disk is full")
-			r.convs.failMessage = func(m domain.Message) error {
+			r.convs.FailMessages(func(m domain.Message) error {
 				if m.Role == domain.RoleHuman {
 					return broken
 				}
 				return nil
-			}
+			})
 			_, err := r.svc.PostHumanMessage(t.Context(), r.ws[domain.PlanStandard], sess, HumanMessage{Role: "HUMAN", Content: "Hi, Marta here.", AuthorName: "Marta"})
 			if !errors.Is(err, broken) {
 				t.Fatalf("err = %v, want the store's", err)
@@ -656,12 +500,12 @@ func TestSetStatusDecidesAgainAfterAConcurrentChange(t *testing.T) {
 	r := newRig(t)
 	sess := r.session(domain.PlanStandard, domain.StatusHuman)
 	once := false
-	r.convs.beforeChange = func(c *domain.Conversation) {
+	r.convs.BeforeChange(func(c *domain.Conversation) {
 		if !once {
 			once = true
 			c.Status = domain.StatusAI // handed back to the agent meanwhile
 		}
-	}
+	})
 	conv, err := r.svc.SetStatus(t.Context(), r.ws[domain.PlanStandard], sess, domain.StatusResolved)
 	if err != nil || conv.Status != domain.StatusResolved {
 		t.Fatalf("%+v, %v", conv, err)
@@ -678,10 +522,10 @@ func TestSetStatusGivesUpOnAConversationThatKeepsChanging(t *testing.T) {
 	sess := r.session(domain.PlanStandard, domain.StatusHuman)
 	flip := []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested}
 	n := 0
-	r.convs.beforeChange = func(c *domain.Conversation) {
+	r.convs.BeforeChange(func(c *domain.Conversation) {
 		c.Status = flip[n%2]
 		n++
-	}
+	})
 	_, err := r.svc.SetStatus(t.Context(), r.ws[domain.PlanStandard], sess, domain.StatusResolved)
 	if !errors.Is(err, domain.ErrConflict) || n != conversation.StatusAttempts {
 		t.Errorf("err = %v after %d attempts, want a conflict after %d", err, n, conversation.StatusAttempts)

@@ -20,7 +20,7 @@ const StaleAfter = time.Minute
 // Service runs inbound use cases.
 type Service struct {
 	workspaces    ports.WorkspaceStore
-	conversations ports.ConversationStore
+	conversations ports.ConversationReader
 	events        ports.InboundEventStore
 	queue         ports.JobQueue
 	lifecycle     *conversation.Lifecycle
@@ -31,8 +31,10 @@ type Service struct {
 
 // Deps are the ports the inbound use cases need.
 type Deps struct {
-	Workspaces    ports.WorkspaceStore
-	Conversations ports.ConversationStore
+	Workspaces ports.WorkspaceStore
+	// Conversations is only read, to check that a session exists: the
+	// Lifecycle writes the messages.
+	Conversations ports.ConversationReader
 	Events        ports.InboundEventStore
 	Queue         ports.JobQueue
 	// Lifecycle appends messages under the conversation's state, schedules

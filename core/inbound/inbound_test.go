@@ -3,6 +3,7 @@ package inbound
 import (
 	"context"
 	"errors"
+	"github.com/conciergehq/concierge/adapters/memory"
 	"io"
 	"log/slog"
 	"slices"
@@ -18,76 +19,48 @@ import (
 // Hand-written fakes of the ports this use case needs. The real PostgreSQL
 // and Redis adapters are exercised by their own tests and the end-to-end suite.
 
-type fakeConversations struct {
-	ports.ConversationStore
-	mu         sync.Mutex
-	convs      map[string]domain.Conversation
-	messages   map[string]domain.Message // by inbound event id
-	notices    []domain.Message
-	deliveries []domain.Delivery
-	failNext   error
-}
+// convs is the memory store with the views these tests assert on.
+type convs struct{ *memory.Conversations }
 
-func (f *fakeConversations) GetConversation(_ context.Context, ws, id string) (domain.Conversation, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.convs[id]
-	if !ok || c.WorkspaceID != ws {
-		return domain.Conversation{}, domain.NotFound("session")
-	}
-	return c, nil
-}
-
-func (f *fakeConversations) AppendMessage(_ context.Context, m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.appendLocked(m, while, deliveries...)
-}
-
-func (f *fakeConversations) appendLocked(m domain.Message, while domain.ConversationStatus, deliveries ...domain.Delivery) (domain.Message, bool, error) {
-	if err := f.failNext; err != nil {
-		f.failNext = nil
-		return domain.Message{}, false, err
-	}
-	c, ok := f.convs[m.ConversationID]
-	if !ok || c.WorkspaceID != m.WorkspaceID {
-		return domain.Message{}, false, domain.NotFound("session")
-	}
-	if while != "" && c.Status != while {
-		return domain.Message{}, false, domain.ErrStatusChanged
-	}
-	if prev, ok := f.messages[m.InboundEventID]; ok {
-		return prev, false, nil
-	}
-	f.messages[m.InboundEventID] = m
-	f.deliveries = append(f.deliveries, deliveries...)
-	return m, true, nil
-}
-
-func (f *fakeConversations) ChangeStatus(_ context.Context, ch domain.StatusChange) (domain.Conversation, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.convs[ch.ConversationID]
-	if !ok || c.WorkspaceID != ch.WorkspaceID {
-		return domain.Conversation{}, false, domain.NotFound("session")
-	}
-	if !slices.Contains(ch.From, c.Status) {
-		return c, false, nil
-	}
-	if m := ch.Message; m != nil {
-		// Stored in the same write, as the real store's transaction does.
-		if _, created, err := f.appendLocked(*m, ""); err != nil || !created {
-			if err == nil {
-				err = domain.ErrMessageExists
-			}
-			return c, false, err
+func (c convs) byEvent() map[string]domain.Message {
+	out := map[string]domain.Message{}
+	for _, m := range c.Messages("") {
+		if m.InboundEventID != "" {
+			out[m.InboundEventID] = m
 		}
 	}
-	c.Status = ch.To
-	f.convs[c.ID] = c
-	f.notices = append(f.notices, ch.Notice)
-	f.deliveries = append(f.deliveries, ch.Deliveries...)
-	return c, true, nil
+	return out
+}
+
+func (c convs) notices() []domain.Message {
+	var out []domain.Message
+	for _, m := range c.Messages("") {
+		if m.Role == domain.RoleSystem {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (c convs) status(id string) domain.ConversationStatus {
+	conv, _ := c.Conversation(id)
+	return conv.Status
+}
+
+func (c convs) setStatus(id string, st domain.ConversationStatus) {
+	conv, _ := c.Conversation(id)
+	conv.Status = st
+	c.Put(conv)
+}
+
+// failNext fails the next message write once.
+func (c convs) failNext(err error) {
+	var once sync.Once
+	c.FailMessages(func(domain.Message) error {
+		var out error
+		once.Do(func() { out = err })
+		return out
+	})
 }
 
 type fakeWorkspaces struct {
@@ -202,7 +175,7 @@ type fixture struct {
 	svc    *Service
 	wss    *fakeWorkspaces
 	dq     *fakeDeliveries
-	convs  *fakeConversations
+	convs  convs
 	events *fakeEvents
 	queue  *fakeQueue
 	bus    *fakeBus
@@ -214,7 +187,7 @@ type fixture struct {
 
 func newFixture() *fixture {
 	f := &fixture{
-		convs:  &fakeConversations{convs: map[string]domain.Conversation{}, messages: map[string]domain.Message{}},
+		convs:  convs{memory.NewConversations()},
 		events: &fakeEvents{events: map[string]domain.InboundEvent{}},
 		queue:  &fakeQueue{},
 		bus:    &fakeBus{},
@@ -223,7 +196,7 @@ func newFixture() *fixture {
 		other:  domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: domain.PlanStandard},
 		sessID: domain.NewID(domain.PrefixSession),
 	}
-	f.convs.convs[f.sessID] = domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID, Status: domain.StatusAI}
+	f.convs.Put(domain.Conversation{ID: f.sessID, WorkspaceID: f.ws.ID, Status: domain.StatusAI})
 	f.wss = &fakeWorkspaces{byID: map[string]domain.Workspace{f.ws.ID: f.ws, f.other.ID: f.other}}
 	f.dq = &fakeDeliveries{}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -338,7 +311,7 @@ func TestProcessIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first attempt fails after nothing was written; asynq retries.
-	f.convs.failNext = domain.Unavailable("postgres", errors.New("gone"))
+	f.convs.failNext(domain.Unavailable("postgres", errors.New("gone")))
 	if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("err = %v, want unavailable (retried by the queue)", err)
 	}
@@ -347,10 +320,10 @@ func TestProcessIsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(f.convs.messages) != 1 {
-		t.Fatalf("appended %d messages, want 1", len(f.convs.messages))
+	if len(f.convs.byEvent()) != 1 {
+		t.Fatalf("appended %d messages, want 1", len(f.convs.byEvent()))
 	}
-	msg := f.convs.messages[ev.ID]
+	msg := f.convs.byEvent()[ev.ID]
 	if msg.Role != domain.RoleUser || msg.Content != "hello" || msg.ConversationID != f.sessID {
 		t.Fatalf("message = %+v", msg)
 	}
@@ -368,7 +341,7 @@ func TestProcessDeletedSessionIsPermanent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(f.convs.convs, f.sessID)
+	f.convs.Delete(f.sessID)
 	if err := f.svc.ProcessInboundEvent(context.Background(), ev.ID); err != nil {
 		t.Fatalf("a vanished session is not worth retrying: %v", err)
 	}
@@ -414,9 +387,7 @@ func TestProcessFollowsConversationState(t *testing.T) {
 			ws := f.ws
 			ws.EventsURL = tt.eventsURL
 			f.wss.byID[ws.ID] = ws
-			c := f.convs.convs[f.sessID]
-			c.Status = tt.status
-			f.convs.convs[f.sessID] = c
+			f.convs.setStatus(f.sessID, tt.status)
 			ev, err := f.svc.Receive(context.Background(), &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "hello"})
 			if err != nil {
 				t.Fatal(err)
@@ -426,11 +397,11 @@ func TestProcessFollowsConversationState(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := f.convs.convs[f.sessID].Status; got != tt.wantStatus {
+			if got := f.convs.status(f.sessID); got != tt.wantStatus {
 				t.Errorf("status %s, want %s", got, tt.wantStatus)
 			}
 			var targets []domain.DeliveryTarget
-			for _, d := range f.convs.deliveries {
+			for _, d := range f.convs.Deliveries() {
 				targets = append(targets, d.Target)
 				if d.Type != domain.EventMessageCreated || d.Message == nil || d.Message.Content != "hello" || d.ConversationID != f.sessID {
 					t.Errorf("delivery %+v, want message.created of the message", d)
@@ -453,8 +424,8 @@ func TestProcessFollowsConversationState(t *testing.T) {
 				t.Errorf("published %v, want %v", published, tt.wantPublished)
 			}
 			if tt.status == domain.StatusResolved {
-				if len(f.convs.notices) != 1 || f.convs.notices[0].Role != domain.RoleSystem || f.convs.notices[0].Status != domain.StatusAI {
-					t.Errorf("notices %+v, want one SYSTEM notice of AI", f.convs.notices)
+				if len(f.convs.notices()) != 1 || f.convs.notices()[0].Role != domain.RoleSystem || f.convs.notices()[0].Status != domain.StatusAI {
+					t.Errorf("notices %+v, want one SYSTEM notice of AI", f.convs.notices())
 				}
 			}
 		})
@@ -469,40 +440,36 @@ func TestProcessFollowsConversationState(t *testing.T) {
 // after the conversation was resolved once more stores nothing twice.
 func TestProcessReopensTogether(t *testing.T) {
 	f := newFixture()
-	c := f.convs.convs[f.sessID]
-	c.Status = domain.StatusResolved
-	f.convs.convs[f.sessID] = c
+	f.convs.setStatus(f.sessID, domain.StatusResolved)
 	ctx := context.Background()
 	ev, err := f.svc.Receive(ctx, &f.ws, Request{Event: "chat.message", SessionID: f.sessID, Message: "one more thing"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.convs.failNext = errors.New("connection reset")
+	f.convs.failNext(errors.New("connection reset"))
 	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err == nil {
 		t.Fatal("a failed write was not returned for a retry")
 	}
-	if st := f.convs.convs[f.sessID].Status; st != domain.StatusResolved || len(f.convs.messages) != 0 || len(f.convs.notices) != 0 {
-		t.Fatalf("after a failed write: status %s, %d messages, %d notices; want it untouched", st, len(f.convs.messages), len(f.convs.notices))
+	if st := f.convs.status(f.sessID); st != domain.StatusResolved || len(f.convs.byEvent()) != 0 || len(f.convs.notices()) != 0 {
+		t.Fatalf("after a failed write: status %s, %d messages, %d notices; want it untouched", st, len(f.convs.byEvent()), len(f.convs.notices()))
 	}
 	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.convs.convs[f.sessID].Status; st != domain.StatusAI || len(f.convs.messages) != 1 || len(f.convs.notices) != 1 {
-		t.Fatalf("after the retry: status %s, %d messages, %d notices; want AI, one of each", st, len(f.convs.messages), len(f.convs.notices))
+	if st := f.convs.status(f.sessID); st != domain.StatusAI || len(f.convs.byEvent()) != 1 || len(f.convs.notices()) != 1 {
+		t.Fatalf("after the retry: status %s, %d messages, %d notices; want AI, one of each", st, len(f.convs.byEvent()), len(f.convs.notices()))
 	}
 
 	// Resolved again, and the task runs once more (at-least-once delivery
 	// after a crash before the event was marked): nothing moves.
-	c = f.convs.convs[f.sessID]
-	c.Status = domain.StatusResolved
-	f.convs.convs[f.sessID] = c
+	f.convs.setStatus(f.sessID, domain.StatusResolved)
 	stored := f.events.events[ev.ID]
 	stored.Status = domain.InboundPending
 	f.events.events[ev.ID] = stored
 	if err := f.svc.ProcessInboundEvent(ctx, ev.ID); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.convs.convs[f.sessID].Status; st != domain.StatusResolved || len(f.convs.messages) != 1 || len(f.convs.notices) != 1 {
-		t.Fatalf("a rerun reopened or stored again: status %s, %d messages, %d notices", st, len(f.convs.messages), len(f.convs.notices))
+	if st := f.convs.status(f.sessID); st != domain.StatusResolved || len(f.convs.byEvent()) != 1 || len(f.convs.notices()) != 1 {
+		t.Fatalf("a rerun reopened or stored again: status %s, %d messages, %d notices", st, len(f.convs.byEvent()), len(f.convs.notices()))
 	}
 }

@@ -13,14 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
 
-// world is a conversation's outside world as the relay sees it: the stored
-// messages, the session's log and the feed's subscriptions. publish does
-// what the event bus does (log, then every subscriber).
+// world is a conversation's outside world as the relay sees it: the store
+// holding the conversation and its messages, the session's log and the
+// feed's subscriptions. publish does what the event bus does (log, then
+// every subscriber).
 type world struct {
 	t  *testing.T
 	mu sync.Mutex
@@ -29,7 +31,7 @@ type world struct {
 	conv  domain.Conversation
 	agent domain.Agent
 
-	stored  []domain.Message
+	convs   *memory.Conversations
 	log     []*domain.LiveEvent
 	logSeq  int
 	subs    []*fakeSub
@@ -39,7 +41,8 @@ type world struct {
 	// beforeRead, when set, runs once before the next log read: what is
 	// published between a subscription and the read reaches both.
 	beforeRead func()
-	// transcriptReads counts MessagesFrom calls.
+	// transcriptReads counts MessagesFrom calls (the world is the
+	// relay's Transcript: it counts, then reads the store).
 	transcriptReads int
 	// failReads fails that many of the next log reads with ErrUnavailable,
 	// as Redis does while it restarts; logReads counts the reads.
@@ -83,27 +86,30 @@ func newWorld(t *testing.T) *world {
 	ws := domain.Workspace{ID: "ws_1", Plan: domain.PlanStandard, WebhookSecret: "whsec_test"}
 	agent := domain.Agent{ID: "agt_1", WorkspaceID: ws.ID, Slug: "support", Config: domain.AgentConfig{Published: true}}
 	conv := domain.Conversation{ID: domain.NewID(domain.PrefixSession), WorkspaceID: ws.ID, AgentID: agent.ID, AgentSlug: agent.Slug, Status: domain.StatusAI}
-	return &world{t: t, ws: ws, conv: conv, agent: agent, buffer: 64,
+	convs := memory.NewConversations()
+	convs.Put(conv)
+	return &world{t: t, ws: ws, conv: conv, agent: agent, convs: convs, buffer: 64,
 		clock: &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}, keepAlive: time.Hour}
 }
 
 func (w *world) service() *Service {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	convs := &fakeConversations{w: w}
 	return NewService(Deps{
-		Feed: w, Recent: w, Transcript: w, Conversations: convs,
-		Lifecycle: conversation.New(conversation.Deps{Conversations: convs, Workspaces: &fakeWorkspaces{w: w}, Agents: &fakeAgents{w: w}, Clock: w.clock, Log: log}),
+		Feed: w, Recent: w, Transcript: w, Conversations: w.convs,
+		Lifecycle: conversation.New(conversation.Deps{Conversations: w.convs, Workspaces: &fakeWorkspaces{w: w}, Agents: &fakeAgents{w: w}, Clock: w.clock, Log: log}),
 		Clock:     w.clock, Log: log,
 	}, Options{KeepAlive: w.keepAlive, PageSize: 3, OutageLimit: 30 * time.Second})
 }
 
-// store appends a message to the transcript, as a store commits it.
+// store appends a message to the conversation, as the answer engine
+// commits it, and returns it as stored.
 func (w *world) store(m domain.Message) domain.Message {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	m.WorkspaceID, m.ConversationID = w.ws.ID, w.conv.ID
-	w.stored = append(w.stored, m)
-	return m
+	stored, _, err := w.convs.AppendMessage(context.Background(), m, "")
+	if err != nil {
+		panic("storing a message: " + err.Error())
+	}
+	return stored
 }
 
 // publish logs and relays events, as the bus does.
@@ -207,22 +213,11 @@ func (w *world) After(_ context.Context, _ string, eventID string) ([]*domain.Li
 	return slices.Clone(w.log), "", nil
 }
 
-func (w *world) MessagesFrom(_ context.Context, workspaceID, conversationID, messageID string, limit int) ([]domain.Message, error) {
+func (w *world) MessagesFrom(ctx context.Context, workspaceID, conversationID, messageID string, limit int) ([]domain.Message, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.transcriptReads++
-	if workspaceID != w.ws.ID || conversationID != w.conv.ID {
-		return nil, domain.NotFound("conversation")
-	}
-	start := 0
-	if messageID != "" {
-		start = slices.IndexFunc(w.stored, func(m domain.Message) bool { return m.ID == messageID })
-		if start < 0 {
-			return nil, domain.NotFound("message")
-		}
-	}
-	end := min(start+limit, len(w.stored))
-	return slices.Clone(w.stored[start:end]), nil
+	w.mu.Unlock()
+	return w.convs.MessagesFrom(ctx, workspaceID, conversationID, messageID, limit)
 }
 
 type fakeSub struct {
@@ -253,35 +248,6 @@ func (s *fakeSub) end(err error) {
 		s.w.subs = slices.DeleteFunc(s.w.subs, func(o *fakeSub) bool { return o == s })
 		s.w.closedN++
 	})
-}
-
-type fakeConversations struct {
-	ports.ConversationStore
-	w *world
-}
-
-func (f *fakeConversations) GetConversation(_ context.Context, workspaceID, id string) (domain.Conversation, error) {
-	if workspaceID != f.w.ws.ID || id != f.w.conv.ID {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return f.w.conversation(), nil
-}
-
-func (f *fakeConversations) GetConversationBySession(_ context.Context, id string) (domain.Conversation, error) {
-	if id != f.w.conv.ID {
-		return domain.Conversation{}, domain.NotFound("conversation")
-	}
-	return f.w.conversation(), nil
-}
-
-// conversation is the conversation as a store reads it, counting its
-// messages.
-func (w *world) conversation() domain.Conversation {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	conv := w.conv
-	conv.MessageCount = len(w.stored)
-	return conv
 }
 
 type fakeWorkspaces struct {

@@ -37,9 +37,11 @@ import (
 type Deps struct {
 	Feed ports.EventFeed
 	// Recent is the sessions' short-lived log of recent events.
-	Recent        ports.EventLog
-	Transcript    ports.Transcript
-	Conversations ports.ConversationStore
+	Recent     ports.EventLog
+	Transcript ports.Transcript
+	// Conversations is read for the state of a followed session; the relay
+	// writes nothing.
+	Conversations ports.ConversationReader
 	// Lifecycle finds the session a keyless caller follows.
 	Lifecycle *conversation.Lifecycle
 	Clock     ports.Clock

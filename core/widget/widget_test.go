@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/memory"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -50,21 +51,11 @@ func (w workspaces) GetWorkspace(_ context.Context, id string) (domain.Workspace
 	return domain.Workspace{}, domain.NotFound("workspace")
 }
 
-type conversations struct {
-	ports.ConversationStore
-	created []domain.Conversation
-}
-
-func (c *conversations) CreateConversation(_ context.Context, conv *domain.Conversation, _ ...domain.Delivery) error {
-	c.created = append(c.created, *conv)
-	return nil
-}
-
 type noDeliveries struct{}
 
 func (noDeliveries) EnqueueDelivery(context.Context, domain.Delivery) error { return nil }
 
-func fixture(t *testing.T) (*Service, *conversations, map[string]domain.Agent, map[string]domain.Workspace) {
+func fixture(t *testing.T) (*Service, *memory.Conversations, map[string]domain.Agent, map[string]domain.Workspace) {
 	t.Helper()
 	wss := map[string]domain.Workspace{
 		"ws_free":  {ID: "ws_free", Plan: domain.PlanFree, WebhookSecret: "whsec_free"},
@@ -81,7 +72,10 @@ func fixture(t *testing.T) (*Service, *conversations, map[string]domain.Agent, m
 		"draft":    {ID: domain.NewID(domain.PrefixAgent), WorkspaceID: "ws_std", Slug: "draft", WidgetSlug: "draft"},
 		"orphaned": {ID: domain.NewID(domain.PrefixAgent), WorkspaceID: "ws_gone", Slug: "orphaned", WidgetSlug: "orphaned", Config: published},
 	}
-	convs := &conversations{}
+	convs := memory.NewConversations()
+	for _, a := range ags {
+		convs.AddAgent(a)
+	}
 	svc := NewService(Deps{
 		Workspaces: workspaces{byID: wss}, Agents: ags,
 		Lifecycle: conversation.New(conversation.Deps{
@@ -160,11 +154,11 @@ func TestStartSession(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(convs.created)
+			before := convs.Len()
 			conv, err := svc.StartSession(t.Context(), tt.req)
 			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) || len(convs.created) != before {
-					t.Fatalf("err = %v (stored %d), want %v and nothing stored", err, len(convs.created)-before, tt.wantErr)
+				if !errors.Is(err, tt.wantErr) || convs.Len() != before {
+					t.Fatalf("err = %v (stored %d), want %v and nothing stored", err, convs.Len()-before, tt.wantErr)
 				}
 				return
 			}
@@ -173,7 +167,7 @@ func TestStartSession(t *testing.T) {
 			}
 			want := ags[tt.wantAgent]
 			if conv.AgentID != want.ID || conv.WorkspaceID != want.WorkspaceID || conv.Status != domain.StatusAI ||
-				conv.VerifiedUserID != tt.wantUser || !domain.ValidID(domain.PrefixSession, conv.ID) || len(convs.created) != before+1 {
+				conv.VerifiedUserID != tt.wantUser || !domain.ValidID(domain.PrefixSession, conv.ID) || convs.Len() != before+1 {
 				t.Fatalf("conversation = %+v", conv)
 			}
 		})

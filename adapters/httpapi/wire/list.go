@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -74,7 +75,9 @@ func decodeCursor(raw, scope, idPrefix string) (domain.Position, error) {
 	bad := func() error {
 		return domain.InvalidField("cursor", "is not a cursor issued by this API; pass meta.nextCursor unchanged")
 	}
-	if len(raw) > 256 {
+	// The decoder skips \r and \n even in Strict mode, which would let one
+	// cursor be spelled many ways (found by FuzzCursor); none is ever issued.
+	if len(raw) > 256 || strings.ContainsAny(raw, "\r\n") {
 		return domain.Position{}, bad()
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(raw) // Strict: one encoding per cursor

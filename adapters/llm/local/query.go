@@ -69,7 +69,7 @@ var synonymGroups, synonymIndex = makeSynonyms([]string{
 	"cancel cancellation",
 	"warranty guarantee",
 	"buy purchase",
-	"discount coupon promo voucher",
+	"discount coupon promo voucher cheap cheaper",
 	"change modify update edit",
 	"remove delete",
 	"fast express quick rush",
@@ -79,7 +79,13 @@ var synonymGroups, synonymIndex = makeSynonyms([]string{
 	"subscription membership",
 	"support assistance",
 	"limit cap maximum",
-	"computer laptop machine pc",
+	"minimum least",
+	"length long",
+	"pay paid payment",
+	"computer laptop machine pc device",
+	"company organization business enterprise",
+	"employee staff member",
+	"require requirement force enforce mandatory compulsory",
 	"admin administrator",
 })
 

@@ -42,10 +42,14 @@
 //     specific words (weighted like IDF, within 80% of the heaviest), in
 //     the sentence or its section's heading, or 60% of its weight; and a
 //     question about a price ("how much does it cost") is answered only by
-//     sentences with an amount. The answer quotes the best sentence and up
-//     to two more that add to it, at most Options.MaxAnswerChars bytes,
-//     grouped by chunk and in their original order; ties go to the
-//     better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
+//     sentences with an amount. A sentence's score is weighted by its
+//     chunk's Score relative to the best chunk's, squared: retrieval
+//     weighed the whole passage, which one sentence cannot. The answer
+//     quotes the best sentence, the next sentence of its paragraph when
+//     that one refers back to it ("However, ...", "This ..."), and
+//     sentences that add to it, three at most, at most
+//     Options.MaxAnswerChars bytes, grouped by chunk and in their original
+//     order; ties go to the better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
 //     deduplicated, in order of use. A chunk's first line naming its
 //     section path ("Billing > Invoices") is context, never quoted.
 //   - When Knowledge is empty, the question has no content word (small talk

@@ -1,0 +1,133 @@
+package local
+
+import (
+	"math"
+	"testing"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Two pages of one help centre that both say something about changing the
+// billing cycle; retrieval scores them (Chunk.Score) like the reranker's
+// relevance.
+var (
+	cyclePage = domain.Chunk{ID: "chk_cycle", DocumentName: "billing-cycle.md",
+		Text: "Change your billing cycle\nIf you're on a monthly plan, you can switch to a yearly plan at any time. " +
+			"However, switching from a yearly to a monthly cycle isn't supported. " +
+			"Your invoice shows the new cycle from the next renewal."}
+	seatsPage = domain.Chunk{ID: "chk_seats", DocumentName: "manage-seats.md",
+		Text: "Manage seats\nIf you're on a yearly plan, seats you remove stay available until the next billing cycle."}
+	stepsPage = domain.Chunk{ID: "chk_steps", DocumentName: "delete-repository.md",
+		Text: "Delete a repository\nSelect Settings, then Delete repository.\n\n## Restore\nThis action can't be undone."}
+)
+
+func withScore(c domain.Chunk, score float64) domain.Chunk {
+	c.Score = score
+	return c
+}
+
+func TestAnswerPrefersTheMoreRelevantPassage(t *testing.T) {
+	m := New(Options{})
+	question := "Can I change from a yearly plan?"
+	tests := []struct {
+		name      string
+		knowledge []domain.Chunk
+		cited     string // the first passage cited
+	}{
+		{"the better-scored passage wins though listed second",
+			[]domain.Chunk{withScore(seatsPage, 0.2), withScore(cyclePage, 0.9)}, "chk_cycle"},
+		{"the better-scored passage wins when listed first",
+			[]domain.Chunk{withScore(cyclePage, 0.9), withScore(seatsPage, 0.2)}, "chk_cycle"},
+		{"without scores the model reads the passages alone",
+			[]domain.Chunk{seatsPage, cyclePage}, "chk_cycle"},
+		// Bad input: scores that are not numbers or not positive count
+		// nothing, and never make the model fail or go silent.
+		{"NaN and negative scores",
+			[]domain.Chunk{withScore(cyclePage, math.NaN()), withScore(seatsPage, -1)}, "chk_cycle"},
+		{"an infinite score counts nothing",
+			[]domain.Chunk{withScore(cyclePage, math.Inf(1)), withScore(seatsPage, 0.5)}, "chk_seats"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			comp := complete(t, m, ask(question, tt.knowledge...))
+			if comp.Content == "" || len(comp.Cited) == 0 {
+				t.Fatalf("no answer: %+v", comp)
+			}
+			if comp.Cited[0] != tt.cited {
+				t.Errorf("Cited = %v, want %s first (Content %q)", comp.Cited, tt.cited, comp.Content)
+			}
+		})
+	}
+}
+
+func TestAnswerContinuesWithASentenceThatRefersBack(t *testing.T) {
+	m := New(Options{})
+	tests := []struct {
+		name      string
+		question  string
+		knowledge []domain.Chunk
+		want      string
+	}{
+		{
+			name:      "a however-sentence continues the one that matched",
+			question:  "I'm on a monthly plan, can I switch to yearly?",
+			knowledge: []domain.Chunk{cyclePage},
+			want: "If you're on a monthly plan, you can switch to a yearly plan at any time. " +
+				"However, switching from a yearly to a monthly cycle isn't supported.",
+		},
+		{
+			name:      "a sentence that does not refer back is not added",
+			question:  "What happens to removed seats on a yearly plan?",
+			knowledge: []domain.Chunk{seatsPage, stepsPage},
+			want:      "If you're on a yearly plan, seats you remove stay available until the next billing cycle.",
+		},
+		{
+			name:      "a continuation stops at a heading",
+			question:  "How do I delete a repository?",
+			knowledge: []domain.Chunk{stepsPage},
+			want:      "Select Settings, then Delete repository.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := complete(t, m, ask(tt.question, tt.knowledge...)).Content; got != tt.want {
+				t.Errorf("Content = %q\nwant      %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAnswersParaphrasesOfCommonSupportWords(t *testing.T) {
+	m := New(Options{})
+	passwordRules := domain.Chunk{ID: "chk_pw", DocumentName: "create-account.md",
+		Text: "Your password must be at least 9 characters long. Your username must be unique."}
+	sponsorFees := domain.Chunk{ID: "chk_fee", DocumentName: "sponsors-billing.md",
+		Text: "Sponsorships from organization accounts carry a fee of up to 6%. Personal sponsorships carry none."}
+	devices := domain.Chunk{ID: "chk_dev", DocumentName: "verify-new-device.md",
+		Text: "When you sign in from a new device, we email you a verification code."}
+	tests := []struct {
+		name      string
+		question  string
+		knowledge []domain.Chunk
+		want      string // "" for the fallback
+	}{
+		{"minimum is at least, length is long", "What's the minimum password length?",
+			[]domain.Chunk{passwordRules}, "Your password must be at least 9 characters long."},
+		{"a company is an organization", "Is there a fee when our company sponsors someone?",
+			[]domain.Chunk{sponsorFees}, "Sponsorships from organization accounts carry a fee of up to 6%."},
+		{"a laptop is a device", "Why do I get a code by email when I sign in from a new laptop?",
+			[]domain.Chunk{devices}, "When you sign in from a new device, we email you a verification code."},
+		{"switching something off is not what it is about", "Can I switch off the verification code email?",
+			[]domain.Chunk{devices}, "When you sign in from a new device, we email you a verification code."},
+		// The synonyms do not make an absent subject present.
+		{"still no answer about what the passages never name", "What's the minimum length of a repository name?",
+			[]domain.Chunk{passwordRules}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := complete(t, m, ask(tt.question, tt.knowledge...)).Content; got != tt.want {
+				t.Errorf("Content = %q\nwant      %q", got, tt.want)
+			}
+		})
+	}
+}

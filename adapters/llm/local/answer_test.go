@@ -131,3 +131,45 @@ func TestAnswersParaphrasesOfCommonSupportWords(t *testing.T) {
 		})
 	}
 }
+
+func TestRetrievalsConfidenceLiftsTheDeclineOnAWordSaidOtherwise(t *testing.T) {
+	m := New(Options{})
+	sessions := domain.Chunk{ID: "chk_sessions", DocumentName: "sessions.md",
+		Text: "To end a session on another device, click Revoke session next to it."}
+	// "kick" is in no passage: on its own, the model declines.
+	question := "How do I kick a device out of my account?"
+	tests := []struct {
+		name          string
+		answerability float64
+		want          string
+	}{
+		{"confident retrieval", 0.9, "To end a session on another device, click Revoke session next to it."},
+		{"at the bar", trustedAnswerability, "To end a session on another device, click Revoke session next to it."},
+		{"below the bar", 0.6, ""},
+		{"no judgement", 0, ""},
+		// Bad input: a value outside [0, 1] is no judgement.
+		{"above one", 1.5, ""},
+		{"negative", -0.9, ""},
+		{"not a number", math.NaN(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ask(question, sessions)
+			req.Answerability = tt.answerability
+			comp := complete(t, m, req)
+			if comp.Content != tt.want {
+				t.Errorf("Content = %q, want %q", comp.Content, tt.want)
+			}
+			if tt.want != "" && (len(comp.Cited) != 1 || comp.Cited[0] != "chk_sessions") {
+				t.Errorf("Cited = %v, want [chk_sessions]", comp.Cited)
+			}
+		})
+	}
+	// Confidence never makes an answer of a question whose words are all
+	// absent: there is no sentence to quote.
+	req := ask("What's a good recipe for banana bread?", sessions)
+	req.Answerability = 0.95
+	if comp := complete(t, m, req); comp.Content != "" {
+		t.Errorf("banana bread answered with %q", comp.Content)
+	}
+}

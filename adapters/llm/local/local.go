@@ -23,8 +23,11 @@
 //     for long words: "pasword", "instal" and "authentification" are
 //     forgiven); if one is in none of the passages ("Do you ship to
 //     Canada?" over a shipping policy that does not name Canada), Content
-//     is "". The noun after "which" or "what" is exempt: "Which countries
-//     do you ship to?" is answered by a list. A message that asks nothing
+//     is "", unless req.Answerability (retrieval's judgement that the
+//     passages answer) is 0.75 or more: the word is then more likely put
+//     otherwise ("kick out" for "revoke") than absent. The noun after
+//     "which" or "what" is exempt: "Which countries do you ship to?" is
+//     answered by a list. A message that asks nothing
 //     is held to this only when it is as short as a search ("shipping
 //     canada"), not when it tells a story.
 //   - If the question of a Q&A chunk matches the user's well (weighted F1
@@ -138,7 +141,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		qaMaxChars = 4 * req.MaxTokens
 		maxChars = min(maxChars, qaMaxChars)
 	}
-	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related)
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, req.Answerability)
 	if content != "" {
 		comp.Cited = cited
 	}

@@ -78,6 +78,13 @@ const (
 	// the tuning halves no unanswerable question with such a word reached
 	// 0.72, while answerable ones did (paraphrases).
 	trustedAnswerability = 0.75
+	// togetherShare is the share of the question's key words (those found
+	// in the knowledge) that the passage an answer quotes may lack, unless
+	// retrieval is confident (trustedAnswerability): "Do 2FA recovery codes
+	// expire?" is not answered from a passage about recovery codes when
+	// "expire" is only in another one. Rounded down: up to four key words,
+	// the passage needs them all.
+	togetherShare = 0.2
 )
 
 // candidate is a sentence that may be quoted.
@@ -169,12 +176,13 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	// of it. Typos are forgiven first. When retrieval is confident that
 	// the passages answer, the missing word is more likely said otherwise
 	// ("kick out" for "revoke") than absent.
+	trusted := answerability >= trustedAnswerability && answerability <= 1
 	found, buf := q.found(knowledge, buf)
 	if missing := q.focus &^ found; missing != 0 {
 		var typos uint64
 		typos, buf = q.matchTypos(knowledge, missing, buf)
 		found |= typos
-		if q.key&^found != 0 && !(answerability >= trustedAnswerability && answerability <= 1) {
+		if q.key&^found != 0 && !trusted {
 			return "", nil
 		}
 	}
@@ -185,7 +193,7 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 		}
 		return text, citedIDs(id)
 	}
-	return q.extract(knowledge, found, &g, buf, maxChars)
+	return q.extract(knowledge, found, &g, buf, maxChars, trusted)
 }
 
 func citedIDs(id string) []string {
@@ -222,8 +230,10 @@ func (q *query) matchQA(knowledge []domain.Chunk, g *guard, buf []byte) (string,
 }
 
 // extract scores every sentence of knowledge against the question and
-// quotes the best ones.
-func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []byte, maxChars int) (string, []string) {
+// quotes the best ones. Unless trusted (retrieval is confident the
+// passages answer), a sentence may be quoted only from a passage that
+// holds the question's key words together (see togetherShare).
+func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []byte, maxChars int, trusted bool) (string, []string) {
 	cands := make([]candidate, 0, 4*len(knowledge))
 	spans := make([]span, 0, 32)
 	sentences := 0
@@ -332,7 +342,23 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 	core := q.core(w, found)
 	focus := q.focus & found
 	focusTotal := sumWeights(focus, w)
+	// What each passage holds of the question, in its sentences and their
+	// context: the key words found in the knowledge must be found together
+	// in the passage an answer quotes, all but togetherShare of them.
+	var held []uint64
+	key := q.key & found
+	allowed := int(togetherShare * float64(bits.OnesCount64(key)))
+	if !trusted && key != 0 {
+		held = make([]uint64, len(knowledge))
+		for i := range cands {
+			held[cands[i].chunk] |= cands[i].mask | cands[i].ctx
+		}
+	}
+	apart := func(ci int) bool { return held != nil && bits.OnesCount64(key&^held[ci]) > allowed }
 	first := -1
+	// together: some eligible sentence is in a passage that holds the key
+	// words together; the answer then starts with one of those.
+	together := false
 	for i := range cands {
 		c := &cands[i]
 		if c.bare {
@@ -374,6 +400,9 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 		if first < 0 || better(c, &cands[first]) {
 			first = i
 		}
+		if !apart(c.chunk) {
+			together = true
+		}
 	}
 	if first < 0 {
 		return "", nil
@@ -395,6 +424,9 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 				continue
 			}
 			gain := c.score
+			if len(picked) == 0 && together && apart(c.chunk) {
+				continue
+			}
 			if len(picked) > 0 {
 				gain = followGain(c, w, pairW, covered, coveredPairs, typedCovered, total)
 				for _, p := range picked {
@@ -448,6 +480,18 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 	}
 	if len(picked) == 0 {
 		return "", nil
+	}
+	if held != nil {
+		// A question in two parts ("Do you accept PayPal and how long does
+		// shipping take?") is answered from two passages that hold its
+		// key words between them.
+		var all uint64
+		for _, p := range picked {
+			all |= held[cands[p].chunk]
+		}
+		if bits.OnesCount64(key&^all) > allowed {
+			return "", nil
+		}
 	}
 	return compose(knowledge, cands, picked, texts)
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -44,8 +45,10 @@ func TestAnswerPrefersTheMoreRelevantPassage(t *testing.T) {
 		// nothing, and never make the model fail or go silent.
 		{"NaN and negative scores",
 			[]domain.Chunk{withScore(cyclePage, math.NaN()), withScore(seatsPage, -1)}, "chk_cycle"},
-		{"an infinite score counts nothing",
-			[]domain.Chunk{withScore(cyclePage, math.Inf(1)), withScore(seatsPage, 0.5)}, "chk_seats"},
+		// The infinite score counts nothing, but only cyclePage holds
+		// "change" with "yearly plan": the answer starts there.
+		{"an infinite score does not break the answer",
+			[]domain.Chunk{withScore(cyclePage, math.Inf(1)), withScore(seatsPage, 0.5)}, "chk_cycle"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,5 +174,65 @@ func TestRetrievalsConfidenceLiftsTheDeclineOnAWordSaidOtherwise(t *testing.T) {
 	req.Answerability = 0.95
 	if comp := complete(t, m, req); comp.Content != "" {
 		t.Errorf("banana bread answered with %q", comp.Content)
+	}
+}
+
+func TestAnswerComesFromAPassageHoldingTheKeyWordsTogether(t *testing.T) {
+	m := New(Options{})
+	codes := domain.Chunk{ID: "chk_codes", DocumentName: "recovery.md",
+		Text: "Recovery codes let you sign in to your account when you lose your phone. Store your recovery codes safely."}
+	invites := domain.Chunk{ID: "chk_invites", DocumentName: "members.md",
+		Text: "Invitation links expire after 14 days."}
+	expiring := domain.Chunk{ID: "chk_expiring", DocumentName: "recovery-faq.md",
+		Text: "Recovery codes never expire, but each of them works only once."}
+	tests := []struct {
+		name          string
+		question      string
+		knowledge     []domain.Chunk
+		answerability float64
+		want          string // "" for the fallback
+		cited         []string
+	}{
+		{
+			name:      "the words are in the passages, but never together",
+			question:  "Do my recovery codes expire?",
+			knowledge: []domain.Chunk{codes, invites},
+		},
+		{
+			name:          "unless retrieval is confident",
+			question:      "Do my recovery codes expire?",
+			knowledge:     []domain.Chunk{codes, invites},
+			answerability: 0.8,
+			want:          "Recovery codes let you sign in to your account when you lose your phone.",
+			cited:         []string{"chk_codes"},
+		},
+		{
+			name:      "the passage that holds them together answers, though ranked last",
+			question:  "Do my recovery codes expire?",
+			knowledge: []domain.Chunk{codes, invites, expiring},
+			want:      "Recovery codes never expire, but each of them works only once.",
+			cited:     []string{"chk_expiring"},
+		},
+		{
+			name:      "a question in two parts is answered from two passages",
+			question:  "Do you accept PayPal and how long does standard shipping take?",
+			knowledge: []domain.Chunk{shippingChunk, paymentChunk},
+			want: "Standard shipping takes 3–5 business days; express shipping takes 1–2 business days. " +
+				"We accept Visa, Mastercard, American Express and PayPal.",
+			cited: []string{"chk_shipping", "chk_payment"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ask(tt.question, tt.knowledge...)
+			req.Answerability = tt.answerability
+			comp := complete(t, m, req)
+			if comp.Content != tt.want {
+				t.Errorf("Content = %q\nwant      %q", comp.Content, tt.want)
+			}
+			if !reflect.DeepEqual(comp.Cited, tt.cited) {
+				t.Errorf("Cited = %v, want %v", comp.Cited, tt.cited)
+			}
+		})
 	}
 }

@@ -27,7 +27,13 @@
 //     passages answer) is 0.75 or more: the word is then more likely put
 //     otherwise ("kick out" for "revoke") than absent. The noun after
 //     "which" or "what" is exempt: "Which countries do you ship to?" is
-//     answered by a list. A message that asks nothing
+//     answered by a list. Those words must also be found together: the
+//     passages an answer quotes must hold them between them (all but a
+//     fifth of them, rounded down), else Content is "" ("Do recovery
+//     codes expire?" is not answered from a page about recovery codes
+//     when only a page about invitations says "expire"), and the answer
+//     starts in a passage that holds them on its own when one does; a
+//     req.Answerability of 0.75 or more lifts this too. A message that asks nothing
 //     is held to this only when it is as short as a search ("shipping
 //     canada"), not when it tells a story.
 //   - If the question of a Q&A chunk matches the user's well (weighted F1

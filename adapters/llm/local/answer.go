@@ -175,7 +175,7 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	// ("Canada", "Podman") is not answered with sentences about the rest
 	// of it. Typos are forgiven first. When retrieval is confident that
 	// the passages answer, the missing word is more likely said otherwise
-	// ("kick out" for "revoke") than absent.
+	// ("evict" for "revoke") than absent.
 	trusted := answerability >= trustedAnswerability && answerability <= 1
 	found, buf := q.found(knowledge, buf)
 	if missing := q.focus &^ found; missing != 0 {

@@ -25,7 +25,7 @@
 //     Canada?" over a shipping policy that does not name Canada), Content
 //     is "", unless req.Answerability (retrieval's judgement that the
 //     passages answer) is 0.75 or more: the word is then more likely put
-//     otherwise ("kick out" for "revoke") than absent. The noun after
+//     otherwise ("evict" for "revoke") than absent. The noun after
 //     "which" or "what" is exempt: "Which countries do you ship to?" is
 //     answered by a list. Those words must also be found together: the
 //     passages an answer quotes must hold them between them (all but a

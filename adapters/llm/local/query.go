@@ -71,7 +71,7 @@ var synonymGroups, synonymIndex = makeSynonyms([]string{
 	"buy purchase",
 	"discount coupon promo voucher cheap cheaper",
 	"change modify update edit",
-	"remove delete",
+	"remove delete revoke disconnect kick",
 	"fast express quick rush",
 	"international abroad worldwide overseas",
 	"damaged broken defect defective faulty",

@@ -279,8 +279,16 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 			}
 			sentences++
 			ord++
+			bare := f.mask == 0 && ctx == 0
+			if bare {
+				// Kept only to continue the sentence before it, if that one
+				// may be quoted.
+				if n := len(cands); n == 0 || cands[n-1].bare || cands[n-1].chunk != ci || cands[n-1].block != block || cands[n-1].ord != ord-1 {
+					continue
+				}
+			}
 			cands = append(cands, candidate{
-				bare: f.mask == 0 && ctx == 0, block: block,
+				bare: bare, block: block,
 				chunk: ci, ord: ord, start: sp.start, end: sp.end,
 				mask: f.mask, syn: f.syn, ctx: ctx, section: section, pairs: f.pairs,
 				short: f.words < 4 || sp.title,

@@ -42,6 +42,11 @@ type CompletionRequest struct {
 	Tools []ToolSpec
 	// MaxTokens caps the answer (0: the adapter's default).
 	MaxTokens int
+	// Answerability is retrieval's estimate, in [0, 1], that Knowledge
+	// answers the question (domain.RetrievalTrace.Answerability), or 0
+	// when retrieval made no such judgement. A model may lean on it when
+	// the passages put the question's words otherwise.
+	Answerability float64
 }
 
 // Completion is what the model produced in one turn.

@@ -712,6 +712,11 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 	if t.ws.Allows(domain.FeatureToolCalling) {
 		req.Tools = s.tools.specs
 	}
+	if t.trace != nil && t.trace.Verdict != "" {
+		// Only a retrieval that judged the question (it gave a verdict)
+		// has an answerability to hand on.
+		req.Answerability = t.trace.Answerability
+	}
 	filter := newOutputFilter(t.agent.Config.SystemPrompt, s.limits.MaxAnswerChars)
 	onDelta := func(delta string) error {
 		text, stop := filter.push(delta)

@@ -340,6 +340,40 @@ func TestAnswerModelRequest(t *testing.T) {
 	}
 }
 
+// TestAnswerHandsRetrievalsJudgementToTheModel checks that the model is
+// told how sure retrieval is that the passages answer, and only when
+// retrieval judged the question.
+func TestAnswerHandsRetrievalsJudgementToTheModel(t *testing.T) {
+	judged := func(a float64) *float64 { return &a }
+	tests := []struct {
+		name   string
+		judged *float64
+		want   float64
+	}{
+		{"a judged question", judged(0.8), 0.8},
+		{"judged barely answerable", judged(0.36), 0.36},
+		{"a retrieval that gave no verdict", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, Limits{})
+			r.retriever.judged = tt.judged
+			r.local.script(llmRound{deltas: []string{"Thirty days."}})
+			ws := r.ws[domain.PlanStandard]
+			if _, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Message: "Refund window?"}); err != nil {
+				t.Fatal(err)
+			}
+			calls := r.local.calls()
+			if len(calls) != 1 {
+				t.Fatalf("model called %d times", len(calls))
+			}
+			if got := calls[0].Answerability; got != tt.want {
+				t.Errorf("Answerability = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestHistoryForModel(t *testing.T) {
 	got := historyForModel([]domain.Message{
 		{Role: domain.RoleUser, Content: "u"},

@@ -140,6 +140,9 @@ type stubRetriever struct {
 	byQuery map[string][]domain.Chunk // agentID + "|" + text: overrides byAgent
 	failOn  map[string]error          // query text: the error returned
 	before  func(ctx context.Context) // runs before each query
+	// judged, when not nil, is the answerability the trace reports, with
+	// a verdict, as a reranking retriever's trace does.
+	judged  *float64
 	queries []ports.RetrievalQuery
 }
 
@@ -160,6 +163,9 @@ func (r *stubRetriever) Retrieve(ctx context.Context, q ports.RetrievalQuery) ([
 			query += "\n" + q.Context
 		}
 		*q.Trace = domain.RetrievalTrace{Query: query, Method: "hybrid", TopK: q.Limit, Threshold: q.Threshold}
+		if r.judged != nil {
+			q.Trace.Answerability, q.Trace.Verdict = *r.judged, domain.VerdictAnswer
+		}
 	}
 	if err := r.failOn[q.Text]; err != nil {
 		return nil, err

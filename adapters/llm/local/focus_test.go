@@ -261,10 +261,10 @@ func TestRelatedWordsBridgeTheFocus(t *testing.T) {
 		return nil
 	}
 	question := "How do I wipe my profile?"
-	if got, _ := answer(question, []domain.Chunk{erase}, "", 600, 0, nil); got != "" {
+	if got, _ := answer(question, []domain.Chunk{erase}, "", 600, 0, nil, 0); got != "" {
 		t.Fatalf("without related words the model answered %q, want a decline", got)
 	}
-	got, cited := answer(question, []domain.Chunk{erase}, "", 600, 0, related)
+	got, cited := answer(question, []domain.Chunk{erase}, "", 600, 0, related, 0)
 	if !strings.Contains(got, "Erase profile") || len(cited) == 0 {
 		t.Fatalf("answer = %q cited %v, want the erase sentence", got, cited)
 	}

@@ -23,8 +23,17 @@
 //     for long words: "pasword", "instal" and "authentification" are
 //     forgiven); if one is in none of the passages ("Do you ship to
 //     Canada?" over a shipping policy that does not name Canada), Content
-//     is "". The noun after "which" or "what" is exempt: "Which countries
-//     do you ship to?" is answered by a list. A message that asks nothing
+//     is "", unless req.Answerability (retrieval's judgement that the
+//     passages answer) is 0.75 or more: the word is then more likely put
+//     otherwise ("evict" for "revoke") than absent. The noun after
+//     "which" or "what" is exempt: "Which countries do you ship to?" is
+//     answered by a list. Those words must also be found together: the
+//     passages an answer quotes must hold them between them (all but a
+//     fifth of them, rounded down), else Content is "" ("Do recovery
+//     codes expire?" is not answered from a page about recovery codes
+//     when only a page about invitations says "expire"), and the answer
+//     starts in a passage that holds them on its own when one does; a
+//     req.Answerability of 0.75 or more lifts this too. A message that asks nothing
 //     is held to this only when it is as short as a search ("shipping
 //     canada"), not when it tells a story.
 //   - If the question of a Q&A chunk matches the user's well (weighted F1
@@ -42,10 +51,14 @@
 //     specific words (weighted like IDF, within 80% of the heaviest), in
 //     the sentence or its section's heading, or 60% of its weight; and a
 //     question about a price ("how much does it cost") is answered only by
-//     sentences with an amount. The answer quotes the best sentence and up
-//     to two more that add to it, at most Options.MaxAnswerChars bytes,
-//     grouped by chunk and in their original order; ties go to the
-//     better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
+//     sentences with an amount. A sentence's score is weighted by its
+//     chunk's Score relative to the best chunk's, squared: retrieval
+//     weighed the whole passage, which one sentence cannot. The answer
+//     quotes the best sentence, the next sentence of its paragraph when
+//     that one refers back to it ("However, ...", "This ..."), and
+//     sentences that add to it, three at most, at most
+//     Options.MaxAnswerChars bytes, grouped by chunk and in their original
+//     order; ties go to the better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
 //     deduplicated, in order of use. A chunk's first line naming its
 //     section path ("Billing > Invoices") is context, never quoted.
 //   - When Knowledge is empty, the question has no content word (small talk
@@ -134,7 +147,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		qaMaxChars = 4 * req.MaxTokens
 		maxChars = min(maxChars, qaMaxChars)
 	}
-	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related)
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, req.Answerability)
 	if content != "" {
 		comp.Cited = cited
 	}

@@ -224,7 +224,8 @@ back cost costs price prices pricing account accounts
 var situationWords = makeStemSet(`
 keep keeps kept lose loses lost stop stops start starts started try tried trying wait waiting
 move moved talk talking fail fails failed failing happen happens happened seem seems stay put
-leave left bring brought call called turn turned run runs running ran set setting going went
+leave left bring brought call called turn turned switch switched run runs running ran set setting going went
+suppose supposed
 done doing did said says tells told ask asked asking think thought feel mean means meant
 combine combined join joined hold help helps keep letting let show shows showed
 right away different difference differences versus vs existing exist exists fully full whole entire

@@ -1,0 +1,241 @@
+package local
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Two pages of one help centre that both say something about changing the
+// billing cycle; retrieval scores them (Chunk.Score) like the reranker's
+// relevance.
+var (
+	cyclePage = domain.Chunk{ID: "chk_cycle", DocumentName: "billing-cycle.md",
+		Text: "Change your billing cycle\nIf you're on a monthly plan, you can switch to a yearly plan at any time. " +
+			"However, switching from a yearly to a monthly cycle isn't supported. " +
+			"Your invoice shows the new cycle from the next renewal."}
+	seatsPage = domain.Chunk{ID: "chk_seats", DocumentName: "manage-seats.md",
+		Text: "Manage seats\nIf you're on a yearly plan, seats you remove stay available until the next billing cycle."}
+	stepsPage = domain.Chunk{ID: "chk_steps", DocumentName: "delete-repository.md",
+		Text: "Delete a repository\nSelect Settings, then Delete repository.\n\n## Restore\nThis action can't be undone."}
+)
+
+func withScore(c domain.Chunk, score float64) domain.Chunk {
+	c.Score = score
+	return c
+}
+
+func TestAnswerPrefersTheMoreRelevantPassage(t *testing.T) {
+	m := New(Options{})
+	question := "Can I change from a yearly plan?"
+	tests := []struct {
+		name      string
+		knowledge []domain.Chunk
+		cited     string // the first passage cited
+	}{
+		{"the better-scored passage wins though listed second",
+			[]domain.Chunk{withScore(seatsPage, 0.2), withScore(cyclePage, 0.9)}, "chk_cycle"},
+		{"the better-scored passage wins when listed first",
+			[]domain.Chunk{withScore(cyclePage, 0.9), withScore(seatsPage, 0.2)}, "chk_cycle"},
+		{"without scores the model reads the passages alone",
+			[]domain.Chunk{seatsPage, cyclePage}, "chk_cycle"},
+		// Bad input: scores that are not numbers or not positive count
+		// nothing, and never make the model fail or go silent.
+		{"NaN and negative scores",
+			[]domain.Chunk{withScore(cyclePage, math.NaN()), withScore(seatsPage, -1)}, "chk_cycle"},
+		// The infinite score counts nothing, but only cyclePage holds
+		// "change" with "yearly plan": the answer starts there.
+		{"an infinite score does not break the answer",
+			[]domain.Chunk{withScore(cyclePage, math.Inf(1)), withScore(seatsPage, 0.5)}, "chk_cycle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			comp := complete(t, m, ask(question, tt.knowledge...))
+			if comp.Content == "" || len(comp.Cited) == 0 {
+				t.Fatalf("no answer: %+v", comp)
+			}
+			if comp.Cited[0] != tt.cited {
+				t.Errorf("Cited = %v, want %s first (Content %q)", comp.Cited, tt.cited, comp.Content)
+			}
+		})
+	}
+}
+
+func TestAnswerContinuesWithASentenceThatRefersBack(t *testing.T) {
+	m := New(Options{})
+	tests := []struct {
+		name      string
+		question  string
+		knowledge []domain.Chunk
+		want      string
+	}{
+		{
+			name:      "a however-sentence continues the one that matched",
+			question:  "I'm on a monthly plan, can I switch to yearly?",
+			knowledge: []domain.Chunk{cyclePage},
+			want: "If you're on a monthly plan, you can switch to a yearly plan at any time. " +
+				"However, switching from a yearly to a monthly cycle isn't supported.",
+		},
+		{
+			name:      "a sentence that does not refer back is not added",
+			question:  "What happens to removed seats on a yearly plan?",
+			knowledge: []domain.Chunk{seatsPage, stepsPage},
+			want:      "If you're on a yearly plan, seats you remove stay available until the next billing cycle.",
+		},
+		{
+			name:      "a continuation stops at a heading",
+			question:  "How do I delete a repository?",
+			knowledge: []domain.Chunk{stepsPage},
+			want:      "Select Settings, then Delete repository.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := complete(t, m, ask(tt.question, tt.knowledge...)).Content; got != tt.want {
+				t.Errorf("Content = %q\nwant      %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAnswersParaphrasesOfCommonSupportWords(t *testing.T) {
+	m := New(Options{})
+	passwordRules := domain.Chunk{ID: "chk_pw", DocumentName: "create-account.md",
+		Text: "Your password must be at least 9 characters long. Your username must be unique."}
+	sponsorFees := domain.Chunk{ID: "chk_fee", DocumentName: "sponsors-billing.md",
+		Text: "Sponsorships from organization accounts carry a fee of up to 6%. Personal sponsorships carry none."}
+	devices := domain.Chunk{ID: "chk_dev", DocumentName: "verify-new-device.md",
+		Text: "When you sign in from a new device, we email you a verification code."}
+	tests := []struct {
+		name      string
+		question  string
+		knowledge []domain.Chunk
+		want      string // "" for the fallback
+	}{
+		{"minimum is at least, length is long", "What's the minimum password length?",
+			[]domain.Chunk{passwordRules}, "Your password must be at least 9 characters long."},
+		{"a company is an organization", "Is there a fee when our company sponsors someone?",
+			[]domain.Chunk{sponsorFees}, "Sponsorships from organization accounts carry a fee of up to 6%."},
+		{"a laptop is a device", "Why do I get a code by email when I sign in from a new laptop?",
+			[]domain.Chunk{devices}, "When you sign in from a new device, we email you a verification code."},
+		{"kicking a device out is revoking it", "How do I kick a device out of my account?",
+			[]domain.Chunk{{ID: "chk_s", DocumentName: "sessions.md", Text: "To end a session on another device, click Revoke session next to it."}},
+			"To end a session on another device, click Revoke session next to it."},
+		{"switching something off is not what it is about", "Can I switch off the verification code email?",
+			[]domain.Chunk{devices}, "When you sign in from a new device, we email you a verification code."},
+		// The synonyms do not make an absent subject present.
+		{"still no answer about what the passages never name", "What's the minimum length of a repository name?",
+			[]domain.Chunk{passwordRules}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := complete(t, m, ask(tt.question, tt.knowledge...)).Content; got != tt.want {
+				t.Errorf("Content = %q\nwant      %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetrievalsConfidenceLiftsTheDeclineOnAWordSaidOtherwise(t *testing.T) {
+	m := New(Options{})
+	sessions := domain.Chunk{ID: "chk_sessions", DocumentName: "sessions.md",
+		Text: "To end a session on another device, click Revoke session next to it."}
+	// "evict" is in no passage: on its own, the model declines.
+	question := "How do I evict a device from my account?"
+	tests := []struct {
+		name          string
+		answerability float64
+		want          string
+	}{
+		{"confident retrieval", 0.9, "To end a session on another device, click Revoke session next to it."},
+		{"at the bar", trustedAnswerability, "To end a session on another device, click Revoke session next to it."},
+		{"below the bar", 0.6, ""},
+		{"no judgement", 0, ""},
+		// Bad input: a value outside [0, 1] is no judgement.
+		{"above one", 1.5, ""},
+		{"negative", -0.9, ""},
+		{"not a number", math.NaN(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ask(question, sessions)
+			req.Answerability = tt.answerability
+			comp := complete(t, m, req)
+			if comp.Content != tt.want {
+				t.Errorf("Content = %q, want %q", comp.Content, tt.want)
+			}
+			if tt.want != "" && (len(comp.Cited) != 1 || comp.Cited[0] != "chk_sessions") {
+				t.Errorf("Cited = %v, want [chk_sessions]", comp.Cited)
+			}
+		})
+	}
+	// Confidence never makes an answer of a question whose words are all
+	// absent: there is no sentence to quote.
+	req := ask("What's a good recipe for banana bread?", sessions)
+	req.Answerability = 0.95
+	if comp := complete(t, m, req); comp.Content != "" {
+		t.Errorf("banana bread answered with %q", comp.Content)
+	}
+}
+
+func TestAnswerComesFromAPassageHoldingTheKeyWordsTogether(t *testing.T) {
+	m := New(Options{})
+	codes := domain.Chunk{ID: "chk_codes", DocumentName: "recovery.md",
+		Text: "Recovery codes let you sign in to your account when you lose your phone. Store your recovery codes safely."}
+	invites := domain.Chunk{ID: "chk_invites", DocumentName: "members.md",
+		Text: "Invitation links expire after 14 days."}
+	expiring := domain.Chunk{ID: "chk_expiring", DocumentName: "recovery-faq.md",
+		Text: "Recovery codes never expire, but each of them works only once."}
+	tests := []struct {
+		name          string
+		question      string
+		knowledge     []domain.Chunk
+		answerability float64
+		want          string // "" for the fallback
+		cited         []string
+	}{
+		{
+			name:      "the words are in the passages, but never together",
+			question:  "Do my recovery codes expire?",
+			knowledge: []domain.Chunk{codes, invites},
+		},
+		{
+			name:          "unless retrieval is confident",
+			question:      "Do my recovery codes expire?",
+			knowledge:     []domain.Chunk{codes, invites},
+			answerability: 0.8,
+			want:          "Recovery codes let you sign in to your account when you lose your phone.",
+			cited:         []string{"chk_codes"},
+		},
+		{
+			name:      "the passage that holds them together answers, though ranked last",
+			question:  "Do my recovery codes expire?",
+			knowledge: []domain.Chunk{codes, invites, expiring},
+			want:      "Recovery codes never expire, but each of them works only once.",
+			cited:     []string{"chk_expiring"},
+		},
+		{
+			name:      "a question in two parts is answered from two passages",
+			question:  "Do you accept PayPal and how long does standard shipping take?",
+			knowledge: []domain.Chunk{shippingChunk, paymentChunk},
+			want: "Standard shipping takes 3–5 business days; express shipping takes 1–2 business days. " +
+				"We accept Visa, Mastercard, American Express and PayPal.",
+			cited: []string{"chk_shipping", "chk_payment"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ask(tt.question, tt.knowledge...)
+			req.Answerability = tt.answerability
+			comp := complete(t, m, req)
+			if comp.Content != tt.want {
+				t.Errorf("Content = %q\nwant      %q", comp.Content, tt.want)
+			}
+			if !reflect.DeepEqual(comp.Cited, tt.cited) {
+				t.Errorf("Cited = %v, want %v", comp.Cited, tt.cited)
+			}
+		})
+	}
+}

@@ -25,7 +25,8 @@ import (
 // the size of the knowledge base, so neither does the relevance.
 //
 // Whether to answer at all is a second decision, made on the best
-// candidate: its relevance and coverage, a name the question uses that the
+// candidate and its page: how much of the question the page's passages
+// among the first candidates hold, a name the question uses that the
 // passage lacks, a quantity asked for with no number near the question's
 // words, words the knowledge never uses. Its answerability is what an
 // agent's threshold is compared with.
@@ -102,15 +103,15 @@ var FeatureNames = [featCount]string{
 const FeatureCount = featCount
 
 // Answerability features, in the order of their vector: taken from the
-// best candidate after reranking, and from the question itself.
+// best candidate after reranking, its page, and the question itself. They
+// are few on purpose: on the tuning halves these five decide as well as
+// the nine of the first model did (relevance, coverage, window and the
+// heaviest words among them), and fewer weights fitted on 154 questions
+// carry over better to questions never seen.
 const (
-	ansRelevance = iota
-	ansCoverage
-	ansWindow
+	ansPage = iota
 	ansTitle
-	ansMissingTop
 	ansMissingKnowledge
-	ansHeaviest
 	ansMissingName
 	ansNoNumber
 	ansCount
@@ -120,7 +121,7 @@ const (
 const AnswerFeatureCount = ansCount
 
 // AnswerFeatureNames name the answerability features, in vector order.
-var AnswerFeatureNames = [ansCount]string{"relevance", "coverage", "window", "title", "missingTop", "missingKnowledge", "heaviest", "missingName", "noNumber"}
+var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber"}
 
 // RelevanceModel scores candidates and decides answerability. Candidates
 // are ordered by Weights·f (a conditional logit: fitted so that the
@@ -157,17 +158,13 @@ var defaultModel = RelevanceModel{
 		featSynonyms:         1.931,
 	},
 	Scale: 0.342, Offset: -4.268,
-	AnswerBias: 1.177,
+	AnswerBias: -0.373,
 	AnswerWeights: [ansCount]float64{
-		ansRelevance:        -0.035,
-		ansCoverage:         1.652,
-		ansWindow:           -0.048,
-		ansTitle:            -1.763,
-		ansMissingTop:       -0.765,
-		ansMissingKnowledge: -1.458,
-		ansHeaviest:         -0.048,
-		ansMissingName:      -1.808,
-		ansNoNumber:         -1.188,
+		ansPage:             2.784,
+		ansTitle:            -1.726,
+		ansMissingKnowledge: -0.885,
+		ansMissingName:      -1.826,
+		ansNoNumber:         -1.180,
 	},
 }
 
@@ -429,10 +426,9 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	slices.SortStableFunc(j.Candidates, func(a, b Judged) int { return cmp.Compare(b.Score, a.Score) })
 	best := &j.Candidates[0]
 	j.Answer = [ansCount]float64{
-		ansRelevance: best.Relevance, ansCoverage: best.Features[featCoverage], ansWindow: best.Features[featWindow],
-		ansTitle: best.Features[featTitle], ansMissingTop: best.Features[featMissingTop],
+		ansPage:             pageCoverage(focus, j.Candidates),
+		ansTitle:            best.Features[featTitle],
 		ansMissingKnowledge: best.Features[featMissingKnowledge],
-		ansHeaviest:         heaviestCovered(focus, best.covered),
 		ansMissingName:      b2f(best.missingName),
 		ansNoNumber:         b2f(best.noNumber),
 	}
@@ -440,30 +436,39 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	return j
 }
 
-// heaviestCovered is the share of the question's three heaviest words
-// (their weight) that a passage holds: a long question carries context a
-// passage need not repeat, but the words that say what it is about must be
-// there.
-func heaviestCovered(focus []FocusWord, covered []bool) float64 {
-	if len(covered) != len(focus) {
+// pageDepth is how many of the best candidates may lend their words to
+// the best one's page.
+const pageDepth = 5
+
+// pageCoverage is the share of the question's words (by weight, synonyms
+// included) that the best candidate's page holds in its passages among the
+// first pageDepth candidates. An answer often spans two chunks of one page
+// (the heading's words in one, the detail in the next); a near miss lacks
+// the detail on every chunk of the page it lands on.
+func pageCoverage(focus []FocusWord, cands []Judged) float64 {
+	if len(cands) == 0 || len(cands[0].covered) != len(focus) {
 		return 0
 	}
-	order := make([]int, len(focus))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(focus[b].Weight, focus[a].Weight) })
 	var have, total float64
-	for _, k := range order[:min(3, len(order))] {
-		total += focus[k].Weight
-		if covered[k] {
-			have += focus[k].Weight
+	for k, f := range focus {
+		total += f.Weight
+		for i, c := range cands[:min(len(cands), pageDepth)] {
+			if (i == 0 || samePage(c.chunk, cands[0].chunk)) && c.covered[k] {
+				have += f.Weight
+				break
+			}
 		}
 	}
 	if total == 0 {
 		return 0
 	}
 	return have / total
+}
+
+// samePage reports whether two chunks come from one document of one
+// source; chunks that do not say where they come from are their own page.
+func samePage(a, b domain.Chunk) bool {
+	return a.SourceID != "" && a.SourceID == b.SourceID && a.DocumentName == b.DocumentName
 }
 
 // passageScan finds a question's words in one passage; its buffers are

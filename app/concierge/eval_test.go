@@ -295,6 +295,24 @@ func TestRetrievalQuality(t *testing.T) {
 					declined++
 				}
 			}
+			if os.Getenv("EVAL_DUMP") != "" && split == splitTuning {
+				// Per question, tuning halves only: what the decision saw.
+				for _, q := range append(slices.Clone(ans), un...) {
+					j := c.judge(&model, q.Question)
+					best := ""
+					if len(j.Candidates) > 0 {
+						best = c.chunks[j.Candidates[0].Doc].ID
+					}
+					rank := 0
+					for i, cand := range j.Candidates {
+						if slices.Contains(q.Sources, c.chunks[cand.Doc].SourceID) {
+							rank = i + 1
+							break
+						}
+					}
+					fmt.Fprintf(&report, "dump rank=%d %s %.2f %v best=%s missing=%v | %s\n", rank, q.ID, j.Answerability, fmtVec(j.Answer[:]), best, firstMissing(j), q.Question)
+				}
+			}
 			fmt.Fprintf(&report, "\nanswerability: answers %d of %d answerable (%.0f %%), falls back on %d of %d unanswerable (%.0f %%)\n",
 				answered, len(ans), pct(answered, len(ans)), declined, len(un), pct(declined, len(un)))
 			// The rule before the reranker, as a baseline in the same run:
@@ -730,4 +748,22 @@ func containsEvidence(answer string, evidence []string) bool {
 		}
 	}
 	return false
+}
+
+func fmtVec(v []float64) string {
+	var b strings.Builder
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.2f", x)
+	}
+	return b.String()
+}
+
+func firstMissing(j retrieval.Judgement) []string {
+	if len(j.Candidates) == 0 {
+		return nil
+	}
+	return j.Candidates[0].Missing
 }

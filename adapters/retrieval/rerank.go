@@ -158,13 +158,13 @@ var defaultModel = RelevanceModel{
 		featSynonyms:         1.931,
 	},
 	Scale: 0.342, Offset: -4.268,
-	AnswerBias: -0.373,
+	AnswerBias: 0.126,
 	AnswerWeights: [ansCount]float64{
-		ansPage:             2.784,
-		ansTitle:            -1.726,
-		ansMissingKnowledge: -0.885,
-		ansMissingName:      -1.826,
-		ansNoNumber:         -1.180,
+		ansPage:             2.449,
+		ansTitle:            -1.753,
+		ansMissingKnowledge: -1.615,
+		ansMissingName:      -1.856,
+		ansNoNumber:         -1.812,
 	},
 }
 
@@ -226,8 +226,9 @@ type Judged struct {
 	// covered marks the focus words the passage holds.
 	covered []bool
 	// missingName: a word the question writes as a name is not in the
-	// passage; noNumber: the question asks for a quantity and no number
-	// stands near its words.
+	// passage; noNumber: the question asks for a quantity and the passage
+	// does not hold one: of the kind asked for (money, a size, a duration)
+	// anywhere in it, or, for a count, a number near the question's words.
 	missingName, noNumber bool
 }
 
@@ -317,6 +318,91 @@ func asksForNumber(text string) bool {
 	return false
 }
 
+// A quantity question may ask for a kind of quantity: an amount of money,
+// a size or a duration. The passage that answers it holds a number with a
+// unit of that kind ("9.50 GBP", "$4", "2 GB", "30 days"); a number of
+// another kind (a port, a version, a step) does not answer it.
+type quantityKind int
+
+const (
+	anyQuantity quantityKind = iota
+	moneyQuantity
+	sizeQuantity
+	durationQuantity
+)
+
+// kindWords are phrases of questions that name the kind of quantity asked
+// for, in the order they are tried.
+var kindWords = []struct {
+	kind    quantityKind
+	phrases []string
+}{
+	{moneyQuantity, []string{"cost", "price", "pricing", "how much do i pay", "how much does it pay", "how much is the fee", "fee"}},
+	{sizeQuantity, []string{"size", "how big", "how large", "biggest", "largest", "storage", "space", "memory", "bandwidth"}},
+	{durationQuantity, []string{"how long"}},
+}
+
+// unitKinds are the units that make a number a quantity of a kind.
+var unitKinds = map[string]quantityKind{
+	"usd": moneyQuantity, "eur": moneyQuantity, "gbp": moneyQuantity, "dollar": moneyQuantity, "dollars": moneyQuantity,
+	"euro": moneyQuantity, "euros": moneyQuantity, "cent": moneyQuantity, "cents": moneyQuantity,
+	"b": sizeQuantity, "kb": sizeQuantity, "mb": sizeQuantity, "gb": sizeQuantity, "tb": sizeQuantity, "kib": sizeQuantity,
+	"mib": sizeQuantity, "gib": sizeQuantity, "tib": sizeQuantity, "byte": sizeQuantity, "bytes": sizeQuantity,
+	"kilobytes": sizeQuantity, "megabytes": sizeQuantity, "gigabytes": sizeQuantity, "terabytes": sizeQuantity,
+	"second": durationQuantity, "seconds": durationQuantity, "minute": durationQuantity, "minutes": durationQuantity,
+	"hour": durationQuantity, "hours": durationQuantity, "day": durationQuantity, "days": durationQuantity,
+	"week": durationQuantity, "weeks": durationQuantity, "month": durationQuantity, "months": durationQuantity,
+	"year": durationQuantity, "years": durationQuantity,
+}
+
+// askedKind returns the kind of quantity a quantity question asks for.
+func askedKind(text string) quantityKind {
+	lower := strings.ToLower(text)
+	for _, k := range kindWords {
+		for _, p := range k.phrases {
+			if strings.Contains(lower, p) {
+				return k.kind
+			}
+		}
+	}
+	return anyQuantity
+}
+
+// holdsQuantity reports whether text holds a number with a unit of kind: a
+// currency sign before it, or a unit right before or after it, or glued to
+// it ("2gb", "30d" is not taken).
+func holdsQuantity(text string, kind quantityKind) bool {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != ',' && !unicode.Is(unicode.Sc, r)
+	})
+	isNumber := func(w string) bool {
+		w = strings.TrimLeftFunc(w, func(r rune) bool { return unicode.Is(unicode.Sc, r) })
+		return w != "" && w[0] >= '0' && w[0] <= '9'
+	}
+	for i, w := range words {
+		w = strings.Trim(w, ".,")
+		if kind == moneyQuantity && strings.IndexFunc(w, func(r rune) bool { return unicode.Is(unicode.Sc, r) }) >= 0 &&
+			strings.IndexFunc(w, unicode.IsDigit) >= 0 {
+			return true
+		}
+		if !isNumber(w) {
+			continue
+		}
+		// A unit glued to the number: "2gb", "100mb".
+		if unit := strings.TrimLeftFunc(w, func(r rune) bool { return unicode.IsDigit(r) || r == '.' || r == ',' }); unit != "" && unitKinds[unit] == kind {
+			return true
+		}
+		for _, j := range []int{i - 1, i + 1} {
+			if j >= 0 && j < len(words) {
+				if k, ok := unitKinds[strings.Trim(words[j], ".,")]; ok && k == kind {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Reranker scores fused candidates and decides answerability.
 type Reranker struct {
 	// Model is the relevance model; Synonyms the table that bridges a
@@ -356,6 +442,10 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	}
 	ranked = ranked[:min(len(ranked), rerankDepth)]
 	wantsNumber := asksForNumber(text)
+	kind := anyQuantity
+	if wantsNumber {
+		kind = askedKind(text)
+	}
 	var total, heaviest, unknown float64
 	for _, f := range focus {
 		total += f.Weight
@@ -417,7 +507,13 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featQa] = s.qa
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
-			jd.noNumber = wantsNumber && !s.numberNear()
+			switch {
+			case !wantsNumber:
+			case kind == anyQuantity:
+				jd.noNumber = !s.numberNear()
+			default:
+				jd.noNumber = !holdsQuantity(c.Text, kind)
+			}
 		}
 		jd.Score = m.Score(f)
 		jd.Relevance = m.Relevance(jd.Score)

@@ -227,8 +227,9 @@ type Judged struct {
 	covered []bool
 	// missingName: a word the question writes as a name is not in the
 	// passage; noNumber: the question asks for a quantity and the passage
-	// does not hold one: of the kind asked for (money, a size, a duration)
-	// anywhere in it, or, for a count, a number near the question's words.
+	// does not hold one: for a count, a number near the question's words;
+	// for a kind (money, a size, a duration), a number of that kind
+	// anywhere in it, which is read for the best candidate only.
 	missingName, noNumber bool
 }
 
@@ -507,13 +508,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featQa] = s.qa
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
-			switch {
-			case !wantsNumber:
-			case kind == anyQuantity:
-				jd.noNumber = !s.numberNear()
-			default:
-				jd.noNumber = !holdsQuantity(c.Text, kind)
-			}
+			jd.noNumber = wantsNumber && kind == anyQuantity && !s.numberNear()
 		}
 		jd.Score = m.Score(f)
 		jd.Relevance = m.Relevance(jd.Score)
@@ -521,6 +516,10 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	}
 	slices.SortStableFunc(j.Candidates, func(a, b Judged) int { return cmp.Compare(b.Score, a.Score) })
 	best := &j.Candidates[0]
+	if wantsNumber && kind != anyQuantity && total > 0 {
+		// Read for the best candidate only: the decision reads no other.
+		best.noNumber = !holdsQuantity(best.chunk.Text, kind)
+	}
 	j.Answer = [ansCount]float64{
 		ansPage:             pageCoverage(focus, j.Candidates),
 		ansTitle:            best.Features[featTitle],

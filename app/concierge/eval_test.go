@@ -223,7 +223,10 @@ func inSplit(qs []evalQuestion, split string) []evalQuestion {
 // reranker, plus the reranker's answerability decision at the default
 // threshold. `make eval` runs it verbose; the figures are in
 // docs/benchmarks.md. With EVAL_FIT=1 it also fits the reranker's model on
-// the tuning halves and prints it.
+// the tuning halves and prints it; with EVAL_DUMP=1 it prints, for every
+// question of the tuning halves (never the held-out ones), its
+// answerability, answerability features, the rank of its first right
+// candidate and the words the best passage lacks.
 func TestRetrievalQuality(t *testing.T) {
 	sets := loadEvalSets(t)
 	model := retrieval.DefaultRelevanceModel()

@@ -369,16 +369,17 @@ func askedKind(text string) quantityKind {
 	return anyQuantity
 }
 
-// holdsQuantity reports whether text holds a number with a unit of kind: a
-// currency sign before it, or a unit right before or after it, or glued to
-// it ("2gb", "30d" is not taken).
+// holdsQuantity reports whether text holds a number (in digits or written
+// out) with a unit of kind: a currency sign before it, a unit glued to it
+// ("2gb"), right before it ("USD 9"), or one or two words after it ("30
+// days", "5 business days", "seven year warranty").
 func holdsQuantity(text string, kind quantityKind) bool {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != ',' && !unicode.Is(unicode.Sc, r)
 	})
 	isNumber := func(w string) bool {
 		w = strings.TrimLeftFunc(w, func(r rune) bool { return unicode.Is(unicode.Sc, r) })
-		return w != "" && w[0] >= '0' && w[0] <= '9'
+		return w != "" && (w[0] >= '0' && w[0] <= '9' || memindex.IsNumberWord(w))
 	}
 	for i, w := range words {
 		w = strings.Trim(w, ".,")
@@ -393,7 +394,7 @@ func holdsQuantity(text string, kind quantityKind) bool {
 		if unit := strings.TrimLeftFunc(w, func(r rune) bool { return unicode.IsDigit(r) || r == '.' || r == ',' }); unit != "" && unitKinds[unit] == kind {
 			return true
 		}
-		for _, j := range []int{i - 1, i + 1} {
+		for _, j := range []int{i - 1, i + 1, i + 2} {
 			if j >= 0 && j < len(words) {
 				if k, ok := unitKinds[strings.Trim(words[j], ".,")]; ok && k == kind {
 					return true

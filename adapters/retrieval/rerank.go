@@ -27,8 +27,9 @@ import (
 // Whether to answer at all is a second decision, made on the best
 // candidate and its page: how much of the question the page's passages
 // among the first candidates hold, a name the question uses that the
-// passage lacks, a quantity asked for with no number near the question's
-// words, words the knowledge never uses. Its answerability is what an
+// passage lacks, a quantity asked for that the passage does not hold (a
+// price needs an amount of money, "how long" a duration), words the
+// knowledge never uses. Its answerability is what an
 // agent's threshold is compared with.
 //
 // Both models were fitted on the tuning halves of the evaluation sets in
@@ -107,7 +108,7 @@ const FeatureCount = featCount
 // are few on purpose: on the tuning halves these five decide as well as
 // the nine of the first model did (relevance, coverage, window and the
 // heaviest words among them), and fewer weights fitted on 154 questions
-// carry over better to questions never seen.
+// have less room to fit their noise.
 const (
 	ansPage = iota
 	ansTitle
@@ -356,12 +357,15 @@ var unitKinds = map[string]quantityKind{
 	"year": durationQuantity, "years": durationQuantity,
 }
 
-// askedKind returns the kind of quantity a quantity question asks for.
+// askedKind returns the kind of quantity a quantity question asks for. The
+// phrases are matched as whole words, a plural "s" allowed, so "workspace"
+// is not taken for "space" nor "feedback" for "fee".
 func askedKind(text string) quantityKind {
-	lower := strings.ToLower(text)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	padded := " " + strings.Join(words, " ") + " "
 	for _, k := range kindWords {
 		for _, p := range k.phrases {
-			if strings.Contains(lower, p) {
+			if strings.Contains(padded, " "+p+" ") || strings.Contains(padded, " "+p+"s ") {
 				return k.kind
 			}
 		}

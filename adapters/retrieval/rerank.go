@@ -25,9 +25,11 @@ import (
 // the size of the knowledge base, so neither does the relevance.
 //
 // Whether to answer at all is a second decision, made on the best
-// candidate: its relevance and coverage, a name the question uses that the
-// passage lacks, a quantity asked for with no number near the question's
-// words, words the knowledge never uses. Its answerability is what an
+// candidate and its page: how much of the question the page's passages
+// among the first candidates hold, a name the question uses that the
+// passage lacks, a quantity asked for that the passage does not hold (a
+// price needs an amount of money, "how long" a duration), words the
+// knowledge never uses. Its answerability is what an
 // agent's threshold is compared with.
 //
 // Both models were fitted on the tuning halves of the evaluation sets in
@@ -102,15 +104,15 @@ var FeatureNames = [featCount]string{
 const FeatureCount = featCount
 
 // Answerability features, in the order of their vector: taken from the
-// best candidate after reranking, and from the question itself.
+// best candidate after reranking, its page, and the question itself. They
+// are few on purpose: on the tuning halves these five decide as well as
+// the nine of the first model did (relevance, coverage, window and the
+// heaviest words among them), and fewer weights fitted on 154 questions
+// have less room to fit their noise.
 const (
-	ansRelevance = iota
-	ansCoverage
-	ansWindow
+	ansPage = iota
 	ansTitle
-	ansMissingTop
 	ansMissingKnowledge
-	ansHeaviest
 	ansMissingName
 	ansNoNumber
 	ansCount
@@ -120,7 +122,7 @@ const (
 const AnswerFeatureCount = ansCount
 
 // AnswerFeatureNames name the answerability features, in vector order.
-var AnswerFeatureNames = [ansCount]string{"relevance", "coverage", "window", "title", "missingTop", "missingKnowledge", "heaviest", "missingName", "noNumber"}
+var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber"}
 
 // RelevanceModel scores candidates and decides answerability. Candidates
 // are ordered by Weights·f (a conditional logit: fitted so that the
@@ -157,17 +159,13 @@ var defaultModel = RelevanceModel{
 		featSynonyms:         1.931,
 	},
 	Scale: 0.342, Offset: -4.268,
-	AnswerBias: 1.177,
+	AnswerBias: 0.126,
 	AnswerWeights: [ansCount]float64{
-		ansRelevance:        -0.035,
-		ansCoverage:         1.652,
-		ansWindow:           -0.048,
-		ansTitle:            -1.763,
-		ansMissingTop:       -0.765,
-		ansMissingKnowledge: -1.458,
-		ansHeaviest:         -0.048,
-		ansMissingName:      -1.808,
-		ansNoNumber:         -1.188,
+		ansPage:             2.449,
+		ansTitle:            -1.753,
+		ansMissingKnowledge: -1.615,
+		ansMissingName:      -1.856,
+		ansNoNumber:         -1.812,
 	},
 }
 
@@ -229,8 +227,10 @@ type Judged struct {
 	// covered marks the focus words the passage holds.
 	covered []bool
 	// missingName: a word the question writes as a name is not in the
-	// passage; noNumber: the question asks for a quantity and no number
-	// stands near its words.
+	// passage; noNumber: the question asks for a quantity and the passage
+	// does not hold one: for a count, a number near the question's words;
+	// for a kind (money, a size, a duration), a number of that kind
+	// anywhere in it, which is read for the best candidate only.
 	missingName, noNumber bool
 }
 
@@ -320,6 +320,95 @@ func asksForNumber(text string) bool {
 	return false
 }
 
+// A quantity question may ask for a kind of quantity: an amount of money,
+// a size or a duration. The passage that answers it holds a number with a
+// unit of that kind ("9.50 GBP", "$4", "2 GB", "30 days"); a number of
+// another kind (a port, a version, a step) does not answer it.
+type quantityKind int
+
+const (
+	anyQuantity quantityKind = iota
+	moneyQuantity
+	sizeQuantity
+	durationQuantity
+)
+
+// kindWords are phrases of questions that name the kind of quantity asked
+// for, in the order they are tried.
+var kindWords = []struct {
+	kind    quantityKind
+	phrases []string
+}{
+	{moneyQuantity, []string{"cost", "price", "pricing", "how much do i pay", "how much does it pay", "how much is the fee", "fee"}},
+	{sizeQuantity, []string{"size", "how big", "how large", "biggest", "largest", "storage", "space", "memory", "bandwidth"}},
+	{durationQuantity, []string{"how long"}},
+}
+
+// unitKinds are the units that make a number a quantity of a kind.
+var unitKinds = map[string]quantityKind{
+	"usd": moneyQuantity, "eur": moneyQuantity, "gbp": moneyQuantity, "dollar": moneyQuantity, "dollars": moneyQuantity,
+	"euro": moneyQuantity, "euros": moneyQuantity, "cent": moneyQuantity, "cents": moneyQuantity,
+	"b": sizeQuantity, "kb": sizeQuantity, "mb": sizeQuantity, "gb": sizeQuantity, "tb": sizeQuantity, "kib": sizeQuantity,
+	"mib": sizeQuantity, "gib": sizeQuantity, "tib": sizeQuantity, "byte": sizeQuantity, "bytes": sizeQuantity,
+	"kilobytes": sizeQuantity, "megabytes": sizeQuantity, "gigabytes": sizeQuantity, "terabytes": sizeQuantity,
+	"second": durationQuantity, "seconds": durationQuantity, "minute": durationQuantity, "minutes": durationQuantity,
+	"hour": durationQuantity, "hours": durationQuantity, "day": durationQuantity, "days": durationQuantity,
+	"week": durationQuantity, "weeks": durationQuantity, "month": durationQuantity, "months": durationQuantity,
+	"year": durationQuantity, "years": durationQuantity,
+}
+
+// askedKind returns the kind of quantity a quantity question asks for. The
+// phrases are matched as whole words, a plural "s" allowed, so "workspace"
+// is not taken for "space" nor "feedback" for "fee".
+func askedKind(text string) quantityKind {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	padded := " " + strings.Join(words, " ") + " "
+	for _, k := range kindWords {
+		for _, p := range k.phrases {
+			if strings.Contains(padded, " "+p+" ") || strings.Contains(padded, " "+p+"s ") {
+				return k.kind
+			}
+		}
+	}
+	return anyQuantity
+}
+
+// holdsQuantity reports whether text holds a number (in digits or written
+// out) with a unit of kind: a currency sign before it, a unit glued to it
+// ("2gb"), right before it ("USD 9"), or one or two words after it ("30
+// days", "5 business days", "seven year warranty").
+func holdsQuantity(text string, kind quantityKind) bool {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != ',' && !unicode.Is(unicode.Sc, r)
+	})
+	isNumber := func(w string) bool {
+		w = strings.TrimLeftFunc(w, func(r rune) bool { return unicode.Is(unicode.Sc, r) })
+		return w != "" && (w[0] >= '0' && w[0] <= '9' || memindex.IsNumberWord(w))
+	}
+	for i, w := range words {
+		w = strings.Trim(w, ".,")
+		if kind == moneyQuantity && strings.IndexFunc(w, func(r rune) bool { return unicode.Is(unicode.Sc, r) }) >= 0 &&
+			strings.IndexFunc(w, unicode.IsDigit) >= 0 {
+			return true
+		}
+		if !isNumber(w) {
+			continue
+		}
+		// A unit glued to the number: "2gb", "100mb".
+		if unit := strings.TrimLeftFunc(w, func(r rune) bool { return unicode.IsDigit(r) || r == '.' || r == ',' }); unit != "" && unitKinds[unit] == kind {
+			return true
+		}
+		for _, j := range []int{i - 1, i + 1, i + 2} {
+			if j >= 0 && j < len(words) {
+				if k, ok := unitKinds[strings.Trim(words[j], ".,")]; ok && k == kind {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Reranker scores fused candidates and decides answerability.
 type Reranker struct {
 	// Model is the relevance model; Synonyms the table that bridges a
@@ -359,6 +448,10 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	}
 	ranked = ranked[:min(len(ranked), rerankDepth)]
 	wantsNumber := asksForNumber(text)
+	kind := anyQuantity
+	if wantsNumber {
+		kind = askedKind(text)
+	}
 	var total, heaviest, unknown float64
 	for _, f := range focus {
 		total += f.Weight
@@ -420,7 +513,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featQa] = s.qa
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
-			jd.noNumber = wantsNumber && !s.numberNear()
+			jd.noNumber = wantsNumber && kind == anyQuantity && !s.numberNear()
 		}
 		jd.Score = m.Score(f)
 		jd.Relevance = m.Relevance(jd.Score)
@@ -428,11 +521,14 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	}
 	slices.SortStableFunc(j.Candidates, func(a, b Judged) int { return cmp.Compare(b.Score, a.Score) })
 	best := &j.Candidates[0]
+	if wantsNumber && kind != anyQuantity && total > 0 {
+		// Read for the best candidate only: the decision reads no other.
+		best.noNumber = !holdsQuantity(best.chunk.Text, kind)
+	}
 	j.Answer = [ansCount]float64{
-		ansRelevance: best.Relevance, ansCoverage: best.Features[featCoverage], ansWindow: best.Features[featWindow],
-		ansTitle: best.Features[featTitle], ansMissingTop: best.Features[featMissingTop],
+		ansPage:             pageCoverage(focus, j.Candidates),
+		ansTitle:            best.Features[featTitle],
 		ansMissingKnowledge: best.Features[featMissingKnowledge],
-		ansHeaviest:         heaviestCovered(focus, best.covered),
 		ansMissingName:      b2f(best.missingName),
 		ansNoNumber:         b2f(best.noNumber),
 	}
@@ -440,30 +536,39 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	return j
 }
 
-// heaviestCovered is the share of the question's three heaviest words
-// (their weight) that a passage holds: a long question carries context a
-// passage need not repeat, but the words that say what it is about must be
-// there.
-func heaviestCovered(focus []FocusWord, covered []bool) float64 {
-	if len(covered) != len(focus) {
+// pageDepth is how many of the best candidates may lend their words to
+// the best one's page.
+const pageDepth = 5
+
+// pageCoverage is the share of the question's words (by weight, synonyms
+// included) that the best candidate's page holds in its passages among the
+// first pageDepth candidates. An answer often spans two chunks of one page
+// (the heading's words in one, the detail in the next); a near miss lacks
+// the detail on every chunk of the page it lands on.
+func pageCoverage(focus []FocusWord, cands []Judged) float64 {
+	if len(cands) == 0 || len(cands[0].covered) != len(focus) {
 		return 0
 	}
-	order := make([]int, len(focus))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(focus[b].Weight, focus[a].Weight) })
 	var have, total float64
-	for _, k := range order[:min(3, len(order))] {
-		total += focus[k].Weight
-		if covered[k] {
-			have += focus[k].Weight
+	for k, f := range focus {
+		total += f.Weight
+		for i, c := range cands[:min(len(cands), pageDepth)] {
+			if (i == 0 || samePage(c.chunk, cands[0].chunk)) && c.covered[k] {
+				have += f.Weight
+				break
+			}
 		}
 	}
 	if total == 0 {
 		return 0
 	}
 	return have / total
+}
+
+// samePage reports whether two chunks come from one document of one
+// source; chunks that do not say where they come from are their own page.
+func samePage(a, b domain.Chunk) bool {
+	return a.SourceID != "" && a.SourceID == b.SourceID && a.DocumentName == b.DocumentName
 }
 
 // passageScan finds a question's words in one passage; its buffers are

@@ -194,3 +194,67 @@ func TestRerankTakesContextForWhatItIs(t *testing.T) {
 		}
 	}
 }
+
+// The answerability's page feature: an answer split over two chunks of one
+// page counts the words of both; the same two chunks as two pages count
+// only the best one's; and odd questions (empty, only stopwords, a script
+// the knowledge does not use) give a page coverage of 0 without failing.
+func TestAnswerabilityReadsTheBestPage(t *testing.T) {
+	page := slices.Index(retrieval.AnswerFeatureNames[:], "page")
+	if page < 0 {
+		t.Fatalf("no page feature in %v", retrieval.AnswerFeatureNames)
+	}
+	texts := []string{
+		"Express delivery\nOrders placed before 2pm arrive the next working day.",
+		"Express delivery\nThe surcharge is 9.50 GBP per parcel.",
+		refunds,
+	}
+	tests := []struct {
+		name     string
+		question string
+		onePage  bool // the two express chunks are one document
+		wantPage func(float64) bool
+		wantText string
+	}{
+		{"split answer, one page", "When does express delivery arrive and what is the surcharge?", true, func(p float64) bool { return p > 0.99 }, "> 0.99"},
+		{"split answer, two pages", "When does express delivery arrive and what is the surcharge?", false, func(p float64) bool { return p > 0.3 && p < 0.99 }, "in (0.3, 0.99)"},
+		{"empty question", "", true, func(p float64) bool { return p == 0 }, "0"},
+		{"only stopwords", "and the of it is", true, func(p float64) bool { return p == 0 }, "0"},
+		{"non-Latin text", "速達配送の料金はいくらですか", true, func(p float64) bool { return p == 0 }, "0"},
+	}
+	emb, err := local.New(local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syn, err := synonyms.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]memindex.Doc, len(texts))
+	for i, text := range texts {
+		docs[i] = memindex.Doc{Text: text, Vector: emb.EmbedOne(text)}
+	}
+	ix, err := memindex.Build(docs, emb.Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			chunks := make([]domain.Chunk, len(texts))
+			for i, text := range texts {
+				chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), SourceID: fmt.Sprint("src_", i), DocumentName: fmt.Sprint("doc ", i), Text: text}
+			}
+			if tt.onePage {
+				chunks[1].SourceID, chunks[1].DocumentName = chunks[0].SourceID, chunks[0].DocumentName
+			}
+			ranked := retrieval.Rank(ix, tt.question, emb.EmbedOne(tt.question), retrieval.Hybrid, retrieval.DefaultCandidates)
+			j := retrieval.NewReranker(syn).Rerank(ix, tt.question, "", ranked, func(i int) domain.Chunk { return chunks[i] })
+			if got := j.Answer[page]; !tt.wantPage(got) {
+				t.Errorf("page coverage = %.3f, want %s", got, tt.wantText)
+			}
+			if !(j.Answerability >= 0 && j.Answerability <= 1) {
+				t.Errorf("answerability %v not in [0, 1]", j.Answerability)
+			}
+		})
+	}
+}

@@ -223,7 +223,10 @@ func inSplit(qs []evalQuestion, split string) []evalQuestion {
 // reranker, plus the reranker's answerability decision at the default
 // threshold. `make eval` runs it verbose; the figures are in
 // docs/benchmarks.md. With EVAL_FIT=1 it also fits the reranker's model on
-// the tuning halves and prints it.
+// the tuning halves and prints it; with EVAL_DUMP=1 it prints, for every
+// question of the tuning halves (never the held-out ones), its
+// answerability, answerability features, the rank of its first right
+// candidate and the words the best passage lacks.
 func TestRetrievalQuality(t *testing.T) {
 	sets := loadEvalSets(t)
 	model := retrieval.DefaultRelevanceModel()
@@ -293,6 +296,24 @@ func TestRetrievalQuality(t *testing.T) {
 			for _, q := range un {
 				if j := c.judge(&model, q.Question); j.Answerability < threshold {
 					declined++
+				}
+			}
+			if os.Getenv("EVAL_DUMP") != "" && split == splitTuning {
+				// Per question, tuning halves only: what the decision saw.
+				for _, q := range append(slices.Clone(ans), un...) {
+					j := c.judge(&model, q.Question)
+					best := ""
+					if len(j.Candidates) > 0 {
+						best = c.chunks[j.Candidates[0].Doc].ID
+					}
+					rank := 0
+					for i, cand := range j.Candidates {
+						if slices.Contains(q.Sources, c.chunks[cand.Doc].SourceID) {
+							rank = i + 1
+							break
+						}
+					}
+					fmt.Fprintf(&report, "dump rank=%d %s %.2f %v best=%s missing=%v | %s\n", rank, q.ID, j.Answerability, fmtVec(j.Answer[:]), best, firstMissing(j), q.Question)
 				}
 			}
 			fmt.Fprintf(&report, "\nanswerability: answers %d of %d answerable (%.0f %%), falls back on %d of %d unanswerable (%.0f %%)\n",
@@ -783,4 +804,22 @@ func containsEvidence(answer string, evidence []string) bool {
 		}
 	}
 	return false
+}
+
+func fmtVec(v []float64) string {
+	var b strings.Builder
+	for i, x := range v {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%.2f", x)
+	}
+	return b.String()
+}
+
+func firstMissing(j retrieval.Judgement) []string {
+	if len(j.Candidates) == 0 {
+		return nil
+	}
+	return j.Candidates[0].Missing
 }

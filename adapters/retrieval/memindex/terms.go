@@ -79,6 +79,10 @@ func (ix *Index) IDF(df int) float64 {
 	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 }
 
+// IsNumberWord reports whether a lowercase word is a number written out
+// ("seven", "thirty", "dozen").
+func IsNumberWord(w string) bool { return numberWords[w] }
+
 // EachTerm calls fn with the position (counting words, stopwords included)
 // and the term of every word of text; term is NoTerm for stopwords and
 // words the index does not hold. number says the word is a number: it

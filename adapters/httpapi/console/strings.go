@@ -1,0 +1,201 @@
+package console
+
+import "fmt"
+
+// text is the console's one string table: every word a person reads in the
+// console comes from here (templates call {{t "key"}}, handlers name keys),
+// so wording is reviewed, and one day translated, in one place. A key the
+// table lacks fails the page's rendering, and the tests render every page.
+var text = map[string]string{
+	"product":        "Concierge console",
+	"skip":           "Skip to content",
+	"nav.label":      "Console",
+	"nav.agents":     "Agents",
+	"nav.knowledge":  "Knowledge",
+	"nav.convs":      "Conversations",
+	"nav.settings":   "Settings",
+	"nav.members":    "Members",
+	"nav.account":    "Your account",
+	"nav.soon":       "(coming soon)",
+	"nav.workspace":  "Workspace",
+	"nav.switch":     "Switch",
+	"signout":        "Sign out",
+	"required":       "required",
+	"save":           "Save",
+	"cancel":         "Cancel",
+	"back":           "Back",
+	"yes":            "Yes",
+	"copy":           "Copy",
+	"copied":         "Copied",
+	"no":             "No",
+	"form.problems":  "Please correct the fields marked below.",
+	"signin.title":   "Sign in",
+	"signin.email":   "Email",
+	"signin.pw":      "Password",
+	"signin.submit":  "Sign in",
+	"signin.forgot":  "Forgot your password?",
+	"signin.failed":  "The email or password is wrong.",
+	"signin.limited": "Too many attempts. Please wait %d seconds and try again.",
+	"signedout":      "You are signed out.",
+
+	"reset.title":      "Reset your password",
+	"reset.intro":      "Enter your email. If it has an account, we send it a link to choose a new password.",
+	"reset.submit":     "Send the link",
+	"reset.sent":       "If that email has an account, a link to reset its password is on its way. The link works once and expires.",
+	"reset.set.title":  "Choose a new password",
+	"reset.set.pw":     "New password",
+	"reset.set.submit": "Set the password",
+	"reset.done":       "Your password is changed. Sign in with it.",
+	"link.bad":         "This link is not valid: it may have been used already or have expired. Ask for a new one.",
+
+	"invite.title":     "Join %s",
+	"invite.intro":     "You are invited to join %s as %s with the email %s.",
+	"invite.new":       "New here? Choose your name and a password.",
+	"invite.existing":  "Already have a Concierge account with this email? Leave the name empty and enter your current password.",
+	"invite.name":      "Your name",
+	"invite.pw":        "Password",
+	"invite.submit":    "Accept the invitation",
+	"invite.wrongpass": "The password is wrong.",
+
+	"picker.title": "Your workspaces",
+	"picker.none":  "You are not a member of any workspace yet. Ask an owner of one to invite you.",
+	"picker.role":  "your role: %s",
+
+	"home.title": "Overview",
+	"home.agent": "As a helper you will work in Conversations, which is not built yet.",
+	"home.admin": "Start with your agents.",
+
+	"account.title":        "Your account",
+	"account.pw.title":     "Change your password",
+	"account.pw.current":   "Current password",
+	"account.pw.new":       "New password",
+	"account.pw.submit":    "Change the password",
+	"account.pw.done":      "Your password is changed.",
+	"account.pw.wrong":     "The current password is wrong.",
+	"account.sessions":     "Where you are signed in",
+	"account.sess.this":    "this browser",
+	"account.sess.started": "Signed in",
+	"account.sess.seen":    "Last seen",
+	"account.sess.ip":      "Address",
+	"account.sess.agent":   "Browser",
+	"account.others":       "Sign out all other sessions",
+	"account.others.done":  "Your other sessions are signed out.",
+
+	"agents.title":           "Agents",
+	"agents.empty":           "No agents yet. An agent answers your visitors from the knowledge you give it.",
+	"agents.new":             "New agent",
+	"agents.name":            "Name",
+	"agents.slug":            "Slug",
+	"agents.slug.hint":       "Lowercase letters, digits and hyphens; part of the agent's address. It cannot be changed later.",
+	"agents.status":          "Status",
+	"agents.published":       "Published",
+	"agents.draft":           "Not published",
+	"agents.edit":            "Edit",
+	"agents.create":          "Create the agent",
+	"agents.created":         "The agent is created. It answers on its widget once you publish it.",
+	"agents.saved":           "Your changes are saved.",
+	"agents.publish":         "Publish",
+	"agents.unpublish":       "Unpublish",
+	"agents.publishedmsg":    "The agent is published: its widget answers visitors.",
+	"agents.unpublishedmsg":  "The agent is unpublished: its widget no longer answers.",
+	"agents.delete":          "Delete the agent",
+	"agents.delete.title":    "Delete %s?",
+	"agents.delete.warn":     "This deletes the agent with all its knowledge. Its widget stops working. This cannot be undone.",
+	"agents.delete.confirm":  "Yes, delete it",
+	"agents.deleted":         "The agent is deleted.",
+	"agents.sec.basics":      "Basics",
+	"agents.sec.answers":     "Answers",
+	"agents.sec.retrieval":   "Retrieval",
+	"agents.sec.widget":      "Widget",
+	"agents.prompt":          "Instructions (system prompt)",
+	"agents.welcome":         "Welcome message",
+	"agents.questions":       "Suggested questions",
+	"agents.questions.hint":  "One per line, at most 10.",
+	"agents.fallback":        "Fallback message",
+	"agents.fallback.hint":   "Said when the agent has no answer; empty for the default.",
+	"agents.model":           "Model",
+	"agents.model.hint":      "Empty for the service's default; local, openai, or openai:<model name>.",
+	"agents.blocked":         "Blocked topics",
+	"agents.blocked.hint":    "One per line; the agent refuses to discuss them.",
+	"agents.topk":            "Knowledge passages per answer",
+	"agents.topk.hint":       "1 to 20.",
+	"agents.threshold":       "Least confidence to answer",
+	"agents.threshold.hint":  "0 to 1; below it the agent gives its fallback message.",
+	"agents.color":           "Accent colour",
+	"agents.avatar":          "Avatar image URL",
+	"agents.avatar.hint":     "An https:// address, or empty.",
+	"agents.origins":         "Sites that may embed the widget",
+	"agents.origins.hint":    "One origin per line, such as https://www.example.com; empty allows every site.",
+	"agents.embed":           "Embed on your site",
+	"agents.embed.intro":     "Paste this where the chat should appear:",
+	"agents.preview":         "Preview",
+	"agents.preview.draft":   "Publish the agent to preview its widget: an unpublished agent does not answer.",
+	"agents.preview.origins": "The preview needs this console's address among the sites that may embed the widget.",
+	"agents.preview.frame":   "Widget preview of %s",
+	"agents.bad.number":      "must be a number",
+
+	"members.title":          "Members",
+	"members.email":          "Email",
+	"members.name":           "Name",
+	"members.role":           "Role",
+	"members.you":            "(you)",
+	"members.actions":        "Actions",
+	"members.changerole":     "Change role",
+	"members.remove":         "Remove",
+	"members.invite":         "Invite someone",
+	"members.invite.submit":  "Invite",
+	"members.invited":        "The invitation is made. Send this link to %s; it is shown only now, works once and expires on %s.",
+	"members.invited.mailed": "We also emailed it.",
+	"members.pending":        "Open invitations",
+	"members.pending.none":   "No open invitations.",
+	"members.expires":        "Expires",
+	"members.revoke":         "Revoke",
+	"members.revoke.title":   "Revoke the invitation of %s?",
+	"members.revoke.warn":    "The link stops working.",
+	"members.revoked":        "The invitation is revoked.",
+	"members.role.title":     "Make %s %s?",
+	"members.role.warn":      "Their access changes at once.",
+	"members.role.done":      "The role is changed.",
+	"members.remove.title":   "Remove %s from the workspace?",
+	"members.remove.warn":    "They lose access at once. Their account stays, in other workspaces too.",
+	"members.removed":        "The member is removed.",
+	"role.owner":             "Owner: everything, including members and secrets",
+	"role.admin":             "Admin: agents, knowledge, keys, integrations, members other than owners",
+	"role.agent":             "Agent: conversations and the playground, no settings",
+
+	"err.title":       "Something went wrong",
+	"err.notfound":    "There is nothing here, or you do not have access to it.",
+	"err.forbidden":   "You may not do this: %s.",
+	"err.forbidden0":  "You may not do this.",
+	"err.csrf":        "This form has expired or did not come from this console. Go back, reload the page and try again.",
+	"err.crossorigin": "This request came from another site, so it was refused.",
+	"err.limited":     "Too many requests. Please wait %d seconds and try again.",
+	"err.internal":    "Something failed on our side. Please try again; if it keeps failing, quote this reference: %s.",
+	"err.unavailable": "A service the console needs is unavailable. Please try again in a moment.",
+	"err.toolarge":    "What you sent is too large.",
+	"err.invalid":     "%s",
+	"err.conflict":    "%s",
+	"err.home":        "Go to the console",
+}
+
+// tr returns the text of key, formatted with args when it has verbs. An
+// unknown key is an error, so a template naming one fails its test.
+func tr(key string, args ...any) (string, error) {
+	s, ok := text[key]
+	if !ok {
+		return "", fmt.Errorf("console: no text for %q", key)
+	}
+	if len(args) == 0 {
+		return s, nil
+	}
+	return fmt.Sprintf(s, args...), nil
+}
+
+// mustText is tr for handlers naming keys the tests cover.
+func mustText(key string, args ...any) string {
+	s, err := tr(key, args...)
+	if err != nil {
+		return key
+	}
+	return s
+}

@@ -217,8 +217,9 @@ func safeNext(next string) string {
 	if s != next && strings.Contains(s, "%") {
 		return home // still encoded after three rounds: nobody means that
 	}
-	if strings.ContainsAny(s, "\\\r\n\t\x00") || strings.HasPrefix(s, "//") {
-		return home
+	pathPart, _, _ := strings.Cut(s, "?")
+	if strings.ContainsAny(s, "\\\r\n\t\x00") || strings.Contains(pathPart, "//") {
+		return home // no console path has an empty segment
 	}
 	if s != Prefix && !strings.HasPrefix(s, Prefix+"/") && !strings.HasPrefix(s, Prefix+"?") {
 		return home
@@ -227,7 +228,7 @@ func safeNext(next string) string {
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return home
 	}
-	for _, seg := range strings.Split(s, "/") {
+	for _, seg := range strings.Split(pathPart, "/") {
 		if seg == ".." {
 			return home
 		}

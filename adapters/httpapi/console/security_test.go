@@ -294,10 +294,10 @@ func TestSecurityHeaders(t *testing.T) {
 		{Path: "/console/sign-in"},
 		{Path: "/console/w/ws_a/agents", As: "owner"},
 		{Path: "/console/w/ws_a/agents/support", As: "owner"},
-		{Path: "/console/w/ws_a/agents", As: "agent"},     // 403 page
-		{Path: "/console/w/ws_b/agents", As: "owner"},     // 404 page
-		{Path: "/console/no-such-page", As: "owner"},      // 404 page
-		{Path: "/console/w/ws_a/agents"},                  // redirect
+		{Path: "/console/w/ws_a/agents", As: "agent"}, // 403 page
+		{Path: "/console/w/ws_b/agents", As: "owner"}, // 404 page
+		{Path: "/console/no-such-page", As: "owner"},  // 404 page
+		{Path: "/console/w/ws_a/agents"},              // redirect
 		{Method: "POST", Path: "/console/sign-in", Header: map[string]string{"Origin": "https://evil.example"}}, // refused
 	} {
 		t.Run(r.Method+" "+r.Path+" "+r.As, func(t *testing.T) {

@@ -25,8 +25,15 @@ type signInData struct{ Email, Next string }
 // SignInPage shows the sign-in form. next, where to go afterwards, is
 // kept only when it is a console path (safeNext).
 func (h *Handlers) SignInPage(c *fiber.Ctx) error {
+	next := safeNext(c.Query("next"))
+	if token := c.Cookies(h.cookieName); token != "" {
+		// Already signed in: go on instead of asking again.
+		if _, err := h.accounts.Authenticate(c.UserContext(), token); err == nil {
+			return redirect(c, next)
+		}
+	}
 	v := publicView(c, mustText("signin.title"))
-	v.Data = signInData{Next: safeNext(c.Query("next"))}
+	v.Data = signInData{Next: next}
 	return h.render(c, fiber.StatusOK, "signin", v)
 }
 

@@ -40,7 +40,13 @@ func (h *Handlers) membersView(c *fiber.Ctx) (*view, *membersPage, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pg := &membersPage{Members: ms, Invitations: invs, InviteRole: domain.MemberAgent, Roles: domain.MemberRoles, Self: actor.UserID}
+	// Only owners manage owners: others are not offered the role (the
+	// service refuses it anyway).
+	roles := domain.MemberRoles
+	if actor.Role != domain.MemberOwner {
+		roles = []domain.MemberRole{domain.MemberAdmin, domain.MemberAgent}
+	}
+	pg := &membersPage{Members: ms, Invitations: invs, InviteRole: domain.MemberAgent, Roles: roles, Self: actor.UserID}
 	v.Data = pg
 	return v, pg, nil
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -42,9 +43,14 @@ type workspaceLink struct {
 }
 
 // Can reports whether the page's member has the permission, for showing
-// only what they may use (the server checks again on every request).
-func (v *view) Can(p string) bool {
-	return v.Member != nil && v.Member.Role.Can(domain.Permission(p))
+// only what they may use (the server checks again on every request). A
+// permission the domain does not name fails the page, so a typo in a
+// template cannot hide a link quietly.
+func (v *view) Can(p string) (bool, error) {
+	if !domain.MemberOwner.Can(domain.Permission(p)) {
+		return false, fmt.Errorf("console: no permission %q", p)
+	}
+	return v.Member != nil && v.Member.Role.Can(domain.Permission(p)), nil
 }
 
 // WS is the URL prefix of the page's workspace.

@@ -433,3 +433,25 @@ func TestAssets(t *testing.T) {
 		t.Fatalf("traversal: %d", r.Status)
 	}
 }
+
+func TestSignInPageWhenSignedIn(t *testing.T) {
+	h := newHarness(t, publicURL)
+	r := h.do(t, req{Path: "/console/sign-in?next=%2Fconsole%2Faccount", As: "owner"})
+	if r.Status != http.StatusSeeOther || r.location() != "/console/account" {
+		t.Fatalf("%d %q", r.Status, r.location())
+	}
+	// An htmx request whose session ended moves the whole page to sign-in.
+	hx := h.do(t, req{Path: "/console/w/ws_a/agents", Header: map[string]string{"HX-Request": "true"}})
+	if hx.Status != http.StatusNoContent || !strings.HasPrefix(hx.Header.Get("HX-Redirect"), "/console/sign-in") {
+		t.Fatalf("htmx: %d %q", hx.Status, hx.Header.Get("HX-Redirect"))
+	}
+}
+
+func TestOnlyOwnersAreOfferedTheOwnerRole(t *testing.T) {
+	h := newHarness(t, publicURL)
+	owner := h.do(t, req{Path: "/console/w/ws_a/members", As: "owner"})
+	admin := h.do(t, req{Path: "/console/w/ws_a/members", As: "admin"})
+	if !strings.Contains(owner.Body, `id="invite-role-owner"`) || strings.Contains(admin.Body, `id="invite-role-owner"`) {
+		t.Fatal("the owner role is offered to the wrong people")
+	}
+}

@@ -455,3 +455,29 @@ func TestOnlyOwnersAreOfferedTheOwnerRole(t *testing.T) {
 		t.Fatal("the owner role is offered to the wrong people")
 	}
 }
+
+// The issue's budget: a page's HTML, scripts and styles under 250 KB
+// uncompressed. The agent page is the largest (form, snippet, preview).
+func TestPageWeight(t *testing.T) {
+	h := newHarness(t, publicURL)
+	h.seedAgent(t, "support", "Support", true)
+	page := h.do(t, req{Path: "/console/w/ws_a/agents/support", As: "owner"})
+	total := len(page.Body)
+	for _, m := range regexp.MustCompile(`(?:src|href)="(/console/assets/[^"]+)"`).FindAllStringSubmatch(page.Body, -1) {
+		total += len(h.do(t, req{Path: m[1]}).Body)
+	}
+	t.Logf("agent page: %d bytes of HTML, %d bytes with its scripts and styles", len(page.Body), total)
+	if total > 250_000 {
+		t.Fatalf("page weight %d bytes, budget 250,000", total)
+	}
+}
+
+func BenchmarkAgentPage(b *testing.B) {
+	h := newHarness(b, publicURL)
+	h.seedAgent(b, "support", "Support", true)
+	for b.Loop() {
+		if r := h.do(b, req{Path: "/console/w/ws_a/agents/support", As: "owner"}); r.Status != http.StatusOK {
+			b.Fatal(r.Status)
+		}
+	}
+}

@@ -119,8 +119,7 @@ type agentPage struct {
 	Form  agentForm
 	Agent *domain.Agent
 	// Snippet is the embed code; PreviewURL the widget page for the
-	// preview frame ("" when it cannot show: unpublished, or framing
-	// not allowed for the console's origin).
+	// preview frame ("" for an unpublished agent, which does not answer).
 	Snippet, PreviewURL, PreviewNote string
 }
 
@@ -200,34 +199,16 @@ func (h *Handlers) agentView(c *fiber.Ctx, a domain.Agent, f agentForm) (*view, 
 		Snippet: `<iframe src="` + h.publicURL + "/chat/" + addr + `"` + "\n        title=\"" + html.EscapeString(a.Name) +
 			"\"\n        style=\"width: 380px; height: 600px; border: 0; border-radius: 12px\"></iframe>",
 	}
-	switch {
-	case !a.Config.Published:
-		pg.PreviewNote = mustText("agents.preview.draft")
-	case len(a.Config.AllowedOrigins) > 0 && !contains(a.Config.AllowedOrigins, h.origin()):
-		pg.PreviewNote = mustText("agents.preview.origins")
-	default:
+	// The widget page always lets its own origin frame it ('self' in its
+	// frame-ancestors, whatever the allowed origins), so the preview
+	// works for every published agent.
+	if a.Config.Published {
 		pg.PreviewURL = "/chat/" + addr
+	} else {
+		pg.PreviewNote = mustText("agents.preview.draft")
 	}
 	v.Data = pg
 	return v, nil
-}
-
-// origin is the console's own origin, scheme://host[:port].
-func (h *Handlers) origin() string {
-	o, err := domain.NormalizeOrigin(h.publicURL)
-	if err != nil {
-		return h.publicURL
-	}
-	return o
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // UpdateAgent saves every field of the settings form.

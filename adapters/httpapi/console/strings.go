@@ -130,7 +130,6 @@ var text = map[string]string{
 	"agents.embed.intro":     "Paste this where the chat should appear:",
 	"agents.preview":         "Preview",
 	"agents.preview.draft":   "Publish the agent to preview its widget: an unpublished agent does not answer.",
-	"agents.preview.origins": "The preview needs this console's address among the sites that may embed the widget.",
 	"agents.preview.frame":   "Widget preview of %s",
 	"agents.bad.number":      "must be a number",
 

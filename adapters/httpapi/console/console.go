@@ -68,8 +68,10 @@ type Handlers struct {
 	// the "__Host-" prefix).
 	secure     bool
 	cookieName string
-	pages      map[string]*template.Template
-	assets     map[string]asset
+	// publicOrigin is the public URL's scheme://host[:port].
+	publicOrigin string
+	pages        map[string]*template.Template
+	assets       map[string]asset
 	// links are the versioned URLs of the assets, by name under assets/.
 	links map[string]string
 }
@@ -96,6 +98,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},
 	}
+	h.publicOrigin = u.Scheme + "://" + u.Host
 	h.cookieName = cookieLoopback
 	if h.secure {
 		h.cookieName = cookieSecure

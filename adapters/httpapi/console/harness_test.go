@@ -106,6 +106,10 @@ func (h *harness) do(t testing.TB, r req) resp {
 		hr.AddCookie(&http.Cookie{Name: h.cookie, Value: "cs_" + r.As})
 	}
 	for k, v := range r.Header {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
 		hr.Header.Set(k, v)
 	}
 	res, err := h.app.Test(hr, -1)

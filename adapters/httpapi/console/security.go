@@ -44,7 +44,8 @@ type (
 // none: typed by the user); without it, an Origin must match the Host. A
 // request with neither header does not come from a browser (every browser
 // since 2020 sends Origin on a POST), so it cannot carry a victim's cookies
-// and is let through to the session checks.
+// and is let through to the session checks. An Origin equal to the
+// configured public URL's is accepted too, for proxies that rewrite Host.
 func (h *Handlers) Secure(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentSecurityPolicy, csp)
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
@@ -56,7 +57,7 @@ func (h *Handlers) Secure(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "no-store")
 	}
 	wire.SetErrorPage(c, h.errorPage)
-	if !safeMethod(c.Method()) && !sameOrigin(c) {
+	if !safeMethod(c.Method()) && !sameOrigin(c, h.publicOrigin) {
 		return &domain.ForbiddenError{Reason: mustText("err.crossorigin")}
 	}
 	return c.Next()
@@ -66,7 +67,7 @@ func safeMethod(m string) bool {
 	return m == fiber.MethodGet || m == fiber.MethodHead || m == fiber.MethodOptions
 }
 
-func sameOrigin(c *fiber.Ctx) bool {
+func sameOrigin(c *fiber.Ctx, publicOrigin string) bool {
 	switch c.Get("Sec-Fetch-Site") {
 	case "same-origin", "none":
 		return true
@@ -76,6 +77,9 @@ func sameOrigin(c *fiber.Ctx) bool {
 	}
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin == "" {
+		return true
+	}
+	if strings.EqualFold(origin, publicOrigin) {
 		return true
 	}
 	u, err := url.Parse(origin)

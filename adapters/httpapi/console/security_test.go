@@ -143,6 +143,8 @@ func TestCrossOriginPostsAreRefused(t *testing.T) {
 		{"foreign Origin", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 		{"null Origin", map[string]string{"Origin": "null"}, http.StatusForbidden},
 		{"our Origin", map[string]string{"Origin": "https://console.example"}, http.StatusSeeOther},
+		{"our public Origin behind a proxy that rewrote Host", map[string]string{"Origin": "https://console.example", "Host": "internal:8080"}, http.StatusSeeOther},
+		{"foreign Origin with our host as a prefix", map[string]string{"Origin": "https://console.example.evil.com"}, http.StatusForbidden},
 		{"same-origin fetch metadata", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "https://console.example"}, http.StatusSeeOther},
 		{"not a browser (no Origin, no metadata)", nil, http.StatusSeeOther},
 	}

@@ -451,6 +451,11 @@ func TestOnlyOwnersAreOfferedTheOwnerRole(t *testing.T) {
 	if !strings.Contains(owner.Body, `id="invite-role-owner"`) || strings.Contains(admin.Body, `id="invite-role-owner"`) {
 		t.Fatal("the owner role is offered to the wrong people")
 	}
+	// An admin sees no controls on an owner's row; an owner does.
+	if strings.Contains(admin.Body, `/members/owner/remove`) || !strings.Contains(admin.Body, "Only owners manage owners.") ||
+		!strings.Contains(admin.Body, `/members/agent/remove`) || !strings.Contains(owner.Body, `/members/owner/remove`) {
+		t.Fatal("member controls shown to the wrong people")
+	}
 }
 
 // The issue's budget: a page's HTML, scripts and styles under 250 KB

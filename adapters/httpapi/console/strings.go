@@ -140,6 +140,8 @@ var text = map[string]string{
 	"members.you":            "(you)",
 	"members.actions":        "Actions",
 	"members.changerole":     "Change role",
+	"members.roleof":         "Role of %s",
+	"members.ownersonly":     "Only owners manage owners.",
 	"members.remove":         "Remove",
 	"members.invite":         "Invite someone",
 	"members.invite.submit":  "Invite",

@@ -397,6 +397,11 @@ func TestAccountAndWorkspaces(t *testing.T) {
 	if _, live := h.accounts.sessions[second]; live {
 		t.Fatal("the other session survived")
 	}
+	// The ended session's cookie now leads to sign-in, and is cleared.
+	ended := h.do(t, req{Path: "/console/account", Cookie: second})
+	if ended.Status != http.StatusSeeOther || !strings.HasPrefix(ended.location(), "/console/sign-in") || h.sessionCookie(ended).Value != "" {
+		t.Fatalf("an ended session: %d %q", ended.Status, ended.location())
+	}
 	if _, live := h.accounts.sessions["cs_owner"]; !live {
 		t.Fatal("this session ended too")
 	}

@@ -159,11 +159,13 @@ func (h *Handlers) Workspace(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// Require refuses members whose role lacks the permission (403 page).
+// Require refuses members whose role lacks the permission (403 page, in
+// the string table's words).
 func Require(perm domain.Permission) fiber.Handler {
+	reason := mustText("err.forbidden", mustText("perm."+string(perm)))
 	return func(c *fiber.Ctx) error {
 		if err := member(c).Role.Require(perm); err != nil {
-			return err
+			return &domain.ForbiddenError{Reason: reason}
 		}
 		return c.Next()
 	}

@@ -77,7 +77,7 @@ func TestRoleMatrix(t *testing.T) {
 				if who.want == nf && !strings.Contains(r.Body, "There is nothing here, or you do not have access to it.") {
 					t.Fatalf("404 without the not-found page:\n%s", r.Body)
 				}
-				if who.want == forbid && !strings.Contains(r.Body, "may not use") {
+				if who.want == forbid && !strings.Contains(r.Body, "You may not do this: your role does not include managing") {
 					t.Fatalf("403 without the reason:\n%s", r.Body)
 				}
 			})

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/conciergehq/concierge/core/domain"
 )
 
 // Every key the handlers name is in the string table (templates are
@@ -14,7 +16,7 @@ func TestHandlersNameOnlyKnownTexts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := regexp.MustCompile(`mustText\("([^"]+)"`)
+	key := regexp.MustCompile(`mustText\("([^"]+)"[,)]`)
 	n := 0
 	for _, f := range files {
 		src, err := os.ReadFile(f)
@@ -26,6 +28,12 @@ func TestHandlersNameOnlyKnownTexts(t *testing.T) {
 			if _, ok := text[m[1]]; !ok {
 				t.Errorf("%s: no text for %q", f, m[1])
 			}
+		}
+	}
+	// Require names the permission's text by its id.
+	for _, p := range []domain.Permission{domain.PermConversations, domain.PermAgents, domain.PermSettings, domain.PermMembers, domain.PermSecrets} {
+		if _, ok := text["perm."+string(p)]; !ok {
+			t.Errorf("permission %q: no text", p)
 		}
 	}
 	for done, k := range notices {

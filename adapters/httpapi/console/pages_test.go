@@ -371,7 +371,7 @@ func TestAccountAndWorkspaces(t *testing.T) {
 	if picker.Status != http.StatusOK || !strings.Contains(picker.Body, `href="/console/w/ws_b">Beta</a>`) {
 		t.Fatalf("%d:\n%s", picker.Status, picker.Body)
 	}
-	if p := h.do(t, req{Path: "/console/w/ws_a/agents", As: "owner"}); !strings.Contains(p.Body, `<summary>Switch</summary>`) {
+	if p := h.do(t, req{Path: "/console/w/ws_a/agents", As: "owner"}); !strings.Contains(p.Body, `<summary>Switch workspace</summary>`) {
 		t.Fatalf("no switcher:\n%s", p.Body)
 	}
 	if p := h.do(t, req{Path: "/console/w/ws_b/agents", As: "owner"}); p.Status != http.StatusForbidden {

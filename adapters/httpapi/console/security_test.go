@@ -149,15 +149,18 @@ func TestCrossOriginPostsAreRefused(t *testing.T) {
 		{"not a browser (no Origin, no metadata)", nil, http.StatusSeeOther},
 	}
 	for _, tt := range tests {
-		for _, path := range []string{"/console/sign-in", "/console/invitations/lt_open", "/console/password-reset"} {
+		for _, path := range []string{"/console/sign-in", "/console/invitations/lt_open", "/console/password-reset", "/console/password-reset/lt_reset"} {
 			t.Run(tt.name+" "+path, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				form := good
 				if strings.Contains(path, "invitations") {
 					form = url.Values{"name": {"Nia"}, "password": {"a long enough password"}}
 				}
-				if strings.Contains(path, "reset") {
+				if path == "/console/password-reset" {
 					form = url.Values{"email": {"olive@example.com"}}
+				}
+				if path == "/console/password-reset/lt_reset" {
+					form = url.Values{"password": {"a long enough password"}}
 				}
 				r := h.do(t, req{Method: "POST", Path: path, Form: form, Header: tt.header})
 				want := tt.status

@@ -18,7 +18,7 @@ var text = map[string]string{
 	"nav.account":    "Your account",
 	"nav.soon":       "(coming soon)",
 	"nav.workspace":  "Workspace",
-	"nav.switch":     "Switch",
+	"nav.switch":     "Switch workspace",
 	"signout":        "Sign out",
 	"required":       "required",
 	"save":           "Save",

@@ -179,10 +179,10 @@ func (h *Handlers) invitationView(c *fiber.Ctx) (*view, int, error) {
 // new session.
 func (h *Handlers) AcceptInvitation(c *fiber.Ctx) error {
 	v, status, err := h.invitationView(c)
-	if err != nil || status != fiber.StatusOK {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if status != fiber.StatusOK {
 		return h.render(c, status, "invitation", v)
 	}
 	d := v.Data.(invitationData)

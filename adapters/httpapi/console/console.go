@@ -156,7 +156,6 @@ func (h *Handlers) loadPages() error {
 			return l, nil
 		},
 		"roleText": func(r any) (string, error) { return tr("role." + fmt.Sprint(r)) },
-		"join":     strings.Join,
 		"dict":     dict,
 	}
 	names, err := fs.Glob(files, "assets/pages/*.html.tmpl")

@@ -38,6 +38,9 @@ func TestBodyClass(t *testing.T) {
 		{"POST", "/api/v2/agents/support/sources/extra", multipartType, bodylimit.JSON},
 		{"POST", "/api/chat/ses_x/sources", multipartType, bodylimit.JSON},
 		{"GET", "/api/v2/agents/support/sources", multipartType, bodylimit.Other},
+		{"GET", "/console/w/ws_1/agents", "", bodylimit.Other},
+		{"POST", "/console/sign-in", "application/x-www-form-urlencoded", bodylimit.JSON},
+		{"POST", "/console/w/ws_1/agents/support", "application/x-www-form-urlencoded", bodylimit.JSON},
 	}
 	app := fiber.New()
 	app.Use(func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(int(bodyClass(c)))) })

@@ -36,6 +36,10 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 		if status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "5")
 		}
+		if render, ok := wire.ErrorPage(c); ok {
+			// The console shows the same status and message as a page.
+			return render(c, status, body)
+		}
 		return c.Status(status).JSON(body)
 	}
 }

@@ -190,6 +190,11 @@ func bodyClass(c *fiber.Ctx) bodylimit.Class {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
+	if strings.HasPrefix(path, "/console/") && c.Method() == fiber.MethodPost {
+		// The console's forms (an agent's prompt alone may be 80 KB of
+		// UTF-8) get the JSON limit.
+		return bodylimit.JSON
+	}
 	if !strings.HasPrefix(path, "/api/") {
 		return bodylimit.Other
 	}

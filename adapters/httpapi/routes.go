@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
+	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/adapters/httpapi/v1"
 	"github.com/conciergehq/concierge/adapters/httpapi/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
@@ -47,6 +49,8 @@ type Services struct {
 	// Widgets resolves widget addresses and opens widget sessions.
 	Widgets  *corewidget.Service
 	Feedback *feedback.Service
+	// Console serves /console; nil leaves the console out.
+	Console *console.Handlers
 }
 
 // Deps are the outside-world pieces the HTTP edge needs directly.
@@ -223,7 +227,65 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	// (hooks' Limits).
 	webhooks := api.Group("/webhooks")
 	webhooks.Post("/inbound", hooks.Receive)
+
+	if s.Console != nil {
+		ConsoleRoutes(app, s.Console)
+	}
 	return app, nil
+}
+
+// ConsoleRoutes lists every route of the console at /console. Every one
+// passes console.Secure first (security headers, HTML error pages, the
+// cross-origin check); the signed-in ones then Session (cookie, CSRF
+// token); the workspace ones Workspace (membership of the workspace in the
+// URL, 404 otherwise) and the permission their page needs. Exported so
+// the console's tests run this exact table.
+func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
+	con := app.Group(console.Prefix, h.Secure)
+	con.Get("/assets/*", h.Asset)
+
+	// Public pages: no session; cross-origin POSTs are refused by Secure.
+	con.Get("/sign-in", h.SignInPage)
+	con.Post("/sign-in", h.SignIn)
+	con.Get("/password-reset", h.ResetRequestPage)
+	con.Post("/password-reset", h.ResetRequest)
+	con.Get("/password-reset/:token", h.ResetPage)
+	con.Post("/password-reset/:token", h.Reset)
+	con.Get("/invitations/:token", h.InvitationPage)
+	con.Post("/invitations/:token", h.AcceptInvitation)
+
+	// Signed in, any workspace.
+	con.Get("/", h.Session, h.Home)
+	con.Post("/sign-out", h.Session, h.SignOut)
+	con.Get("/account", h.Session, h.AccountPage)
+	con.Post("/account/password", h.Session, h.ChangePassword)
+	con.Post("/account/sign-out-others", h.Session, h.SignOutOthers)
+
+	// A workspace the user is a member of, with the role's permissions.
+	ws := con.Group("/w/:workspaceID", h.Session, h.Workspace)
+	agents := console.Require(domain.PermAgents)
+	members := console.Require(domain.PermMembers)
+	ws.Get("/", h.Overview)
+	ws.Get("/agents", agents, h.AgentsPage)
+	ws.Get("/agents/new", agents, h.NewAgentPage)
+	ws.Post("/agents", agents, h.CreateAgent)
+	ws.Get("/agents/:slug", agents, h.AgentPage)
+	ws.Post("/agents/:slug", agents, h.UpdateAgent)
+	ws.Post("/agents/:slug/publish", agents, h.PublishAgent)
+	ws.Post("/agents/:slug/unpublish", agents, h.UnpublishAgent)
+	ws.Get("/agents/:slug/delete", agents, h.DeleteAgentPage)
+	ws.Post("/agents/:slug/delete", agents, h.DeleteAgent)
+	ws.Get("/members", members, h.MembersPage)
+	ws.Post("/members/invitations", members, h.Invite)
+	ws.Get("/members/:userID/role", members, h.RolePage)
+	ws.Post("/members/:userID/role", members, h.ChangeRole)
+	ws.Get("/members/:userID/remove", members, h.RemovePage)
+	ws.Post("/members/:userID/remove", members, h.RemoveMember)
+	ws.Get("/invitations/:invitationID/revoke", members, h.RevokePage)
+	ws.Post("/invitations/:invitationID/revoke", members, h.RevokeInvitation)
+
+	// Anything else under /console is the console's not-found page.
+	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })
 }
 
 // Listener wraps ln for serving the app New builds: a connection whose

@@ -57,12 +57,15 @@ func publicMessage(err error, code string) (string, map[string]string) {
 		nf   *domain.NotFoundError
 		cf   *domain.ConflictError
 		un   *domain.UnauthorizedError
+		fb   *domain.ForbiddenError
 	)
 	switch {
 	case errors.As(err, &verr):
 		return verr.Message, verr.Fields
 	case errors.As(err, &un):
 		return un.Message, nil
+	case errors.As(err, &fb):
+		return fb.Reason, nil
 	case errors.As(err, &perr):
 		return perr.Error(), map[string]string{"feature": string(perr.Feature), "plan": string(perr.Plan), "requiredPlan": string(domain.MinimumPlanFor(perr.Feature))}
 	case errors.As(err, &nf):
@@ -106,4 +109,20 @@ func fiberError(e *fiber.Error) (int, ErrorBody) {
 
 func newBody(code, message string, details map[string]string) ErrorBody {
 	return ErrorBody{Error: ErrorDetail{Code: code, Message: message, Details: details}}
+}
+
+// PageRenderer writes an error as a page instead of the JSON body: the
+// console's, which people read in a browser.
+type PageRenderer func(c *fiber.Ctx, status int, body ErrorBody) error
+
+type pageRendererKey struct{}
+
+// SetErrorPage makes the ErrorHandler answer this request's errors with r,
+// after it has mapped and logged them as for every other request.
+func SetErrorPage(c *fiber.Ctx, r PageRenderer) { c.Locals(pageRendererKey{}, r) }
+
+// ErrorPage returns the renderer SetErrorPage set for the request.
+func ErrorPage(c *fiber.Ctx) (PageRenderer, bool) {
+	r, ok := c.Locals(pageRendererKey{}).(PageRenderer)
+	return r, ok && r != nil
 }

@@ -1,0 +1,219 @@
+// Package console serves the admin console at /console: server-rendered
+// pages (html/template, embedded, with a vendored htmx) over the same use
+// cases as the API. Sign-in uses server-side sessions in a cookie; every
+// route under /console/w/{workspaceID} is scoped to the signed-in user's
+// membership of that workspace and checked against its role. The route
+// table lives in adapters/httpapi/routes.go; this package provides the
+// handlers and the middleware it lists.
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// files are the console's templates and static assets. "all:" keeps files
+// whose names start with "." or "_".
+//
+//go:embed all:assets
+var files embed.FS
+
+// Prefix is where the console is mounted; AssetsPrefix where its static
+// files are served.
+const (
+	Prefix       = "/console"
+	AssetsPrefix = Prefix + "/assets/"
+)
+
+// Cookie names. Browsers accept a "__Host-" cookie only when it is Secure,
+// has Path=/ and no Domain, which pins it to this exact origin; a plain-http
+// development server on a loopback address cannot set a Secure cookie, so
+// there the cookie goes by the unprefixed name.
+const (
+	cookieSecure   = "__Host-concierge_session"
+	cookieLoopback = "concierge_session"
+)
+
+// Options configure the console.
+type Options struct {
+	// PublicURL is the service's public base URL, without a trailing slash:
+	// the widget's address in embed snippets, and whether cookies are
+	// Secure (always, except for plain http on a loopback host).
+	PublicURL string
+	// Log receives what the console cannot show (a failed sign-out).
+	Log *slog.Logger
+}
+
+// Handlers serves the console's pages. Build it with New.
+type Handlers struct {
+	accounts   Accounts
+	workspaces Workspaces
+	agents     Agents
+	publicURL  string
+	log        *slog.Logger
+	// secure says whether the session cookie is Secure (and so named with
+	// the "__Host-" prefix).
+	secure     bool
+	cookieName string
+	// publicOrigin is the public URL's scheme://host[:port].
+	publicOrigin string
+	pages        map[string]*template.Template
+	assets       map[string]asset
+	// links are the versioned URLs of the assets, by name under assets/.
+	links map[string]string
+}
+
+type asset struct {
+	body        []byte
+	contentType string
+}
+
+// New loads the embedded templates and assets. Its error means the build
+// embeds a broken console or the public URL does not parse.
+func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*Handlers, error) {
+	u, err := url.Parse(o.PublicURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("console: public URL %q must be an absolute http(s) URL", o.PublicURL)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &Handlers{
+		accounts: accounts, workspaces: workspaces, agents: agents,
+		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
+		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
+		assets: map[string]asset{}, links: map[string]string{},
+	}
+	h.publicOrigin = u.Scheme + "://" + u.Host
+	h.cookieName = cookieLoopback
+	if h.secure {
+		h.cookieName = cookieSecure
+	}
+	if err := h.loadAssets(); err != nil {
+		return nil, err
+	}
+	if err := h.loadPages(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// isLoopback reports whether host names this machine: localhost or a
+// loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (h *Handlers) loadAssets() error {
+	return fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, ".tmpl") {
+			return err
+		}
+		body, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "assets/")
+		ct := mime.TypeByExtension(path.Ext(p))
+		if ct == "" {
+			ct = "text/plain; charset=utf-8"
+		}
+		sum := sha256.Sum256(body)
+		h.assets[name] = asset{body: body, contentType: ct}
+		h.links[name] = AssetsPrefix + name + "?v=" + hex.EncodeToString(sum[:6])
+		return nil
+	})
+}
+
+// loadPages parses each page template together with the layout, so each
+// defines its own "title" and "main" blocks.
+func (h *Handlers) loadPages() error {
+	funcs := template.FuncMap{
+		"t": tr,
+		"asset": func(name string) (string, error) {
+			l, ok := h.links[name]
+			if !ok {
+				return "", fmt.Errorf("console: no asset %q", name)
+			}
+			return l, nil
+		},
+		"roleText": func(r any) (string, error) { return tr("role." + fmt.Sprint(r)) },
+		"dict":     dict,
+	}
+	names, err := fs.Glob(files, "assets/pages/*.html.tmpl")
+	if err != nil {
+		return err
+	}
+	h.pages = map[string]*template.Template{}
+	for _, p := range names {
+		name := strings.TrimSuffix(path.Base(p), ".html.tmpl")
+		t, err := template.New(name).Funcs(funcs).ParseFS(files, "assets/layout.html.tmpl", "assets/parts.html.tmpl", p)
+		if err != nil {
+			return fmt.Errorf("console: page %s: %w", name, err)
+		}
+		h.pages[name] = t
+	}
+	return nil
+}
+
+// Asset serves the console's static files. They are addressed with ?v= of
+// their content's hash, so they may be cached for long.
+func (h *Handlers) Asset(c *fiber.Ctx) error {
+	name := strings.TrimPrefix(c.Path(), AssetsPrefix)
+	a, ok := h.assets[name]
+	if !ok {
+		return fiber.ErrNotFound
+	}
+	c.Set(fiber.HeaderContentType, a.contentType)
+	c.Set(fiber.HeaderCacheControl, "public, max-age=31536000, immutable")
+	return c.Send(a.body)
+}
+
+// render executes a page into a buffer first, so a failing template is a
+// clean 500 and never half a page.
+func (h *Handlers) render(c *fiber.Ctx, status int, page string, v *view) error {
+	t, ok := h.pages[page]
+	if !ok {
+		return fmt.Errorf("console: no page %q", page)
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", v); err != nil {
+		return fmt.Errorf("console: rendering %s: %w", page, err)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+	return c.Status(status).Send(buf.Bytes())
+}
+
+// dict builds the arguments of a sub-template from name, value pairs.
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("console: dict needs pairs, got %d values", len(kv))
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("console: dict key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}

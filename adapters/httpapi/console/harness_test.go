@@ -1,0 +1,145 @@
+package console_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi"
+	"github.com/conciergehq/concierge/adapters/httpapi/console"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+const publicURL = "https://console.example"
+
+// harness runs the console's exact route table (httpapi.ConsoleRoutes)
+// behind the edge's one ErrorHandler, on scripted services.
+type harness struct {
+	app      *fiber.App
+	accounts *fakeAccounts
+	agents   *fakeAgents
+	cookie   string // the session cookie's name
+}
+
+func newHarness(t testing.TB, public string) *harness {
+	t.Helper()
+	accounts, agents := newFakeAccounts(), newFakeAgents()
+	h, err := console.New(accounts, fakeWorkspaces{names: map[string]string{"ws_a": "Acme", "ws_b": "Beta"}}, agents,
+		console.Options{PublicURL: public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New(fiber.Config{
+		ErrorHandler:          httpapi.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		DisableStartupMessage: true,
+	})
+	app.Use(func(c *fiber.Ctx) error {
+		c.Set("X-Request-Id", "req_test")
+		c.SetUserContext(context.Background())
+		return c.Next()
+	})
+	httpapi.ConsoleRoutes(app, h)
+	cookie := "__Host-concierge_session"
+	if strings.HasPrefix(public, "http://127.") || strings.HasPrefix(public, "http://localhost") {
+		cookie = "concierge_session"
+	}
+	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie}
+}
+
+// req is one request: as whom (a user id of the fakes, or "" signed out),
+// its form, and extra headers. CSRF defaults to the user's right token on
+// state-changing requests; set NoCSRF or CSRF to change that.
+type req struct {
+	Method, Path string
+	As           string
+	Form         url.Values
+	Header       map[string]string
+	CSRF         string
+	NoCSRF       bool
+	Cookie       string // a raw cookie value to send instead of As's
+}
+
+type resp struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (h *harness) do(t testing.TB, r req) resp {
+	t.Helper()
+	form := url.Values{}
+	for k, v := range r.Form {
+		form[k] = v
+	}
+	post := r.Method != "" && r.Method != http.MethodGet
+	if post && r.As != "" && !r.NoCSRF {
+		tok := r.CSRF
+		if tok == "" {
+			tok = "csrf_" + r.As
+		}
+		form.Set("csrf", tok)
+	}
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var body io.Reader
+	if post {
+		body = strings.NewReader(form.Encode())
+	}
+	hr := httptest.NewRequest(method, r.Path, body)
+	hr.Host = "console.example"
+	if post {
+		hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	switch {
+	case r.Cookie != "":
+		hr.AddCookie(&http.Cookie{Name: h.cookie, Value: r.Cookie})
+	case r.As != "":
+		hr.AddCookie(&http.Cookie{Name: h.cookie, Value: "cs_" + r.As})
+	}
+	for k, v := range r.Header {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
+		hr.Header.Set(k, v)
+	}
+	res, err := h.app.Test(hr, -1)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, r.Path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+}
+
+// seedAgent stores an agent in workspace ws_a.
+func (h *harness) seedAgent(t testing.TB, slug, name string, published bool) {
+	t.Helper()
+	if _, err := h.agents.Create(context.Background(), "ws_a", domain.Agent{Slug: slug, Name: name,
+		Config: domain.AgentConfig{Published: published}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r resp) location() string { return r.Header.Get("Location") }
+
+func (h *harness) sessionCookie(r resp) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == h.cookie {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package console
+
+import (
+	"context"
+
+	"github.com/conciergehq/concierge/core/account"
+	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// The use cases the console calls, each exactly as much of its service as
+// the pages need, so every handler can be tested with a scripted fake.
+// Errors are the domain's kinds; the one ErrorHandler maps them to a status
+// and the console renders that as a page.
+
+// Sessions signs people in and out (account.Service).
+type Sessions interface {
+	// SignIn checks an email and password and starts a new session with a
+	// new token. Returns domain.ErrUnauthorized, the same for an unknown
+	// email and a wrong password, and a domain.RateLimitError when the
+	// account or the IP tried too often.
+	SignIn(ctx context.Context, req account.SignInRequest) (account.SignedIn, error)
+	// Authenticate returns who holds the session token. Returns
+	// domain.ErrUnauthorized for an unknown, ended or expired token.
+	Authenticate(ctx context.Context, token string) (account.Principal, error)
+	// SignOut ends the session of the token. Ending an unknown one is not
+	// an error.
+	SignOut(ctx context.Context, token string) error
+	// SignOutOthers ends every other session of the token's user and says
+	// how many it ended. Returns domain.ErrUnauthorized for a bad token.
+	SignOutOthers(ctx context.Context, token string) (int, error)
+	// Sessions lists the user's live sessions.
+	Sessions(ctx context.Context, userID string) ([]account.Session, error)
+	// ChangePassword sets a new password after checking the current one.
+	// Returns domain.ErrUnauthorized for a wrong current password and a
+	// domain.ValidationError for a weak new one.
+	ChangePassword(ctx context.Context, p account.Principal, current, next string) error
+}
+
+// Members reads and manages workspace memberships (account.Service). The
+// actor is the member acting; the service checks what the actor's role
+// allows and returns a domain.ForbiddenError otherwise.
+type Members interface {
+	// Memberships lists the workspaces the user belongs to.
+	Memberships(ctx context.Context, userID string) ([]domain.Member, error)
+	// Member returns the user's membership of the workspace, or
+	// domain.ErrNotFound when the user is not a member.
+	Member(ctx context.Context, userID, workspaceID string) (domain.Member, error)
+	// Members lists the actor's workspace's members.
+	Members(ctx context.Context, actor domain.Member) ([]domain.Member, error)
+	// Invitations lists the open invitations of the actor's workspace.
+	Invitations(ctx context.Context, actor domain.Member) ([]account.Invitation, error)
+	// Invite makes an invitation; its Link is returned by this call only.
+	// Returns a domain.ValidationError for a bad email or role and a
+	// domain.ConflictError for a member already in the workspace.
+	Invite(ctx context.Context, actor domain.Member, req account.InviteRequest) (account.Invitation, error)
+	// RevokeInvitation cancels an open invitation, or domain.ErrNotFound.
+	RevokeInvitation(ctx context.Context, actor domain.Member, invitationID string) error
+	// ChangeRole gives a member another role. Returns domain.ErrNotFound
+	// and a domain.ConflictError when it would leave no owner.
+	ChangeRole(ctx context.Context, actor domain.Member, userID string, role domain.MemberRole) (domain.Member, error)
+	// RemoveMember removes a member. Returns domain.ErrNotFound and a
+	// domain.ConflictError when it would leave no owner.
+	RemoveMember(ctx context.Context, actor domain.Member, userID string) error
+}
+
+// Links serves the single-use links sent to people: invitations and
+// password resets (account.Service).
+type Links interface {
+	// InvitationByToken returns the open invitation of a link token, or
+	// domain.ErrNotFound for an unknown, used or expired one.
+	InvitationByToken(ctx context.Context, token string) (account.Invitation, error)
+	// AcceptInvitation accepts it: a new user with a name and password, an
+	// existing user by confirming their password; either way a new session.
+	// Returns domain.ErrNotFound for a bad link, domain.ErrUnauthorized for
+	// a wrong password and a domain.ValidationError for bad fields.
+	AcceptInvitation(ctx context.Context, req account.AcceptRequest) (account.SignedIn, error)
+	// RequestReset sends a reset link when the email has an account, and
+	// says nothing either way. Returns a domain.RateLimitError when asked
+	// too often.
+	RequestReset(ctx context.Context, email, ip string) error
+	// ResetPassword sets a new password through a reset link. Returns
+	// domain.ErrNotFound for an unknown, used or expired link and a
+	// domain.ValidationError for a weak password.
+	ResetPassword(ctx context.Context, req account.ResetRequest) error
+}
+
+// Accounts is everything the console asks of the account service.
+type Accounts interface {
+	Sessions
+	Members
+	Links
+}
+
+// Workspaces names the workspaces the console shows (workspace.Service).
+type Workspaces interface {
+	// GetWorkspace returns the workspace, or domain.ErrNotFound.
+	GetWorkspace(ctx context.Context, id string) (domain.Workspace, error)
+}
+
+// Agents manages a workspace's agents (agent.Service).
+type Agents interface {
+	// List returns a page of the workspace's agents in creation order.
+	List(ctx context.Context, workspaceID string, page domain.PageRequest) (domain.Page[domain.Agent], error)
+	// Create stores a new agent. Returns a domain.ValidationError for bad
+	// fields and domain.ErrConflict when the slug is taken.
+	Create(ctx context.Context, workspaceID string, a domain.Agent) (domain.Agent, error)
+	// Get returns the agent with the slug, or domain.ErrNotFound.
+	Get(ctx context.Context, workspaceID, slug string) (domain.Agent, error)
+	// Update applies a patch. Returns domain.ErrNotFound or a
+	// domain.ValidationError.
+	Update(ctx context.Context, workspaceID, slug string, p agent.Patch) (domain.Agent, error)
+	// Delete removes the agent and its knowledge. Returns domain.ErrNotFound.
+	Delete(ctx context.Context, workspaceID, slug string) error
+}

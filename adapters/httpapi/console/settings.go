@@ -458,8 +458,9 @@ func (h *Handlers) RotateSigningSecret(c *fiber.Ctx) error {
 
 type deliveriesPage struct {
 	Items []domain.Delivery
-	// Target, Status and Type are the filter as asked; Next is the query
-	// of the next page, "" on the last.
+	// Target, Status and Type are the filter as asked; Next is the URL
+	// of the next page, "" on the last (a whole URL: html/template would
+	// escape the "=" and "&" of a query put after a "?").
 	Target, Status, Type string
 	Next                 string
 	Targets              []domain.DeliveryTarget
@@ -500,7 +501,7 @@ func (h *Handlers) DeliveriesPage(c *fiber.Ctx) error {
 			pg.Items = got.Items
 			list := wire.NewList(got, scope, func(x domain.Delivery) domain.Delivery { return x })
 			if list.Meta.NextCursor != nil {
-				pg.Next = fmt.Sprintf("target=%s&status=%s&type=%s&cursor=%s", url.QueryEscape(pg.Target), url.QueryEscape(pg.Status),
+				pg.Next = fmt.Sprintf(Prefix+"/w/%s/settings/deliveries?target=%s&status=%s&type=%s&cursor=%s", member(c).WorkspaceID, url.QueryEscape(pg.Target), url.QueryEscape(pg.Status),
 					url.QueryEscape(pg.Type), url.QueryEscape(*list.Meta.NextCursor))
 			}
 		}

@@ -3,11 +3,17 @@ package console_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/conciergehq/concierge/adapters/helpdesk/webhook"
+	"github.com/conciergehq/concierge/adapters/httpapi"
+	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -300,4 +306,20 @@ func (f *fakeDeliveries) Retry(_ context.Context, ws, id string) (domain.Deliver
 		}
 	}
 	return domain.Delivery{}, domain.NotFound("delivery")
+}
+
+// newApp serves h's routes as newHarness does, for a console built
+// differently.
+func newApp(h *console.Handlers) *fiber.App {
+	app := fiber.New(fiber.Config{
+		ErrorHandler:          httpapi.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		DisableStartupMessage: true,
+	})
+	app.Use(func(c *fiber.Ctx) error {
+		c.Set("X-Request-Id", "req_test")
+		c.SetUserContext(context.Background())
+		return c.Next()
+	})
+	httpapi.ConsoleRoutes(app, h)
+	return app
 }

@@ -402,7 +402,16 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 		secret  string
 	)
 	if err == nil {
-		updated, secret, err = d.SetIntegrations(c.UserContext(), ws, delivery.IntegrationsChange{HelpdeskURL: &helpdesk, EventsURL: &events})
+		// Only what changed is sent: a helpdesk URL kept from a larger plan
+		// stays while the events URL is edited after a downgrade.
+		change := delivery.IntegrationsChange{}
+		if helpdesk != ws.HelpdeskURL {
+			change.HelpdeskURL = &helpdesk
+		}
+		if events != ws.EventsURL {
+			change.EventsURL = &events
+		}
+		updated, secret, err = d.SetIntegrations(c.UserContext(), ws, change)
 	}
 	if err != nil {
 		pg.HelpdeskURL, pg.EventsURL = helpdesk, events

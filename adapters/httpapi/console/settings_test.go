@@ -487,6 +487,14 @@ func TestIntegrations(t *testing.T) {
 		t.Fatalf("helpdesk on standard: %d\n%s", r.Status, r.Body)
 	}
 
+	// Back on the free plan, the kept helpdesk URL does not stop editing
+	// the events URL; clearing a URL is saving it empty.
+	h.settings.plans["ws_a"] = domain.PlanFree
+	if r := save("https://desk.example.com/in", ""); r.Status != http.StatusSeeOther ||
+		h.settings.integrations["ws_a"].helpdesk != "https://desk.example.com/in" || h.settings.integrations["ws_a"].events != "" {
+		t.Fatalf("events URL cleared after a downgrade: %d %+v\n%s", r.Status, h.settings.integrations["ws_a"], r.Body)
+	}
+
 	confirm := h.do(t, req{Path: "/console/w/ws_a/settings/integrations/signing-secret", As: "admin"})
 	if !strings.Contains(confirm.Body, "Replace the signing secret?") || h.settings.integrations["ws_a"].signing != first {
 		t.Fatalf("confirmation:\n%s", confirm.Body)

@@ -683,3 +683,20 @@ func TestSettingsWithoutDeliveries(t *testing.T) {
 func escaped(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;", "+", "&#43;").Replace(s)
 }
+
+// BenchmarkDeliveriesPage renders a full page of the delivery log (50
+// rows, scripted service): the console's own share of the page budget.
+func BenchmarkDeliveriesPage(b *testing.B) {
+	h := newHarness(b, publicURL)
+	for range 60 {
+		h.deliveries.add(domain.Delivery{Target: domain.TargetEvents, Type: domain.EventMessageCreated, Status: domain.DeliveryFailed,
+			Attempts: 3, LastError: "receiver answered 503"})
+	}
+	r := req{Path: "/console/w/ws_a/settings/deliveries", As: "admin"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := h.do(b, r); res.Status != http.StatusOK {
+			b.Fatal(res.Status)
+		}
+	}
+}

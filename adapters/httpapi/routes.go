@@ -284,6 +284,28 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/invitations/:invitationID/revoke", members, h.RevokePage)
 	ws.Post("/invitations/:invitationID/revoke", members, h.RevokeInvitation)
 
+	// Settings: owners and admins; the webhook secret owners only, and it
+	// is shown only after the password is entered again.
+	settings := console.Require(domain.PermSettings)
+	secrets := console.Require(domain.PermSecrets)
+	ws.Get("/settings", settings, h.SettingsPage)
+	ws.Get("/settings/api-keys", settings, h.APIKeysPage)
+	ws.Post("/settings/api-keys", settings, h.CreateAPIKey)
+	ws.Get("/settings/api-keys/:keyID/revoke", settings, h.RevokeKeyPage)
+	ws.Post("/settings/api-keys/:keyID/revoke", settings, h.RevokeAPIKey)
+	ws.Get("/settings/webhook-secret", secrets, h.WebhookSecretPage)
+	ws.Post("/settings/webhook-secret/reveal", secrets, h.RevealWebhookSecret)
+	ws.Get("/settings/webhook-secret/rotate", secrets, h.RotateSecretPage)
+	ws.Post("/settings/webhook-secret/rotate", secrets, h.RotateWebhookSecret)
+	ws.Get("/settings/integrations", settings, h.IntegrationsPage)
+	ws.Post("/settings/integrations", settings, h.SaveIntegrations)
+	ws.Get("/settings/integrations/signing-secret", settings, h.RotateSigningPage)
+	ws.Post("/settings/integrations/signing-secret", settings, h.RotateSigningSecret)
+	ws.Get("/settings/deliveries", settings, h.DeliveriesPage)
+	ws.Get("/settings/deliveries/:deliveryID", settings, h.DeliveryPage)
+	ws.Post("/settings/deliveries/:deliveryID/retry", settings, h.RetryDelivery)
+	ws.Get("/settings/plan", settings, h.PlanPage)
+
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })
 }

@@ -55,6 +55,9 @@ type Options struct {
 	PublicURL string
 	// Log receives what the console cannot show (a failed sign-out).
 	Log *slog.Logger
+	// Deliveries serves the integration settings and the delivery log
+	// (delivery.Service); nil leaves those pages answering 503.
+	Deliveries Deliveries
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -62,6 +65,7 @@ type Handlers struct {
 	accounts   Accounts
 	workspaces Workspaces
 	agents     Agents
+	deliveries Deliveries
 	publicURL  string
 	log        *slog.Logger
 	// secure says whether the session cookie is Secure (and so named with
@@ -93,7 +97,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Handlers{
-		accounts: accounts, workspaces: workspaces, agents: agents,
+		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -27,6 +27,8 @@ type fakeAccounts struct {
 	signedOut   []string
 	// fail, when set, is returned by Members (to test error pages).
 	fail error
+	// confirmLimited makes ConfirmPassword throttled (settings tests).
+	confirmLimited bool
 }
 
 var errFakeDatabase = errors.New("pq: connection refused to 10.0.0.7 (secret detail)")
@@ -312,14 +314,21 @@ func (f *fakeAccounts) ResetPassword(_ context.Context, req account.ResetRequest
 }
 
 // fakeWorkspaces names two workspaces.
-type fakeWorkspaces struct{ names map[string]string }
+type fakeWorkspaces struct {
+	names map[string]string
+	// settings holds keys and secrets (settings_fakes_test.go); nil in
+	// tests that need none.
+	settings *fakeSettings
+}
 
 func (f fakeWorkspaces) GetWorkspace(_ context.Context, id string) (domain.Workspace, error) {
 	name, ok := f.names[id]
 	if !ok {
 		return domain.Workspace{}, domain.NotFound("workspace")
 	}
-	return domain.Workspace{ID: id, Name: name, Plan: domain.PlanFree, WebhookSecret: "whsec_never_shown"}, nil
+	ws := domain.Workspace{ID: id, Name: name, Plan: domain.PlanFree, WebhookSecret: "whsec_never_shown"}
+	f.settings.apply(&ws)
+	return ws, nil
 }
 
 // fakeAgents keeps agents in memory and validates them as agent.Service

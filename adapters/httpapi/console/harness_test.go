@@ -26,13 +26,19 @@ type harness struct {
 	accounts *fakeAccounts
 	agents   *fakeAgents
 	cookie   string // the session cookie's name
+	// Settings
+	settings   *fakeSettings
+	deliveries *fakeDeliveries
 }
 
 func newHarness(t testing.TB, public string) *harness {
 	t.Helper()
 	accounts, agents := newFakeAccounts(), newFakeAgents()
-	h, err := console.New(accounts, fakeWorkspaces{names: map[string]string{"ws_a": "Acme", "ws_b": "Beta"}}, agents,
-		console.Options{PublicURL: public})
+	settings := newFakeSettings()
+	workspaces := fakeWorkspaces{names: map[string]string{"ws_a": "Acme", "ws_b": "Beta"}, settings: settings}
+	deliveries := newFakeDeliveries(t, workspaces)
+	h, err := console.New(accounts, workspaces, agents,
+		console.Options{PublicURL: public, Deliveries: deliveries})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +56,7 @@ func newHarness(t testing.TB, public string) *harness {
 	if strings.HasPrefix(public, "http://127.") || strings.HasPrefix(public, "http://localhost") {
 		cookie = "concierge_session"
 	}
-	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie}
+	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries}
 }
 
 // req is one request: as whom (a user id of the fakes, or "" signed out),

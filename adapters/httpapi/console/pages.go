@@ -68,6 +68,8 @@ var notices = map[string]string{
 	"unpublished": "agents.unpublishedmsg", "deleted": "agents.deleted", "revoked": "members.revoked",
 	"role": "members.role.done", "removed": "members.removed", "password": "account.pw.done",
 	"others": "account.others.done", "signedout": "signedout", "reset": "reset.done",
+	// Settings
+	"keyrevoked": "keys.revoked", "integrations": "integrations.saved", "retried": "delivery.retried",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

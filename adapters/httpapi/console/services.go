@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"time"
 
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -90,12 +92,15 @@ type Accounts interface {
 	Sessions
 	Members
 	Links
+	PasswordConfirmer
 }
 
 // Workspaces names the workspaces the console shows (workspace.Service).
 type Workspaces interface {
 	// GetWorkspace returns the workspace, or domain.ErrNotFound.
 	GetWorkspace(ctx context.Context, id string) (domain.Workspace, error)
+	APIKeys
+	WebhookSecrets
 }
 
 // Agents manages a workspace's agents (agent.Service).
@@ -112,4 +117,64 @@ type Agents interface {
 	Update(ctx context.Context, workspaceID, slug string, p agent.Patch) (domain.Agent, error)
 	// Delete removes the agent and its knowledge. Returns domain.ErrNotFound.
 	Delete(ctx context.Context, workspaceID, slug string) error
+}
+
+// Settings
+
+// PasswordConfirmer checks a signed-in person's password again before a
+// secret is shown (account.Service).
+type PasswordConfirmer interface {
+	// ConfirmPassword returns nil when password is the user's. Returns
+	// domain.ErrUnauthorized when it is wrong and a domain.RateLimitError
+	// (domain.ErrRateLimited) when the user tried too often.
+	ConfirmPassword(ctx context.Context, userID, password string) error
+}
+
+// APIKeys makes, lists and revokes a workspace's API keys
+// (workspace.Service).
+type APIKeys interface {
+	// CreateAPIKey makes a key and returns its secret, which exists only
+	// in this answer. Returns a domain.ValidationError for a name over 100
+	// characters and domain.ErrNotFound for an unknown workspace.
+	CreateAPIKey(ctx context.Context, workspaceID, name string) (domain.APIKey, string, error)
+	// ListAPIKeys lists the workspace's keys, newest first, never their
+	// secrets. Returns domain.ErrNotFound for an unknown workspace.
+	ListAPIKeys(ctx context.Context, workspaceID string) ([]domain.APIKey, error)
+	// RevokeAPIKey revokes a key of the workspace (again is harmless).
+	// Returns domain.ErrNotFound for a key of no such workspace.
+	RevokeAPIKey(ctx context.Context, workspaceID, keyID string) (domain.APIKey, error)
+}
+
+// WebhookSecrets rotates the secret inbound webhooks authenticate with
+// (workspace.Service).
+type WebhookSecrets interface {
+	// RotateWebhookSecret makes a new secret; the previous one stays
+	// valid for grace. Returns a domain.ValidationError for a grace
+	// outside 0 to 720 hours and domain.ErrNotFound.
+	RotateWebhookSecret(ctx context.Context, id string, grace time.Duration) (domain.Workspace, error)
+}
+
+// Deliveries is where a workspace's handoffs and events go and the log of
+// what was sent there (delivery.Service), as the v2 API uses it.
+type Deliveries interface {
+	// Integrations returns the workspace with its current settings.
+	// Returns domain.ErrNotFound.
+	Integrations(ctx context.Context, workspaceID string) (domain.Workspace, error)
+	// SetIntegrations saves the URLs; newSecret is set when the workspace
+	// got its signing secret now. Returns a domain.ValidationError naming
+	// the field (helpdeskUrl, eventsUrl) of a URL no delivery would be
+	// sent to, and a domain.PlanError for a helpdesk URL without handoff.
+	SetIntegrations(ctx context.Context, ws *domain.Workspace, change delivery.IntegrationsChange) (updated domain.Workspace, newSecret string, err error)
+	// RotateSigningSecret replaces the signing secret at once and returns
+	// the workspace with it. Returns domain.ErrNotFound.
+	RotateSigningSecret(ctx context.Context, workspaceID string) (domain.Workspace, error)
+	// List returns a page of deliveries, newest first. Returns a
+	// domain.ValidationError for an unknown filter value.
+	List(ctx context.Context, workspaceID string, filter domain.DeliveryFilter, page domain.PageRequest) (domain.Page[domain.Delivery], error)
+	// Get returns a delivery and its attempts, oldest first. Returns
+	// domain.ErrNotFound unless it belongs to the workspace.
+	Get(ctx context.Context, workspaceID, id string) (domain.Delivery, []domain.DeliveryAttempt, error)
+	// Retry re-drives a FAILED delivery. Returns domain.ErrNotFound and
+	// domain.ErrConflict unless it is FAILED.
+	Retry(ctx context.Context, workspaceID, id string) (domain.Delivery, error)
 }

@@ -68,6 +68,9 @@ var notices = map[string]string{
 	"unpublished": "agents.unpublishedmsg", "deleted": "agents.deleted", "revoked": "members.revoked",
 	"role": "members.role.done", "removed": "members.removed", "password": "account.pw.done",
 	"others": "account.others.done", "signedout": "signedout", "reset": "reset.done",
+	// Knowledge
+	"source": "knowledge.added", "files": "knowledge.filesadded", "reindex": "knowledge.reindexing",
+	"sourcedeleted": "knowledge.deleted",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

@@ -30,3 +30,131 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// Knowledge: file uploads with per-file progress and drag and drop, and
+// the polled list of sources. Without this script the upload form posts
+// its files together and the page shows the list as it was.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const form of document.querySelectorAll("form[data-upload]")) {
+    setUpUpload(form);
+  }
+});
+
+// The list's summary is read out (aria-live) only when it changes, not at
+// every poll.
+document.addEventListener("htmx:afterSettle", () => {
+  const sources = document.getElementById("sources");
+  const live = document.getElementById("sources-live");
+  if (sources && live && live.textContent !== sources.dataset.summary) {
+    live.textContent = sources.dataset.summary;
+  }
+});
+
+function refreshSources() {
+  const sources = document.getElementById("sources");
+  if (sources && window.htmx) {
+    window.htmx.ajax("GET", sources.dataset.list, { target: sources, swap: "outerHTML" });
+  }
+}
+
+// failureReason reads why the console refused an upload from the page it
+// answered with (the field's error, or the page's).
+function failureReason(xhr) {
+  const page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+  const message = page.querySelector(".field-error") || page.querySelector(".error p");
+  return message ? message.textContent.trim() : String(xhr.status);
+}
+
+function setUpUpload(form) {
+  const input = form.querySelector('input[type="file"]');
+  const list = form.querySelector("[data-upload-list]");
+  const zone = form.querySelector("[data-dropzone]");
+  const token = form.querySelector('input[name="csrf"]');
+  if (!input || !list || !token) {
+    return;
+  }
+  const hint = form.querySelector("[data-drop-hint]");
+  if (hint) {
+    hint.hidden = false;
+  }
+
+  // One request per file, one after another: each has its own progress
+  // and its own answer, and large bodies do not queue on the server.
+  const uploadOne = (file) => new Promise((resolve) => {
+    const item = document.createElement("li");
+    const name = document.createElement("span");
+    name.textContent = file.name + " ";
+    const bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = 0;
+    bar.setAttribute("aria-label", file.name);
+    const state = document.createElement("span");
+    state.textContent = " " + list.dataset.sending;
+    item.append(name, bar, state);
+    list.append(item);
+
+    const body = new FormData();
+    body.append("csrf", token.value);
+    body.append("file", file, file.name);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", form.action);
+    xhr.setRequestHeader("X-CSRF-Token", token.value);
+    // Answered with 204 and HX-Redirect instead of a redirect to a page.
+    xhr.setRequestHeader("HX-Request", "true");
+    xhr.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable) {
+        bar.value = Math.round((100 * event.loaded) / event.total);
+      }
+    });
+    xhr.addEventListener("load", () => {
+      const moved = xhr.getResponseHeader("HX-Redirect") || "";
+      if (moved.includes("/sign-in")) {
+        window.location.assign(moved); // the session ended: sign in again
+        return;
+      }
+      if (xhr.status >= 200 && xhr.status < 300) {
+        bar.value = 100;
+        state.textContent = " " + list.dataset.done;
+      } else {
+        item.classList.add("failed");
+        state.textContent = " " + list.dataset.failed + failureReason(xhr);
+      }
+      resolve();
+    });
+    xhr.addEventListener("error", () => {
+      item.classList.add("failed");
+      state.textContent = " " + list.dataset.failed;
+      resolve();
+    });
+    xhr.send(body);
+  });
+
+  const send = async (files) => {
+    for (const file of files) {
+      await uploadOne(file);
+      refreshSources();
+    }
+  };
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const files = Array.from(input.files);
+    input.value = "";
+    send(files);
+  });
+  if (!zone) {
+    return;
+  }
+  for (const type of ["dragenter", "dragover"]) {
+    zone.addEventListener(type, (event) => {
+      event.preventDefault();
+      zone.classList.add("dragging");
+    });
+  }
+  zone.addEventListener("dragleave", () => zone.classList.remove("dragging"));
+  zone.addEventListener("drop", (event) => {
+    event.preventDefault();
+    zone.classList.remove("dragging");
+    send(Array.from(event.dataTransfer.files));
+  });
+}

@@ -59,9 +59,10 @@ type knowledgePage struct {
 	Sources sourceList
 	Form    sourceForm
 	// Accept is the file input's accept list; MaxFileMiB its size limit.
-	Accept     string
-	MaxFileMiB int
-	MaxFiles   int
+	Accept       string
+	MaxFileMiB   int
+	MaxFileBytes int
+	MaxFiles     int
 	// DefaultMaxPages and the others describe a crawl's options.
 	DefaultMaxPages, DefaultMaxDepth, MaxCrawlPages, MaxCrawlDepth int
 }
@@ -136,7 +137,7 @@ func (h *Handlers) knowledgeView(c *fiber.Ctx, f sourceForm) (*view, *knowledgeP
 		return nil, nil, err
 	}
 	pg := &knowledgePage{Agent: a, Sources: list, Form: f,
-		Accept: strings.Join(domain.FileExtensions, ","), MaxFileMiB: domain.MaxSourceFileBytes >> 20, MaxFiles: maxFilesPerUpload,
+		Accept: strings.Join(domain.FileExtensions, ","), MaxFileMiB: domain.MaxSourceFileBytes >> 20, MaxFileBytes: domain.MaxSourceFileBytes, MaxFiles: maxFilesPerUpload,
 		DefaultMaxPages: domain.DefaultMaxPages, DefaultMaxDepth: domain.DefaultMaxDepth,
 		MaxCrawlPages: domain.MaxCrawlPages, MaxCrawlDepth: domain.MaxCrawlDepth,
 	}

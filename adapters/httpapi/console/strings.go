@@ -231,6 +231,7 @@ var text = map[string]string{
 	"knowledge.upload.sending":  "sending…",
 	"knowledge.upload.done":     "uploaded",
 	"knowledge.upload.failed":   "not uploaded: ",
+	"knowledge.upload.toolarge": "larger than %d MiB",
 	"knowledge.added":           "The source is added. It is indexed in the background.",
 	"knowledge.filesadded":      "The files are uploaded. They are indexed in the background.",
 	"knowledge.reindexing":      "The source is being indexed again.",

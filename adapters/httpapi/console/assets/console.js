@@ -59,7 +59,10 @@ function refreshSources() {
 
 // failureReason reads why the console refused an upload from the page it
 // answered with (the field's error, or the page's).
-function failureReason(xhr) {
+function failureReason(xhr, list) {
+  if (xhr.status === 413) {
+    return list.dataset.toolarge; // refused before the console saw it
+  }
   const page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
   const message = page.querySelector(".field-error") || page.querySelector(".error p");
   return message ? message.textContent.trim() : String(xhr.status);
@@ -92,6 +95,12 @@ function setUpUpload(form) {
     state.textContent = " " + list.dataset.sending;
     item.append(name, bar, state);
     list.append(item);
+    if (file.size > Number(list.dataset.maxBytes)) {
+      item.classList.add("failed");
+      state.textContent = " " + list.dataset.failed + list.dataset.toolarge;
+      resolve();
+      return;
+    }
 
     const body = new FormData();
     body.append("csrf", token.value);
@@ -117,7 +126,7 @@ function setUpUpload(form) {
         state.textContent = " " + list.dataset.done;
       } else {
         item.classList.add("failed");
-        state.textContent = " " + list.dataset.failed + failureReason(xhr);
+        state.textContent = " " + list.dataset.failed + failureReason(xhr, list);
       }
       resolve();
     });

@@ -95,6 +95,30 @@ func TestKnowledgeStreamedUpload(t *testing.T) {
 		{"a file over 20 MiB", []part{csrf("csrf_admin"), file("huge.txt", strings.Repeat("x", domain.MaxSourceFileBytes+1))}, nil, 400, "huge.txt: must be at most 20 MiB", 0},
 		{"a body over the upload limit", []part{csrf("csrf_admin"), file("a.txt", strings.Repeat("x", 12<<20)), file("b.txt", strings.Repeat("x", 12<<20))}, nil, 413, "PAYLOAD_TOO_LARGE", 0},
 	}
+	// The text form is sent as multipart/form-data, so a text at its
+	// 500,000-byte limit fits the 1 MiB form limit even when every
+	// character would take 6 bytes URL-encoded.
+	t.Run("the longest text in two-byte characters", func(t *testing.T) {
+		var buf bytes.Buffer
+		w := multipart.NewWriter(&buf)
+		for _, kv := range [][2]string{{"csrf", "csrf_admin"}, {"type", "text"}, {"name", "Long"}, {"content", strings.Repeat("é", domain.MaxSourceContentLength/2)}} {
+			_ = w.WriteField(kv[0], kv[1])
+		}
+		_ = w.Close()
+		r := httptest.NewRequest("POST", knowledgePath+"/sources", &buf)
+		r.Host = "console.example"
+		r.Header.Set("Content-Type", w.FormDataContentType())
+		r.AddCookie(&http.Cookie{Name: "__Host-concierge_session", Value: "cs_admin"})
+		res, err := app.Test(r, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther {
+			raw, _ := io.ReadAll(res.Body)
+			t.Fatalf("%d:\n%.2000s", res.StatusCode, raw)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := added()

@@ -95,7 +95,9 @@ type knowledgePage struct {
 	Sources sourceList
 	Form    sourceForm
 	// Accept is the file input's accept list; MaxFileMiB its size limit.
-	Accept       string
+	Accept string
+	// Types lists the accepted extensions for people to read.
+	Types        string
 	MaxFileMiB   int
 	MaxFileBytes int
 	MaxFiles     int
@@ -174,7 +176,7 @@ func (h *Handlers) knowledgeView(c *fiber.Ctx, f sourceForm) (*view, *knowledgeP
 		return nil, nil, err
 	}
 	pg := &knowledgePage{Agent: a, Sources: list, Form: f,
-		Accept: strings.Join(domain.FileExtensions, ","), MaxFileMiB: domain.MaxSourceFileBytes >> 20, MaxFileBytes: domain.MaxSourceFileBytes, MaxFiles: maxFilesPerUpload,
+		Accept: strings.Join(domain.FileExtensions, ","), Types: strings.Join(domain.FileExtensions, ", "), MaxFileMiB: domain.MaxSourceFileBytes >> 20, MaxFileBytes: domain.MaxSourceFileBytes, MaxFiles: maxFilesPerUpload,
 		DefaultMaxPages: domain.DefaultMaxPages, DefaultMaxDepth: domain.DefaultMaxDepth,
 		MaxCrawlPages: domain.MaxCrawlPages, MaxCrawlDepth: domain.MaxCrawlDepth,
 	}

@@ -50,6 +50,19 @@ document.addEventListener("htmx:afterSettle", () => {
   }
 });
 
+// A list that cannot be fetched any more (the agent was deleted in
+// another tab) stops polling: a copy without its htmx attributes replaces
+// it, and htmx polls only elements still in the page.
+document.addEventListener("htmx:responseError", (event) => {
+  const sources = event.detail.elt;
+  if (sources && sources.id === "sources") {
+    const still = sources.cloneNode(true);
+    still.removeAttribute("hx-get");
+    still.removeAttribute("hx-trigger");
+    sources.replaceWith(still);
+  }
+});
+
 function refreshSources() {
   const sources = document.getElementById("sources");
   if (sources && window.htmx) {

@@ -167,6 +167,15 @@ function setUpUpload(form) {
   if (!zone) {
     return;
   }
+  // A file dropped beside the zone would make the browser leave the page
+  // to show it; only the zone takes drops.
+  for (const type of ["dragover", "drop"]) {
+    document.addEventListener(type, (event) => {
+      if (!zone.contains(event.target)) {
+        event.preventDefault();
+      }
+    });
+  }
   for (const type of ["dragenter", "dragover"]) {
     zone.addEventListener(type, (event) => {
       event.preventDefault();

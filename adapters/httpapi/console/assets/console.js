@@ -168,10 +168,11 @@ function setUpUpload(form) {
     return;
   }
   // A file dropped beside the zone would make the browser leave the page
-  // to show it; only the zone takes drops.
+  // to show it; only the zone takes files (text still drops into fields).
   for (const type of ["dragover", "drop"]) {
     document.addEventListener(type, (event) => {
-      if (!zone.contains(event.target)) {
+      const files = event.dataTransfer && Array.from(event.dataTransfer.types).includes("Files");
+      if (files && !zone.contains(event.target)) {
         event.preventDefault();
       }
     });

@@ -41,6 +41,14 @@ func TestBodyClass(t *testing.T) {
 		{"GET", "/console/w/ws_1/agents", "", bodylimit.Other},
 		{"POST", "/console/sign-in", "application/x-www-form-urlencoded", bodylimit.JSON},
 		{"POST", "/console/w/ws_1/agents/support", "application/x-www-form-urlencoded", bodylimit.JSON},
+		// Knowledge: the console's file uploads.
+		{"POST", "/console/w/ws_1/agents/support/knowledge/files", multipartType, bodylimit.Upload},
+		{"POST", "/Console/W/ws_1/Agents/support/Knowledge/Files/", multipartType, bodylimit.Upload},
+		{"POST", "/console/w/ws_1/agents/support/knowledge/files", "application/x-www-form-urlencoded", bodylimit.JSON},
+		{"POST", "/console/w/ws_1/agents/support/knowledge/sources", multipartType, bodylimit.JSON},
+		{"POST", "/console/w//agents/support/knowledge/files", multipartType, bodylimit.JSON},
+		{"POST", "/console/w/ws_1/agents/support/knowledge/files/x", multipartType, bodylimit.JSON},
+		{"GET", "/console/w/ws_1/agents/support/knowledge/files", multipartType, bodylimit.Other},
 	}
 	app := fiber.New()
 	app.Use(func(c *fiber.Ctx) error { return c.SendString(strconv.Itoa(int(bodyClass(c)))) })

@@ -190,6 +190,10 @@ func bodyClass(c *fiber.Ctx) bodylimit.Class {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
+	if c.Method() == fiber.MethodPost && isConsoleUploadPath(path) && wire.IsMultipart(c) {
+		// Knowledge: the console's file uploads stream like the API's.
+		return bodylimit.Upload
+	}
 	if strings.HasPrefix(path, "/console/") && c.Method() == fiber.MethodPost {
 		// The console's forms (an agent's prompt alone may be 80 KB of
 		// UTF-8) get the JSON limit.
@@ -218,6 +222,17 @@ func isSourcesPath(path string) bool {
 	}
 	slug, tail, ok := strings.Cut(rest, "/")
 	return ok && slug != "" && tail == "sources"
+}
+
+// isConsoleUploadPath matches /console/w/{workspaceID}/agents/{slug}/knowledge/files.
+func isConsoleUploadPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/console/w/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(rest, "/")
+	return len(parts) == 5 && parts[0] != "" && parts[1] == "agents" && parts[2] != "" &&
+		parts[3] == "knowledge" && parts[4] == "files"
 }
 
 // limitPerIP counts keyless calls against the client IP, in the named

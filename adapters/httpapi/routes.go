@@ -275,6 +275,15 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Post("/agents/:slug/unpublish", agents, h.UnpublishAgent)
 	ws.Get("/agents/:slug/delete", agents, h.DeleteAgentPage)
 	ws.Post("/agents/:slug/delete", agents, h.DeleteAgent)
+	// Knowledge
+	ws.Get("/knowledge", agents, h.KnowledgeLanding)
+	ws.Get("/agents/:slug/knowledge", agents, h.AgentKnowledgePage)
+	ws.Get("/agents/:slug/knowledge/list", agents, h.SourcesFragment) // polled by htmx
+	ws.Post("/agents/:slug/knowledge/sources", agents, h.AddSource)
+	ws.Post("/agents/:slug/knowledge/files", agents, h.UploadFiles) // a streamed multipart upload (bodyClass)
+	ws.Post("/agents/:slug/knowledge/:sourceID/reindex", agents, h.ReindexSource)
+	ws.Get("/agents/:slug/knowledge/:sourceID/delete", agents, h.DeleteSourcePage)
+	ws.Post("/agents/:slug/knowledge/:sourceID/delete", agents, h.DeleteSource)
 	ws.Get("/members", members, h.MembersPage)
 	ws.Post("/members/invitations", members, h.Invite)
 	ws.Get("/members/:userID/role", members, h.RolePage)

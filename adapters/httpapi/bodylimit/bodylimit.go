@@ -211,6 +211,13 @@ func Stream(c *fiber.Ctx) (io.Reader, error) {
 	return b, nil
 }
 
+// IsUpload reports whether the request's body is an upload's live stream
+// (read it only through Stream), rather than a body already in memory.
+func IsUpload(c *fiber.Ctx) bool {
+	_, ok := c.Locals(bodyKey{}).(*body)
+	return ok
+}
+
 func (g *Guard) acquire(ctx context.Context) error {
 	select {
 	case g.slots <- struct{}{}:

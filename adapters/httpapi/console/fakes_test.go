@@ -337,6 +337,8 @@ type fakeAgents struct {
 	mu     sync.Mutex
 	agents map[string]domain.Agent // by workspace + "/" + slug
 	order  []string
+	// Knowledge: the agents' sources (fakes_knowledge_test.go).
+	sources *fakeSources
 }
 
 func newFakeAgents() *fakeAgents { return &fakeAgents{agents: map[string]domain.Agent{}} }

@@ -1,9 +1,11 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -70,7 +72,13 @@ type req struct {
 	CSRF         string
 	NoCSRF       bool
 	Cookie       string // a raw cookie value to send instead of As's
+	// Knowledge: Files, when set, make the body multipart/form-data: the
+	// CSRF token first, then Form, then each file as a part named file.
+	Files []upload
 }
+
+// upload is a file part of a multipart request.
+type upload struct{ Name, Content string }
 
 type resp struct {
 	Status int
@@ -97,13 +105,17 @@ func (h *harness) do(t testing.TB, r req) resp {
 		method = http.MethodGet
 	}
 	var body io.Reader
+	contentType := "application/x-www-form-urlencoded"
 	if post {
 		body = strings.NewReader(form.Encode())
+	}
+	if r.Files != nil {
+		body, contentType = multipartBody(t, form, r.Files)
 	}
 	hr := httptest.NewRequest(method, r.Path, body)
 	hr.Host = "console.example"
 	if post {
-		hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		hr.Header.Set("Content-Type", contentType)
 	}
 	switch {
 	case r.Cookie != "":
@@ -148,4 +160,33 @@ func (h *harness) sessionCookie(r resp) *http.Cookie {
 		}
 	}
 	return nil
+}
+
+// multipartBody encodes a form as multipart/form-data as a browser does:
+// fields in order (the CSRF token first), then the files.
+func multipartBody(t testing.TB, form url.Values, files []upload) (io.Reader, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	if tok := form.Get("csrf"); tok != "" {
+		_ = w.WriteField("csrf", tok)
+	}
+	for k, vs := range form {
+		for _, v := range vs {
+			if k != "csrf" {
+				_ = w.WriteField(k, v)
+			}
+		}
+	}
+	for _, f := range files {
+		part, err := w.CreateFormFile("file", f.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(part, f.Content)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf, w.FormDataContentType()
 }

@@ -70,6 +70,9 @@ var notices = map[string]string{
 	"others": "account.others.done", "signedout": "signedout", "reset": "reset.done",
 	// Settings
 	"keyrevoked": "keys.revoked", "integrations": "integrations.saved", "retried": "delivery.retried",
+	// Knowledge
+	"source": "knowledge.added", "files": "knowledge.filesadded", "reindex": "knowledge.reindexing",
+	"sourcedeleted": "knowledge.deleted",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

@@ -84,7 +84,11 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 		{Path: "/console/w/ws_a/members", As: "owner"}, {Path: "/console/w/ws_a/members/agent/role?role=admin", As: "owner"},
 		{Path: "/console/w/ws_a/members/agent/remove", As: "owner"}, {Path: "/console/w/ws_a/invitations/inv_1/revoke", As: "owner"},
 		{Path: "/console/w/ws_a/agents", As: "agent"}, {Path: "/console/nothing", As: "owner"},
+		// Knowledge
+		{Path: "/console/w/ws_a/knowledge", As: "owner"}, {Path: "/console/w/ws_a/agents/support/knowledge", As: "owner"},
+		{Path: "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", As: "owner"},
 	}
+	h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourcePending}) // Knowledge
 	for _, p := range pages {
 		t.Run(p.Path+" "+p.As, func(t *testing.T) {
 			r := h.do(t, p)

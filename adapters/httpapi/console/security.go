@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
@@ -30,6 +31,8 @@ type (
 	principalKey struct{}
 	memberKey    struct{}
 	tokenKey     struct{}
+	// Knowledge: the CSRF token an upload's handler must find in its form.
+	uploadCSRFKey struct{}
 )
 
 // Secure comes first on every console route: it sets the security headers,
@@ -106,7 +109,14 @@ func (h *Handlers) Session(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !safeMethod(c.Method()) && !validCSRF(c, p.Session.CSRFToken) {
+	switch {
+	case safeMethod(c.Method()):
+	case bodylimit.IsUpload(c) && c.Get(csrfHeader) == "":
+		// Knowledge: a file upload's body is a live stream that only its
+		// handler may read, so the token in its form is checked there, as
+		// the form's first part, before any file is read (checkUploadCSRF).
+		c.Locals(uploadCSRFKey{}, p.Session.CSRFToken)
+	case !validCSRF(c, p.Session.CSRFToken):
 		return &domain.ForbiddenError{Reason: mustText("err.csrf")}
 	}
 	c.Locals(principalKey{}, p)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
 )
 
 // agentForm is a valid agent settings form.
@@ -54,6 +56,16 @@ func TestRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_a/invitations/inv_1/revoke", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/invitations/inv_1/revoke", nil, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_unknown/agents", nil, want{nf, nf, nf, nf, see}},
+		// Knowledge
+		{"GET", "/console/w/ws_a/knowledge", nil, want{ok, ok, forbid, nf, see}},
+		{"GET", "/console/w/ws_a/agents/support/knowledge", nil, want{ok, ok, forbid, nf, see}},
+		{"GET", "/console/w/ws_a/agents/support/knowledge/list", nil, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/agents/support/knowledge/sources", url.Values{"type": {"qa"}, "question": {"Q?"}, "answer": {"A."}}, want{see, see, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/agents/support/knowledge/files", nil, want{see, see, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/reindex", nil, want{see, see, forbid, nf, see}},
+		{"GET", "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", nil, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", nil, want{see, see, forbid, nf, see}},
+		{"GET", "/console/w/ws_a/agents/nobody/knowledge", nil, want{nf, nf, forbid, nf, see}},
 	}
 	for _, rt := range routes {
 		for _, who := range []struct {
@@ -67,7 +79,9 @@ func TestRoleMatrix(t *testing.T) {
 			t.Run(rt.method+" "+rt.path+" as "+name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedAgent(t, "support", "Support", true)
-				r := h.do(t, req{Method: rt.method, Path: rt.path, As: who.as, Form: rt.form, Header: map[string]string{"Sec-Fetch-Site": "same-origin"}})
+				h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourceReady}) // Knowledge
+				r := h.do(t, req{Method: rt.method, Path: rt.path, As: who.as, Form: rt.form, Header: map[string]string{"Sec-Fetch-Site": "same-origin"},
+					Files: matrixFiles(rt.path)})
 				if r.Status != who.want {
 					t.Fatalf("status %d, want %d; Location %q; body:\n%s", r.Status, who.want, r.location(), r.Body)
 				}

@@ -117,6 +117,30 @@ type Agents interface {
 	Update(ctx context.Context, workspaceID, slug string, p agent.Patch) (domain.Agent, error)
 	// Delete removes the agent and its knowledge. Returns domain.ErrNotFound.
 	Delete(ctx context.Context, workspaceID, slug string) error
+	// Knowledge: the agent's sources.
+	Sources
+}
+
+// Knowledge
+
+// Sources manages an agent's knowledge sources (agent.Service), the same
+// calls the v2 API makes, so the limits and validation are the same.
+type Sources interface {
+	// AddSource validates and stores a source, PENDING, and schedules its
+	// indexing. Returns domain.ErrNotFound for an unknown agent and a
+	// domain.ValidationError for bad fields.
+	AddSource(ctx context.Context, workspaceID, slug string, src domain.Source) (domain.Source, error)
+	// ListSources returns a page of the agent's sources, newest first, or
+	// domain.ErrNotFound for an unknown agent.
+	ListSources(ctx context.Context, workspaceID, slug string, page domain.PageRequest) (domain.Page[domain.Source], error)
+	// GetSource returns one of the agent's sources, or domain.ErrNotFound.
+	GetSource(ctx context.Context, workspaceID, slug, sourceID string) (domain.Source, error)
+	// Reindex schedules the source's indexing again. Returns
+	// domain.ErrNotFound.
+	Reindex(ctx context.Context, workspaceID, slug, sourceID string) (domain.Source, error)
+	// DeleteSource removes the source and its chunks. Returns
+	// domain.ErrNotFound.
+	DeleteSource(ctx context.Context, workspaceID, slug, sourceID string) error
 }
 
 // Settings

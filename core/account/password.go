@@ -33,8 +33,10 @@ type Argon2Params struct {
 }
 
 // DefaultArgon2Params are OWASP's recommended minimum for argon2id (19 MiB,
-// two passes, one thread): about 25 ms a hash on this project's 2-core
-// machines, so sign-in stays cheap for people and dear for guessers.
+// two passes, one thread): BenchmarkDefaultHash measured 35 to 46 ms a hash
+// (once 111 ms, with other builds running) on this project's shared 2-core
+// machine, so sign-in stays cheap for people and dear for guessers, and the
+// per-IP throttle bounds the CPU one client can make us spend.
 var DefaultArgon2Params = Argon2Params{Time: 2, MemoryKiB: 19 * 1024, Threads: 1, SaltLen: 16, KeyLen: 32}
 
 // ValidatePassword checks a new password's length. Errors are

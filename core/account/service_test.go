@@ -3,6 +3,7 @@ package account_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -720,4 +721,48 @@ func TestConcurrentAcceptsUseAnInvitationOnce(t *testing.T) {
 	if ok != 1 {
 		t.Fatalf("%d accepts succeeded, want 1", ok)
 	}
+}
+
+// An unknown email costs the same hashing work as a wrong password, so
+// response times do not tell which emails have accounts. Without the dummy
+// hash the unknown email would answer hundreds of times faster.
+func TestSignInTakesComparableTimeForUnknownEmailAndWrongPassword(t *testing.T) {
+	f := newFixture(t, false)
+	_, _ = f.join(t, "ada@example.com", domain.MemberOwner)
+	// Re-create the service with costs large enough to dominate the timing.
+	svc, err := account.NewService(account.Deps{Users: f.store, Members: f.store, Sessions: f.store, Invitations: f.store,
+		Resets: f.store, Limiter: f.limiter, Clock: f.clock}, account.Options{BaseURL: "https://x.example",
+		Argon2: account.Argon2Params{Time: 1, MemoryKiB: 4096, Threads: 1, SaltLen: 16, KeyLen: 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ada's hash has the cheap test costs; give her one with these.
+	signed, _ := f.svc.SignIn(context.Background(), account.SignInRequest{Email: "ada@example.com", Password: password})
+	if err := svc.ChangePassword(context.Background(), account.Principal{User: signed.User, Session: signed.Session}, password, password+"!"); err != nil {
+		t.Fatal(err)
+	}
+	// Interleaved, so that load from other processes falls on both alike.
+	var wrongs, unknowns []time.Duration
+	for range 9 {
+		for _, email := range []string{"ada@example.com", "nobody@example.com"} {
+			start := time.Now()
+			_, err := svc.SignIn(context.Background(), account.SignInRequest{Email: email, Password: "not the password"})
+			d := time.Since(start)
+			if !errors.Is(err, domain.ErrUnauthorized) {
+				t.Fatalf("SignIn(%s) = %v", email, err)
+			}
+			if email == "ada@example.com" {
+				wrongs = append(wrongs, d)
+			} else {
+				unknowns = append(unknowns, d)
+			}
+		}
+	}
+	slices.Sort(wrongs)
+	slices.Sort(unknowns)
+	wrong, unknown := wrongs[len(wrongs)/2], unknowns[len(unknowns)/2]
+	if ratio := float64(unknown) / float64(wrong); ratio < 0.33 || ratio > 3 {
+		t.Fatalf("unknown email %v, wrong password %v: the difference reveals which emails exist", unknown, wrong)
+	}
+	t.Logf("median sign-in: wrong password %v, unknown email %v", wrong, unknown)
 }

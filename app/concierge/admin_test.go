@@ -605,8 +605,27 @@ func TestAdminUserInviteAndReset(t *testing.T) {
 	if _, err := s.sys.accounts.Authenticate(ctx, signed.Token); !errors.Is(err, domain.ErrUnauthorized) {
 		t.Fatalf("a session survived the reset: %v", err)
 	}
-	if _, err := s.sys.accounts.SignIn(ctx, account.SignInRequest{Email: "ada@example.com", Password: "a new password", IP: "127.0.0.1"}); err != nil {
+	again, err := s.sys.accounts.SignIn(ctx, account.SignInRequest{Email: "ada@example.com", Password: "a new password", IP: "127.0.0.1"})
+	if err != nil {
 		t.Fatalf("signing in with the new password: %v", err)
+	}
+
+	// No table of the people side holds a token, link secret or password.
+	db := admOpen(t, env["CONCIERGE_DATABASE_URL"])
+	for name, secret := range map[string]string{
+		"invitation link secret": token, "reset link secret": reset.Link[strings.LastIndex(reset.Link, "/")+1:],
+		"first session token": signed.Token, "second session token": again.Token,
+		"first password": "first password", "new password": "a new password",
+	} {
+		for _, table := range []string{"users", "memberships", "console_sessions", "invitations", "password_resets"} {
+			var n int64
+			if err := db.Gorm.Raw(`SELECT count(*) FROM `+table+` r WHERE strpos(r::text, ?) > 0`, secret).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%s holds the %s in plaintext", table, name)
+			}
+		}
 	}
 
 	unknownWS := domain.NewID(domain.PrefixWorkspace)

@@ -376,6 +376,25 @@ func (f *fakeMailer) last() (domain.Email, error) {
 	return f.sent[len(f.sent)-1], nil
 }
 
+// wait returns the last message once one has been sent, for mail sent in
+// the background.
+func (f *fakeMailer) wait(d time.Duration) (domain.Email, error) {
+	deadline := time.Now().Add(d)
+	for {
+		m, err := f.last()
+		if err == nil || time.Now().After(deadline) {
+			return m, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *fakeMailer) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = nil
+}
+
 // fakeClock is a settable clock.
 type fakeClock struct {
 	mu sync.Mutex

@@ -561,9 +561,10 @@ func ownersOnlyOnOwners(actor domain.Member, what string) func(domain.Member) er
 }
 
 // RequestReset emails a single-use reset link when the email belongs to a
-// user and a Mailer is configured. It answers the same whether or not the
-// email exists (mail failures are logged, not returned); too many requests
-// per email or IP give a domain.RateLimitError.
+// user and a Mailer is configured. It answers the same, in about the same
+// time, whether or not the email exists: the link is made and sent in the
+// background, and failures are logged, not returned. Too many requests per
+// email or IP give a domain.RateLimitError.
 func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	email, err := domain.NormalizeEmail(email)
 	if err != nil {
@@ -586,9 +587,23 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if err != nil {
 		return err
 	}
+	// Storing the reset and talking to the mail server take time that an
+	// unknown email does not: done in the background, they cannot tell a
+	// caller timing the answer which emails have accounts. A failure is
+	// logged; the person can ask again.
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	go func() {
+		defer cancel()
+		s.emailReset(bg, user)
+	}()
+	return nil
+}
+
+func (s *Service) emailReset(ctx context.Context, user domain.User) {
 	link, err := s.newReset(ctx, user)
 	if err != nil {
-		return err
+		s.log.WarnContext(ctx, "storing a password reset failed", "userId", user.ID, "error", err)
+		return
 	}
 	err = s.d.Mailer.Send(ctx, domain.Email{
 		To:      user.Email,
@@ -599,7 +614,6 @@ func (s *Service) RequestReset(ctx context.Context, email, ip string) error {
 	if err != nil {
 		s.log.WarnContext(ctx, "emailing a password reset link failed", "userId", user.ID, "error", err)
 	}
-	return nil
 }
 
 // ResetLink makes a reset link for the operator CLI, which shows it instead

@@ -200,7 +200,32 @@ func (s *Service) startSession(ctx context.Context, u domain.User, ip, userAgent
 	if err := s.d.Sessions.CreateConsoleSession(ctx, cs); err != nil {
 		return SignedIn{}, err
 	}
+	s.pruneSessions(ctx, u.ID, now)
 	return SignedIn{Token: token, Session: sessionView(cs), User: u}, nil
+}
+
+// pruneSessions deletes the user's ended sessions. Sessions are otherwise
+// deleted only when presented after their end, so without this a user
+// who signs in often but never signs out would pile them up; doing it at
+// sign-in bounds them per user with no sweeper. Best effort: a failure is
+// logged.
+func (s *Service) pruneSessions(ctx context.Context, userID string, now time.Time) {
+	all, err := s.d.Sessions.ListConsoleSessions(ctx, userID)
+	if err == nil {
+		var ended []string
+		for _, cs := range all {
+			if !s.live(cs, now) {
+				ended = append(ended, cs.ID)
+			}
+		}
+		if len(ended) == 0 {
+			return
+		}
+		_, err = s.d.Sessions.DeleteConsoleSessions(ctx, userID, "", ended...)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "deleting ended console sessions failed", "userId", userID, "error", err)
+	}
 }
 
 // Authenticate returns who the session token belongs to. Unknown tokens and

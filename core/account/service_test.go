@@ -242,6 +242,26 @@ func TestAuthenticateExpiry(t *testing.T) {
 	}
 }
 
+func TestSignInDeletesTheUsersEndedSessions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, false)
+	_, old := f.join(t, "ada@example.com", domain.MemberOwner)
+	_, other := f.join(t, "bob@example.com", domain.MemberOwner)
+	f.clock.Advance(25 * time.Hour)
+	fresh, err := f.svc.SignIn(context.Background(), account.SignInRequest{Email: "ada@example.com", Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.mu.Lock()
+	_, oldKept := f.store.sessions[domain.HashSecret(old.Token)]
+	_, freshKept := f.store.sessions[domain.HashSecret(fresh.Token)]
+	_, otherKept := f.store.sessions[domain.HashSecret(other.Token)]
+	f.store.mu.Unlock()
+	if oldKept || !freshKept || !otherKept {
+		t.Fatalf("after sign-in: idle session kept %v, new kept %v, another user's kept %v; want false, true, true", oldKept, freshKept, otherKept)
+	}
+}
+
 func TestAuthenticateWritesLastSeenAtMostOnceAMinute(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, false)

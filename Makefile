@@ -56,7 +56,7 @@ synonyms:
 mock-llm:
 	@bash scripts/mock-llm.sh
 
-## mailpit: install the pinned SMTP test server (tools/mailpit/bin) for the mail adapter's tests
+## mailpit: install the pinned SMTP test server (into the user cache directory) for the mail adapter's tests
 mailpit:
 	@GO=$(GO) bash scripts/mailpit.sh
 

@@ -35,7 +35,7 @@ type mailpit struct {
 }
 
 // startMailpit runs the pinned mailpit (scripts/mailpit.sh installs it into
-// tools/mailpit/bin; $MAILPIT_BIN overrides) on free loopback ports until the
+// the user's cache directory; $MAILPIT_BIN overrides) on free loopback ports until the
 // test ends. A missing install skips the test, except under CI, where it
 // fails, so a broken setup cannot pass silently.
 func startMailpit(t *testing.T, extra ...string) *mailpit {
@@ -70,25 +70,22 @@ func startMailpit(t *testing.T, extra ...string) *mailpit {
 	return nil
 }
 
+// mailpitVersion must match scripts/mailpit.sh, which installs it.
+const mailpitVersion = "v1.33.1"
+
 func mailpitBinary(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("MAILPIT_BIN")
 	if bin == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
+		dir := os.Getenv("MAILPIT_CACHE_DIR")
+		if dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				t.Fatal(err)
 			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				t.Fatal("no go.mod above the test's directory")
-			}
-			dir = parent
+			dir = filepath.Join(cache, "concierge", "mailpit", mailpitVersion)
 		}
-		bin = filepath.Join(dir, "tools", "mailpit", "bin", "mailpit")
+		bin = filepath.Join(dir, "mailpit")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		msg := "mailpit is not installed (" + bin + "): run `bash scripts/mailpit.sh` (or `make mailpit`)"

@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench eval synonyms build lint services mock-llm browser screenshots fmt clean
+.PHONY: run test bench eval synonyms build lint services mock-llm mailpit browser screenshots fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
@@ -14,7 +14,7 @@ run: services
 
 ## test: the whole test suite with the race detector, then every fuzz
 ## target for FUZZTIME (default 5s) each (scripts/fuzz.sh)
-test: services mock-llm browser
+test: services mock-llm mailpit browser
 	$(GO) vet $(PKGS)
 	$(GO) test $(TEST_FLAGS) $(PKGS)
 	GO=$(GO) bash scripts/fuzz.sh
@@ -55,6 +55,10 @@ synonyms:
 ## mock-llm: install the pinned OpenAI-compatible mock server (tools/mock-llm) for the LLM adapter's contract tests
 mock-llm:
 	@bash scripts/mock-llm.sh
+
+## mailpit: install the pinned SMTP test server (into the user cache directory) for the mail adapter's tests
+mailpit:
+	@GO=$(GO) bash scripts/mailpit.sh
 
 ## browser: install Debian's chromium (apt) and the pinned playwright-core (tools/browser) for the widget's browser tests
 browser:

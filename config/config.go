@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/mail"
 	"net/url"
 	"reflect"
 	"strings"
@@ -153,6 +154,15 @@ type Config struct {
 	// with an UNAVAILABLE error event and their clients resume with
 	// Last-Event-ID.
 	RelayOutageLimit time.Duration `env:"RELAY_OUTAGE_LIMIT" envDefault:"30s"`
+
+	// SMTPURL is the mail server for invitation and password reset links:
+	// smtp://user:pass@host:587 (STARTTLS whenever the server offers it) or
+	// smtps://user:pass@host:465 (TLS from the start). Unset, links are only
+	// shown to whoever made them (the inviter, the operator's CLI).
+	SMTPURL string `env:"SMTP_URL"`
+	// MailFrom is the sender of that mail, such as
+	// "Concierge <no-reply@example.com>"; required with SMTPURL.
+	MailFrom string `env:"MAIL_FROM"`
 }
 
 // Prefix starts every variable name.
@@ -236,6 +246,17 @@ func (c Config) validate() error {
 	}
 	if _, err := c.LogLevelValue(); err != nil {
 		return err
+	}
+	if c.SMTPURL != "" {
+		if err := checkURL("SMTP_URL", c.SMTPURL, "smtp", "smtps"); err != nil {
+			return err
+		}
+		if c.MailFrom == "" {
+			return fmt.Errorf("%sMAIL_FROM is required with %sSMTP_URL; use for example \"Concierge <no-reply@example.com>\"", Prefix, Prefix)
+		}
+		if _, err := mail.ParseAddress(c.MailFrom); err != nil {
+			return fmt.Errorf("%sMAIL_FROM=%q is not an email address; use for example \"Concierge <no-reply@example.com>\"", Prefix, c.MailFrom)
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("%sLOG_FORMAT=%q is not text or json", Prefix, c.LogFormat)
@@ -402,5 +423,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("llmProvider", c.LLMProvider),
 		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
 		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),
+		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
+		slog.String("mailFrom", c.MailFrom),
 	)
 }

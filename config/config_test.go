@@ -34,6 +34,14 @@ func TestLoad(t *testing.T) {
 		{name: "database password is masked in errors", env: map[string]string{"CONCIERGE_DATABASE_URL": "mysql://root:hunter2@localhost/x"}, wantErr: "root:xxxxx@"},
 		{name: "redis URL without host", env: map[string]string{"CONCIERGE_REDIS_URL": "redis://"}, wantErr: "CONCIERGE_REDIS_URL is not a valid URL"},
 		{name: "HTTP address without port", env: map[string]string{"CONCIERGE_HTTP_ADDR": "localhost"}, wantErr: "CONCIERGE_HTTP_ADDR"},
+		{name: "SMTP URL and sender", env: map[string]string{"CONCIERGE_SMTP_URL": "smtp://u:pw@mail.example.com:587", "CONCIERGE_MAIL_FROM": "Concierge <no-reply@example.com>"}, check: func(t *testing.T, c Config) {
+			if c.SMTPURL != "smtp://u:pw@mail.example.com:587" || c.MailFrom != "Concierge <no-reply@example.com>" {
+				t.Fatalf("SMTP %q, from %q", c.SMTPURL, c.MailFrom)
+			}
+		}},
+		{name: "SMTP URL with wrong scheme, password masked", env: map[string]string{"CONCIERGE_SMTP_URL": "http://u:hunter2@mail.example.com", "CONCIERGE_MAIL_FROM": "a@example.com"}, wantErr: "CONCIERGE_SMTP_URL must start with smtp:// (got http://u:xxxxx@"},
+		{name: "SMTP URL without sender", env: map[string]string{"CONCIERGE_SMTP_URL": "smtp://127.0.0.1:1025"}, wantErr: "CONCIERGE_MAIL_FROM is required"},
+		{name: "sender not an address", env: map[string]string{"CONCIERGE_SMTP_URL": "smtp://127.0.0.1:1025", "CONCIERGE_MAIL_FROM": "concierge"}, wantErr: "CONCIERGE_MAIL_FROM=\"concierge\" is not an email address"},
 		{name: "unknown log level", env: map[string]string{"CONCIERGE_LOG_LEVEL": "loud"}, wantErr: "CONCIERGE_LOG_LEVEL"},
 		{name: "unknown log format", env: map[string]string{"CONCIERGE_LOG_FORMAT": "xml"}, wantErr: "CONCIERGE_LOG_FORMAT"},
 		{name: "zero concurrency", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "0"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY=0 is too small"},
@@ -139,7 +147,8 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLogValueMasksPasswords(t *testing.T) {
-	c := Config{DatabaseURL: "postgres://u:secret@h/db", RedisURL: "redis://:secret2@h:6379/0", OpenAIAPIKey: "sk-secret3", OpenAIBaseURL: "https://u:secret4@llm.example.com/v1"}
+	c := Config{DatabaseURL: "postgres://u:secret@h/db", RedisURL: "redis://:secret2@h:6379/0", OpenAIAPIKey: "sk-secret3", OpenAIBaseURL: "https://u:secret4@llm.example.com/v1",
+		SMTPURL: "smtp://u:secret5@mail.example.com:587"}
 	if s := c.LogValue().String(); strings.Contains(s, "secret") {
 		t.Fatalf("LogValue leaks a password: %s", s)
 	}

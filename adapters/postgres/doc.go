@@ -3,7 +3,8 @@
 //
 // It implements the store ports (workspaces, API keys, agents, sources and
 // their knowledge, crawls, conversations and messages, feedback, answers in
-// progress, deliveries, inbound events) with unexported row structs and
+// progress, deliveries, inbound events, console users and their sessions,
+// memberships, invitations and resets) with unexported row structs and
 // mappers, so domain types stay free of tags. The schema is owned by the
 // goose migrations embedded in this package and applied by Migrate under an
 // advisory lock; gorm never migrates anything.
@@ -28,6 +29,10 @@
 //     reading, listing and updating them, deleting agents, and the Raw
 //     statements on those tables (RevokeAPIKey, TouchAPIKey,
 //     UpdateIntegrations);
+//   - the people side (account.go): users, memberships, console sessions,
+//     invitations and password resets, including the gorm transactions
+//     that keep the last owner (row locks on the owners) and use a link
+//     once (a conditional UPDATE ... RETURNING);
 //   - the reads of conversations and messages into conversationRow and
 //     messageRow: GetConversation, GetConversationBySession, ListMessages,
 //     MessagesFrom, RecentMessages, HandoffTranscript (a REPEATABLE READ

@@ -64,7 +64,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "messages", "outbox", "source_files", "sources", "workspaces"}
+	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "source_files", "sources", "users", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/config"
+	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -24,7 +25,7 @@ import (
 // tell running pods of a change at once (without it they notice within their
 // authentication cache's lifetime).
 func adminCommand(e *env) *cobra.Command {
-	admin := &cobra.Command{Use: "admin", Short: "Operator commands: workspaces, API keys, webhook secrets (add --json for machine-readable output)"}
+	admin := &cobra.Command{Use: "admin", Short: "Operator commands: workspaces, API keys, webhook secrets, console users (add --json for machine-readable output)"}
 	admin.PersistentFlags().Bool("json", false, "print JSON instead of text")
 
 	ws := &cobra.Command{Use: "workspace", Short: "Create workspaces and change their plan"}
@@ -33,7 +34,9 @@ func adminCommand(e *env) *cobra.Command {
 	keys.AddCommand(apikeyCreateCommand(e), apikeyListCommand(e), apikeyRevokeCommand(e))
 	secret := &cobra.Command{Use: "webhook-secret", Short: "Rotate a workspace's webhook secret"}
 	secret.AddCommand(webhookRotateCommand(e))
-	admin.AddCommand(ws, keys, secret)
+	users := &cobra.Command{Use: "user", Short: "Invite people to a workspace's console; make password reset links"}
+	users.AddCommand(userInviteCommand(e), userResetCommand(e))
+	admin.AddCommand(ws, keys, secret, users)
 	return admin
 }
 
@@ -60,6 +63,35 @@ func (e *env) withWorkspaces(ctx context.Context, fn func(*workspace.Service) er
 	}
 	// No authentication cache: the CLI authenticates nothing and exits.
 	return fn(workspace.NewService(store, store, domain.SystemClock{}, log, 0, changes))
+}
+
+// withAccounts opens PostgreSQL, runs fn with the account use cases, and
+// closes. Links are emailed too when CONCIERGE_SMTP_URL is set.
+func (e *env) withAccounts(ctx context.Context, fn func(*account.Service) error) error {
+	cfg, log, err := e.load()
+	if err != nil {
+		return err
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxOpenConns: 2, MaxIdleConns: 1})
+	if err != nil {
+		return fmt.Errorf("%sDATABASE_URL: cannot use PostgreSQL at %s: %v; start PostgreSQL (make services), run `concierge migrate`, or fix %sDATABASE_URL",
+			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
+	}
+	defer func() { _ = db.Close() }()
+	svc, err := accounts(cfg, postgres.NewStore(db.Gorm, db.Pool), operatorLimiter{}, domain.SystemClock{}, log)
+	if err != nil {
+		return err
+	}
+	return fn(svc)
+}
+
+// operatorLimiter lets every call through: the operator's commands
+// (InviteByOperator, ResetLink) are not throttled, and the CLI then needs
+// no Redis.
+type operatorLimiter struct{}
+
+func (operatorLimiter) Allow(context.Context, string, int) (ports.RateLimit, error) {
+	return ports.RateLimit{Allowed: true}, nil
 }
 
 // unannounced is the admin CLI's notifier when Redis cannot be reached.
@@ -407,5 +439,88 @@ func webhookRotateCommand(e *env) *cobra.Command {
 	}
 	cmd.Flags().String("workspace", "", "workspace id (required)")
 	cmd.Flags().Duration("grace", 24*time.Hour, "how long the previous secret stays valid (0 ends it now, at most 720h)")
+	return cmd
+}
+
+type invitationJSON struct {
+	InvitationID string `json:"invitationId"`
+	WorkspaceID  string `json:"workspaceId"`
+	Email        string `json:"email"`
+	Role         string `json:"role"`
+	ExpiresAt    string `json:"expiresAt"`
+	Link         string `json:"link"`
+	Emailed      bool   `json:"emailed"`
+}
+
+func userInviteCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "invite --workspace ID --email EMAIL --role owner|admin|agent",
+		Short: "Invite someone to a workspace's console; prints the one-time link (a workspace's first owner comes from here)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			id, err := requireFlag(cmd, "workspace")
+			if err != nil {
+				return err
+			}
+			email, err := requireFlag(cmd, "email")
+			if err != nil {
+				return err
+			}
+			role, err := requireFlag(cmd, "role")
+			if err != nil {
+				return err
+			}
+			return e.withAccounts(cmd.Context(), func(s *account.Service) error {
+				inv, err := s.InviteByOperator(cmd.Context(), id, account.InviteRequest{Email: email, Role: domain.MemberRole(role)})
+				if err != nil {
+					return err
+				}
+				out := invitationJSON{InvitationID: inv.ID, WorkspaceID: inv.WorkspaceID, Email: inv.Email, Role: string(inv.Role),
+					ExpiresAt: inv.ExpiresAt.UTC().Format(time.RFC3339), Link: inv.Link, Emailed: inv.Emailed}
+				if jsonFlag(cmd) {
+					return printJSON(e.stdout, out)
+				}
+				fmt.Fprintf(e.stdout, "invitationId:  %s\nworkspaceId:   %s\nemail:         %s\nrole:          %s\nexpiresAt:     %s\nlink:          %s\n\n",
+					out.InvitationID, out.WorkspaceID, out.Email, out.Role, out.ExpiresAt, out.Link)
+				if inv.Emailed {
+					fmt.Fprintf(e.stdout, "The link was emailed to %s. It works once, until it expires.\n", inv.Email)
+				} else {
+					fmt.Fprintf(e.stdout, "Send the link to %s yourself: it works once, until it expires, and is shown only now.\n", inv.Email)
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("workspace", "", "workspace id, ws_... (required)")
+	cmd.Flags().String("email", "", "the invited person's email address (required)")
+	cmd.Flags().String("role", "", "owner, admin or agent (required)")
+	return cmd
+}
+
+func userResetCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reset --email EMAIL",
+		Short: "Make a one-time password reset link for a console user (valid for an hour)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			email, err := requireFlag(cmd, "email")
+			if err != nil {
+				return err
+			}
+			return e.withAccounts(cmd.Context(), func(s *account.Service) error {
+				link, err := s.ResetLink(cmd.Context(), email)
+				if err != nil {
+					return err
+				}
+				if jsonFlag(cmd) {
+					norm, _ := domain.NormalizeEmail(email)
+					return printJSON(e.stdout, map[string]string{"email": norm, "link": link})
+				}
+				fmt.Fprintf(e.stdout, "link:  %s\n\nThe link sets a new password once, within an hour, and signs the user out everywhere.\n", link)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().String("email", "", "the user's email address (required)")
 	return cmd
 }

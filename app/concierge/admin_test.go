@@ -17,6 +17,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
+	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -552,5 +553,102 @@ func TestMigrateConcurrentlyCreatesTheDatabaseOnce(t *testing.T) {
 	admMustJSON(t, env, &ws, "admin", "workspace", "create", "--name", "Fresh", "--json")
 	if !domain.ValidID(domain.PrefixWorkspace, ws.WorkspaceID) {
 		t.Fatalf("workspace create on the migrated database printed %+v", ws)
+	}
+}
+
+// The operator invites a workspace's first owner and makes reset links; what
+// the CLI prints works with the account use cases a server runs.
+func TestAdminUserInviteAndReset(t *testing.T) {
+	env := admEnv(t)
+	ctx := context.Background()
+	var ws admWorkspace
+	admMustJSON(t, env, &ws, "admin", "workspace", "create", "--name", "Acme", "--plan", "free", "--json")
+
+	var inv struct {
+		InvitationID, WorkspaceID, Email, Role, ExpiresAt, Link string
+		Emailed                                                 bool
+	}
+	admMustJSON(t, env, &inv, "admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "Ada@Example.com", "--role", "owner", "--json")
+	if !domain.ValidID(domain.PrefixInvitation, inv.InvitationID) || inv.WorkspaceID != ws.WorkspaceID || inv.Email != "ada@example.com" ||
+		inv.Role != "owner" || inv.Emailed || !strings.HasPrefix(inv.Link, "http://127.0.0.1:8080/console/invitations/"+domain.PrefixLinkToken) {
+		t.Fatalf("user invite printed %+v", inv)
+	}
+	if exp, err := time.Parse(time.RFC3339, inv.ExpiresAt); err != nil || time.Until(exp) < 6*24*time.Hour {
+		t.Fatalf("expiresAt %q: %v", inv.ExpiresAt, err)
+	}
+	text := admMustText(t, env, "admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "bob@example.com", "--role", "agent")
+	if !strings.Contains(text, "link:          http://127.0.0.1:8080/console/invitations/lt_") || !strings.Contains(text, "Send the link to bob@example.com yourself") {
+		t.Fatalf("user invite printed:\n%s", text)
+	}
+
+	s := newStack(t, stackOptions{env: env, withWorker: false})
+	token := inv.Link[strings.LastIndex(inv.Link, "/")+1:]
+	signed, err := s.sys.accounts.AcceptInvitation(ctx, account.AcceptRequest{Token: token, Name: "Ada", Password: "first password"})
+	if err != nil {
+		t.Fatalf("accepting the printed link: %v", err)
+	}
+	if m, err := s.sys.accounts.Member(ctx, signed.User.ID, ws.WorkspaceID); err != nil || m.Role != domain.MemberOwner {
+		t.Fatalf("member = %+v, %v", m, err)
+	}
+	if _, err := s.sys.accounts.AcceptInvitation(ctx, account.AcceptRequest{Token: token, Name: "Eve", Password: "second password"}); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("the link worked twice: %v", err)
+	}
+
+	var reset struct{ Email, Link string }
+	admMustJSON(t, env, &reset, "admin", "user", "reset", "--email", "ADA@example.com", "--json")
+	if reset.Email != "ada@example.com" || !strings.HasPrefix(reset.Link, "http://127.0.0.1:8080/console/reset/"+domain.PrefixLinkToken) {
+		t.Fatalf("user reset printed %+v", reset)
+	}
+	if err := s.sys.accounts.ResetPassword(ctx, account.ResetRequest{Token: reset.Link[strings.LastIndex(reset.Link, "/")+1:], Password: "a new password"}); err != nil {
+		t.Fatalf("using the printed reset link: %v", err)
+	}
+	if _, err := s.sys.accounts.Authenticate(ctx, signed.Token); !errors.Is(err, domain.ErrUnauthorized) {
+		t.Fatalf("a session survived the reset: %v", err)
+	}
+	again, err := s.sys.accounts.SignIn(ctx, account.SignInRequest{Email: "ada@example.com", Password: "a new password", IP: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("signing in with the new password: %v", err)
+	}
+
+	// No table of the people side holds a token, link secret or password.
+	db := admOpen(t, env["CONCIERGE_DATABASE_URL"])
+	for name, secret := range map[string]string{
+		"invitation link secret": token, "reset link secret": reset.Link[strings.LastIndex(reset.Link, "/")+1:],
+		"first session token": signed.Token, "second session token": again.Token,
+		"first password": "first password", "new password": "a new password",
+	} {
+		for _, table := range []string{"users", "memberships", "console_sessions", "invitations", "password_resets"} {
+			var n int64
+			if err := db.Gorm.Raw(`SELECT count(*) FROM `+table+` r WHERE strpos(r::text, ?) > 0`, secret).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%s holds the %s in plaintext", table, name)
+			}
+		}
+	}
+
+	unknownWS := domain.NewID(domain.PrefixWorkspace)
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		code       int
+		stderrWant string
+	}{
+		{"invite without --role", []string{"admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "c@example.com"}, exitUsage, "--role"},
+		{"invite with a bad --role", []string{"admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "c@example.com", "--role", "boss"}, exitUsage, "role"},
+		{"invite a bad --email", []string{"admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "c", "--role", "agent"}, exitUsage, "email"},
+		{"invite into a bad workspace id", []string{"admin", "user", "invite", "--workspace", "acme", "--email", "c@example.com", "--role", "agent"}, exitUsage, "workspace"},
+		{"invite into an unknown workspace", []string{"admin", "user", "invite", "--workspace", unknownWS, "--email", "c@example.com", "--role", "agent"}, exitFailure, "workspace not found"},
+		{"invite a member", []string{"admin", "user", "invite", "--workspace", ws.WorkspaceID, "--email", "ada@example.com", "--role", "agent"}, exitFailure, "already a member"},
+		{"reset without --email", []string{"admin", "user", "reset"}, exitUsage, "--email"},
+		{"reset an unknown user", []string{"admin", "user", "reset", "--email", "nobody@example.com"}, exitFailure, "not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := admRun(t, env, tt.args...)
+			if res.code != tt.code || res.stdout != "" || !strings.Contains(res.stderr, tt.stderrWant) {
+				t.Fatalf("exit %d (want %d), stdout %q, stderr %q (want %q)", res.code, tt.code, res.stdout, res.stderr, tt.stderrWant)
+			}
+		})
 	}
 }

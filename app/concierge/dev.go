@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -55,6 +57,14 @@ func devCommand(e *env) *cobra.Command {
 	}
 }
 
+// The demo workspace's owner, for signing in to the console in development.
+// The password is fixed and printed in the banner: `concierge dev` is for a
+// developer's machine (it listens on loopback by default), never a server.
+const (
+	demoOwnerEmail    = "owner@demo.concierge.test"
+	demoOwnerPassword = "concierge-demo-owner"
+)
+
 // demo is what the dev banner shows.
 type demo struct {
 	WorkspaceID   string
@@ -78,7 +88,31 @@ func (s *system) seedDemo(ctx context.Context) (demo, error) {
 		return demo{}, err
 	}
 	d.WidgetPath = "/chat/" + agent.WidgetAddress()
+	if err := s.seedDemoOwner(ctx, d.WorkspaceID); err != nil {
+		return demo{}, fmt.Errorf("seeding the demo owner: %w", err)
+	}
 	return d, nil
+}
+
+// seedDemoOwner makes the demo owner once, through the same invitation a
+// real owner accepts; a later start leaves the user (and any password they
+// chose) alone.
+func (s *system) seedDemoOwner(ctx context.Context, workspaceID string) error {
+	_, err := s.store.FindUserByEmail(ctx, demoOwnerEmail)
+	if err == nil || !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	inv, err := s.accounts.InviteByOperator(ctx, workspaceID, account.InviteRequest{Email: demoOwnerEmail, Role: domain.MemberOwner})
+	if err != nil {
+		return err
+	}
+	token := inv.Link[strings.LastIndex(inv.Link, "/")+1:]
+	signed, err := s.accounts.AcceptInvitation(ctx, account.AcceptRequest{Token: token, Name: "Demo Owner", Password: demoOwnerPassword})
+	if err != nil {
+		return err
+	}
+	// Accepting signs in; nobody holds that session's token.
+	return s.accounts.SignOut(ctx, signed.Token)
 }
 
 func (s *system) seedDemoWorkspace(ctx context.Context) (demo, error) {
@@ -149,6 +183,9 @@ Concierge is running on %[1]s with a demo workspace on the Standard plan.
 
 Chat with the agent in a browser: %[1]s%[6]s
 
+Console: %[1]s/console
+  sign in as %[7]s with the password %[8]s (development only)
+
 Try the API (in another terminal):
 
   export CONCIERGE_API_KEY=%[3]s CONCIERGE_API_URL=%[1]s/api/v2
@@ -168,5 +205,5 @@ Try the API (in another terminal):
   OpenAPI: %[1]s/api/v2/openapi.json    Health: %[1]s/readyz
 
 Press Ctrl+C to stop.
-`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug, d.WidgetPath)
+`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug, d.WidgetPath, demoOwnerEmail, demoOwnerPassword)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
+	"github.com/conciergehq/concierge/config"
+	"github.com/conciergehq/concierge/core/account"
+	"github.com/conciergehq/concierge/core/domain"
 )
 
 // startDev runs `concierge dev` until the test stops it and returns its banner.
@@ -70,7 +74,8 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 	}
 
 	banner, stop := startDev(t, env)
-	for _, want := range []string{"http://" + addr, "whsec_", "curl", "support"} {
+	for _, want := range []string{"http://" + addr, "whsec_", "curl", "support", "Console: http://" + addr + "/console",
+		"sign in as " + demoOwnerEmail + " with the password " + demoOwnerPassword} {
 		if !strings.Contains(banner, want) {
 			t.Fatalf("banner lacks %q:\n%s", want, banner)
 		}
@@ -109,5 +114,28 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 	}
 	if second := get(banner2, "/api/v2/agents"); strings.Count(second, `"slug"`) != 1 {
 		t.Fatalf("the second start seeded again: %s", second)
+	}
+
+	// The printed owner signs in, owns the demo workspace, and exists once.
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := connect(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.close()
+	signed, err := sys.accounts.SignIn(context.Background(), account.SignInRequest{Email: demoOwnerEmail, Password: demoOwnerPassword, IP: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("signing in as the demo owner: %v", err)
+	}
+	ms, err := sys.accounts.Memberships(context.Background(), signed.User.ID)
+	if err != nil || len(ms) != 1 || ms[0].WorkspaceID != demoWorkspaceID || ms[0].Role != domain.MemberOwner {
+		t.Fatalf("demo owner memberships = %+v, %v", ms, err)
+	}
+	var users int64
+	if err := sys.db.Gorm.Raw(`SELECT count(*) FROM users`).Scan(&users).Error; err != nil || users != 1 {
+		t.Fatalf("%d users after two starts (%v), want 1", users, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -69,6 +70,33 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 	s.mustStatus(s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "website", "url": site.URL + "/"}, tn.auth()), 201)
 	whEventually(t, 30*time.Second, "the crawl to reach /p/1", func() bool { return site.waitingNow() == 1 })
 
+	// The people side: an owner invited and signed in (users, memberships,
+	// console_sessions, an accepted invitation), a pending invitation, a
+	// reset link. Their tokens, link secrets and password are secrets too.
+	const ownerPassword = "owner password 1"
+	inv, err := s.sys.accounts.InviteByOperator(ctx, tn.ID, account.InviteRequest{Email: "owner@example.com", Role: domain.MemberOwner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	invToken := inv.Link[strings.LastIndex(inv.Link, "/")+1:]
+	signed, err := s.sys.accounts.AcceptInvitation(ctx, account.AcceptRequest{Token: invToken, Name: "Owner", Password: ownerPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, err := s.sys.accounts.InviteByOperator(ctx, tn.ID, account.InviteRequest{Email: "agent@example.com", Role: domain.MemberAgent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resetLink, err := s.sys.accounts.ResetLink(ctx, "owner@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accountSecrets := map[string]string{
+		"session token": signed.Token, "accepted invitation link": invToken,
+		"pending invitation link": pending.Link[strings.LastIndex(pending.Link, "/")+1:],
+		"reset link":              resetLink[strings.LastIndex(resetLink, "/")+1:], "password": ownerPassword,
+	}
+
 	var tables []string
 	if err := s.sys.db.Gorm.Raw(`SELECT table_name FROM information_schema.tables
 		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`).Scan(&tables).Error; err != nil {
@@ -98,6 +126,11 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 			for id, secret := range keys {
 				if strings.Contains(lower, strings.ToLower(secTail(secret))) {
 					t.Errorf("table %s holds API key %s in plaintext: %.200s", tbl, id, row)
+				}
+			}
+			for what, secret := range accountSecrets {
+				if strings.Contains(lower, strings.ToLower(secret)) {
+					t.Errorf("table %s holds the %s in plaintext: %.200s", tbl, what, row)
 				}
 			}
 		}

@@ -20,11 +20,13 @@ import (
 	"github.com/conciergehq/concierge/adapters/ingest/web"
 	llmlocal "github.com/conciergehq/concierge/adapters/llm/local"
 	"github.com/conciergehq/concierge/adapters/llm/openai"
+	"github.com/conciergehq/concierge/adapters/mail/smtpmail"
 	"github.com/conciergehq/concierge/adapters/postgres"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/config"
+	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
@@ -52,7 +54,10 @@ type system struct {
 	enqueuer *workers.Enqueuer
 	clock    ports.Clock
 
-	workspaces    *workspace.Service
+	workspaces *workspace.Service
+	// accounts is the people side (users, members, console sign-in),
+	// which the console edge serves.
+	accounts      *account.Service
 	agents        *agent.Service
 	conversations *conversation.Service
 	inbound       *inbound.Service
@@ -112,6 +117,12 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL, s.announcer)
 	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.announcer, s.clock, log)
+	// Sign-in throttling counts exactly (no local batching): its budgets
+	// are a handful of attempts a minute.
+	if s.accounts, err = accounts(cfg, s.store, redisadapter.NewRateLimiter(rdb), s.clock, log); err != nil {
+		s.close()
+		return nil, err
+	}
 	if s.indexer, err = indexer(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -158,6 +169,27 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		return nil, err
 	}
 	return s, nil
+}
+
+// accounts builds the account use cases, with the SMTP mailer when
+// CONCIERGE_SMTP_URL is set (without it, links are shown, not emailed).
+func accounts(cfg config.Config, store *postgres.Store, limiter ports.RateLimiter, clock ports.Clock, log *slog.Logger) (*account.Service, error) {
+	deps := account.Deps{
+		Users: store, Members: store, Sessions: store, Invitations: store, Resets: store,
+		Limiter: limiter, Clock: clock, Log: log.With("component", "accounts"),
+	}
+	if cfg.SMTPURL != "" {
+		m, err := smtpmail.New(smtpmail.Options{URL: cfg.SMTPURL, From: cfg.MailFrom})
+		if err != nil {
+			return nil, fmt.Errorf("%sSMTP_URL: %v", config.Prefix, err)
+		}
+		deps.Mailer = m
+	}
+	svc, err := account.NewService(deps, account.Options{BaseURL: cfg.PublicURL})
+	if err != nil {
+		return nil, fmt.Errorf("%sPUBLIC_URL: %v", config.Prefix, err)
+	}
+	return svc, nil
 }
 
 // deliveries builds the delivery use cases: signed webhooks to helpdesk and

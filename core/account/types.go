@@ -73,6 +73,10 @@ type Invitation struct {
 	Link string
 	// Emailed says whether a Mailer sent the link.
 	Emailed bool
+	// ForExistingUser, set by Service.InvitationByToken, says that a user
+	// with the invited email exists: the accept page then asks for that
+	// user's password instead of a name and a new password.
+	ForExistingUser bool
 }
 
 // AcceptRequest accepts an invitation. A new user chooses a name and a

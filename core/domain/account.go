@@ -17,6 +17,9 @@ const (
 	PrefixConsoleToken = "cs_"
 	// PrefixLinkToken starts the secret of an invitation or reset link.
 	PrefixLinkToken = "lt_"
+	// PrefixConsoleSession names a console session in lists; unlike the
+	// token it grants nothing.
+	PrefixConsoleSession = "css_"
 )
 
 // MemberRole is what a member may do in one workspace. A workspace always keeps at
@@ -145,3 +148,49 @@ type Email struct {
 	Text string
 	HTML string
 }
+
+// ConsoleSession is a stored console session. The cookie's token never is:
+// TokenHash is HashSecret of it, so a copy of the database signs nobody in.
+type ConsoleSession struct {
+	ID        string
+	UserID    string
+	TokenHash string
+	// CSRFToken is the session's synchronizer token. It is stored as is: it
+	// only proves that a request came from a page of this session, and is
+	// worthless without the cookie.
+	CSRFToken  string
+	IP         string
+	UserAgent  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
+// Invitation is a stored invitation to a workspace. TokenHash is HashSecret
+// of the link's secret; the secret itself is shown once.
+type Invitation struct {
+	ID          string
+	WorkspaceID string
+	Email       string
+	Role        MemberRole
+	InvitedBy   string // user id; "" when made by the operator
+	TokenHash   string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	AcceptedAt  time.Time // zero while pending
+}
+
+// PasswordReset is a stored, single-use password reset. TokenHash is
+// HashSecret of the link's secret.
+type PasswordReset struct {
+	ID        string
+	UserID    string
+	TokenHash string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    time.Time // zero until used
+}
+
+// ErrLastOwner refuses a change that would leave a workspace without an
+// owner: nobody could then manage its owners and secrets.
+var ErrLastOwner = &ConflictError{Message: "a workspace needs at least one owner: make another member an owner first"}

@@ -15,6 +15,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/helpdesk/inbox"
 	"github.com/conciergehq/concierge/adapters/helpdesk/webhook"
 	httpapi "github.com/conciergehq/concierge/adapters/httpapi"
+	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/adapters/httpapi/openapi"
 	"github.com/conciergehq/concierge/adapters/ingest"
 	"github.com/conciergehq/concierge/adapters/ingest/web"
@@ -366,9 +367,14 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
+	con, err := console.New(s.accounts, s.workspaces, s.agents,
+		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries})
+	if err != nil {
+		return nil, fmt.Errorf("building the console: %w", err)
+	}
 	app, err := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff,
-			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback},
+			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,

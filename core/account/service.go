@@ -125,6 +125,9 @@ func NewService(d Deps, o Options) (*Service, error) {
 // password, so the form cannot be used to learn who has an account.
 var errBadCredentials = domain.Unauthorized("email or password is incorrect")
 
+// errWrongPassword refuses a password confirmation.
+var errWrongPassword = domain.Unauthorized("the password is incorrect")
+
 // errSignedOut ends a console request whose session is unknown or expired.
 var errSignedOut = domain.Unauthorized("your session has ended; sign in again")
 
@@ -709,6 +712,32 @@ func (s *Service) ChangePassword(ctx context.Context, p Principal, current, next
 		return domain.InvalidField("currentPassword", "is incorrect")
 	}
 	return s.d.Users.SetPassword(ctx, user.ID, hashPassword(next, s.o.Argon2), p.Session.ID, s.d.Clock.Now())
+}
+
+// ConfirmPassword checks a signed-in user's password again before a
+// secret is shown or rotated. It is throttled per user like a sign-in, so
+// a stolen session cannot be used to guess the password. Returns
+// domain.ErrUnauthorized when the password is wrong and a
+// domain.RateLimitError when the user tried too often.
+func (s *Service) ConfirmPassword(ctx context.Context, userID, password string) error {
+	if err := s.throttle(ctx, "account:confirm:user:"+userID, s.o.SignInPerMinute); err != nil {
+		return err
+	}
+	user, err := s.d.Users.GetUser(ctx, userID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return errSignedOut
+	}
+	if err != nil {
+		return err
+	}
+	ok, err := s.passwordMatches(password, user)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errWrongPassword
+	}
+	return nil
 }
 
 // throttle counts one call against key and refuses it with a

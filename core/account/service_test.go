@@ -786,3 +786,41 @@ func TestSignInTakesComparableTimeForUnknownEmailAndWrongPassword(t *testing.T) 
 	}
 	t.Logf("median sign-in: wrong password %v, unknown email %v", wrong, unknown)
 }
+
+func TestConfirmPassword(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		user     func(f *fixture, ada domain.Member) string
+		password string
+		limit    int
+		tries    int
+		want     error
+	}{
+		{name: "right password", user: func(_ *fixture, ada domain.Member) string { return ada.UserID }, password: password, tries: 1},
+		{name: "wrong password", user: func(_ *fixture, ada domain.Member) string { return ada.UserID }, password: "not the password", tries: 1, want: domain.ErrUnauthorized},
+		{name: "empty password", user: func(_ *fixture, ada domain.Member) string { return ada.UserID }, password: "", tries: 1, want: domain.ErrUnauthorized},
+		{name: "unknown user", user: func(*fixture, domain.Member) string { return domain.NewID(domain.PrefixUser) }, password: password, tries: 1, want: domain.ErrUnauthorized},
+		{name: "throttled after the budget, even with the right password", user: func(_ *fixture, ada domain.Member) string { return ada.UserID }, password: password, limit: 2, tries: 3, want: domain.ErrRateLimited},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, false)
+			ada, _ := f.join(t, "ada@example.com", domain.MemberOwner)
+			f.limiter.limit = tc.limit
+			userID := tc.user(f, ada)
+			var err error
+			for range tc.tries {
+				err = f.svc.ConfirmPassword(context.Background(), userID, tc.password)
+			}
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("ConfirmPassword = %v, want %v", err, tc.want)
+			}
+			var rl *domain.RateLimitError
+			if tc.want == domain.ErrRateLimited && (!errors.As(err, &rl) || rl.RetryAfterSeconds < 1) {
+				t.Fatalf("throttled without a retry time: %#v", err)
+			}
+		})
+	}
+}

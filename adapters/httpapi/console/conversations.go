@@ -192,10 +192,10 @@ type focusRow struct {
 
 type candidateRow struct {
 	domain.TraceCandidate
-	Rank                             int
+	Rank                              int
 	Relevance, Score, Keyword, Vector string
-	Features                         []featureRow
-	Missing                          string
+	Features                          []featureRow
+	Missing                           string
 }
 
 type featureRow struct{ Name, Value string }

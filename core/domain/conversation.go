@@ -61,4 +61,9 @@ type ConversationFilter struct {
 	AgentID string
 	// Status, when set, keeps only conversations in that state.
 	Status ConversationStatus
+	// ActiveFrom and ActiveBefore, when set, keep only conversations
+	// whose last activity is at or after ActiveFrom and before
+	// ActiveBefore. A range on the list's own order column keeps every
+	// filter shape on its (..., last_activity_at, id) index.
+	ActiveFrom, ActiveBefore time.Time
 }

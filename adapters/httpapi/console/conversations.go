@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -58,10 +59,11 @@ type conversationsPage struct {
 	// Agents fill the agent filter; Statuses the status filter.
 	Agents   []domain.Agent
 	Statuses []domain.ConversationStatus
-	// Agent, Status and ID are the filter and search as asked; Next the
-	// whole URL of the next page, "" on the last.
-	Agent, Status, ID string
-	Next              string
+	// Agent, Status, From, To (dates, YYYY-MM-DD, both days included)
+	// and ID are the filter and search as asked; Next the whole URL of
+	// the next page, "" on the last.
+	Agent, Status, From, To, ID string
+	Next                        string
 	// Filtered says a filter is set, for the empty state's words.
 	Filtered bool
 }
@@ -102,8 +104,9 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 	pg := &conversationsPage{
 		Agent: strings.TrimSpace(strings.Clone(c.Query("agent"))), Status: strings.Clone(c.Query("status")),
 		ID: strings.TrimSpace(strings.Clone(c.Query("id"))), Statuses: conversationStatuses,
+		From: strings.TrimSpace(strings.Clone(c.Query("from"))), To: strings.TrimSpace(strings.Clone(c.Query("to"))),
 	}
-	pg.Filtered = pg.Agent != "" || pg.Status != ""
+	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != ""
 	v.Data = pg
 	if pg.Agents, err = h.workspaceAgents(c); err != nil {
 		return err
@@ -122,8 +125,18 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 		return h.render(c, fiber.StatusNotFound, "conversations", v)
 	}
 	filter := conversation.ListFilter{AgentSlug: pg.Agent, Status: domain.ConversationStatus(pg.Status)}
-	scope := "console-conversations|agent=" + pg.Agent + "|status=" + pg.Status
-	page, err := wire.Page(c, scope, domain.PrefixSession)
+	scope := "console-conversations|agent=" + pg.Agent + "|status=" + pg.Status + "|from=" + pg.From + "|to=" + pg.To
+	filter.ActiveFrom, err = formDate(pg.From, "from")
+	if err == nil {
+		filter.ActiveBefore, err = formDate(pg.To, "to")
+		if !filter.ActiveBefore.IsZero() {
+			filter.ActiveBefore = filter.ActiveBefore.AddDate(0, 0, 1) // the whole day "to"
+		}
+	}
+	var page domain.PageRequest
+	if err == nil {
+		page, err = wire.Page(c, scope, domain.PrefixSession)
+	}
 	if err == nil {
 		page.Limit = conversationPageSize
 		var got domain.Page[domain.Conversation]
@@ -137,8 +150,9 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 			}
 			list := wire.NewList(got, scope, func(x domain.Conversation) domain.Conversation { return x })
 			if list.Meta.NextCursor != nil {
-				pg.Next = fmt.Sprintf(Prefix+"/w/%s/conversations?agent=%s&status=%s&cursor=%s", ws,
-					url.QueryEscape(pg.Agent), url.QueryEscape(pg.Status), url.QueryEscape(*list.Meta.NextCursor))
+				pg.Next = fmt.Sprintf(Prefix+"/w/%s/conversations?agent=%s&status=%s&from=%s&to=%s&cursor=%s", ws,
+					url.QueryEscape(pg.Agent), url.QueryEscape(pg.Status), url.QueryEscape(pg.From), url.QueryEscape(pg.To),
+					url.QueryEscape(*list.Meta.NextCursor))
 			}
 		}
 	}
@@ -148,12 +162,29 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 			// not offer is bad input, not a missing page.
 			err = domain.InvalidField("agent", mustText("convs.agent.unknown"))
 		}
+		var verr *domain.ValidationError
+		if errors.As(err, &verr) && verr.Fields["activeBefore"] != "" {
+			err = domain.InvalidField("to", mustText("convs.dates.order"))
+		}
 		if ferr := formError(v, err); ferr != nil {
 			return ferr
 		}
 		return h.render(c, fiber.StatusBadRequest, "conversations", v)
 	}
 	return h.render(c, fiber.StatusOK, "conversations", v)
+}
+
+// formDate reads an optional date of a date input (YYYY-MM-DD, UTC);
+// empty is no bound.
+func formDate(s, field string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	d, err := time.ParseInLocation(time.DateOnly, s, time.UTC)
+	if err != nil {
+		return time.Time{}, domain.InvalidField(field, mustText("convs.date.bad"))
+	}
+	return d, nil
 }
 
 // messageRow is a message as a transcript shows it, its words looked up

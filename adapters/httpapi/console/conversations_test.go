@@ -277,6 +277,23 @@ func TestConversationsList(t *testing.T) {
 	if !strings.Contains(sales.Body, `<option value="sales" selected>Sales</option>`) || !strings.Contains(sales.Body, `<option value="AI" selected>`) {
 		t.Error("the filter form does not show the filter")
 	}
+	// Dates: both days included, in UTC; kept in the next page's link.
+	// fakeNow is 2027-03-01 09:30; the conversations span 30 minutes.
+	dated := h.do(t, req{Path: "/console/w/ws_a/conversations?from=2027-03-01&to=2027-03-01", As: "agent"})
+	got := h.convs.lists[len(h.convs.lists)-1]
+	if !got.ActiveFrom.Equal(time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)) || !got.ActiveBefore.Equal(time.Date(2027, 3, 2, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("dates passed as %v to %v", got.ActiveFrom, got.ActiveBefore)
+	}
+	if next := between(dated.Body, `<p><a href="`, `">Older conversations</a>`); !strings.Contains(next, "from=2027-03-01&amp;to=2027-03-01&amp;cursor=") {
+		t.Fatalf("next page link %q drops the dates", next)
+	}
+	if !strings.Contains(dated.Body, `type="date" value="2027-03-01"`) {
+		t.Error("the date filter is not shown")
+	}
+	later := h.do(t, req{Path: "/console/w/ws_a/conversations?from=2027-03-02", As: "agent"})
+	if !strings.Contains(later.Body, "No conversation matches these filters.") {
+		t.Errorf("a date after every conversation still lists some:\n%s", later.Body)
+	}
 	none := h.do(t, req{Path: "/console/w/ws_a/conversations?status=RESOLVED", As: "agent"})
 	if !strings.Contains(none.Body, "No conversation matches these filters.") {
 		t.Errorf("no empty state for a filter that matches nothing:\n%s", none.Body)
@@ -303,6 +320,9 @@ func TestConversationsBadInput(t *testing.T) {
 		{"/console/w/ws_a/conversations?agent=" + url.QueryEscape("<b>x</b>"), 400, "Choose one of the workspace&#39;s agents."},
 		{"/console/w/ws_a/conversations?cursor=garbage", 400, "field-error"},
 		{"/console/w/ws_a/conversations?limit=1000", 400, "must be between 1 and 100"},
+		{"/console/w/ws_a/conversations?from=yesterday", 400, `<p class="field-error" id="f-from-error">Enter a date as YYYY-MM-DD.`},
+		{"/console/w/ws_a/conversations?to=2027-02-30", 400, `<p class="field-error" id="f-to-error">Enter a date as YYYY-MM-DD.`},
+		{"/console/w/ws_a/conversations?from=2027-03-02&to=2027-03-01", 400, `<p class="field-error" id="f-to-error">The end must not be before the start.`},
 		{"/console/w/ws_a/conversations?id=ses_nothing", 404, "No conversation of this workspace has this id."},
 		{"/console/w/ws_a/conversations/ses_0123456789abcdefghjkmnpqrv", 404, "There is nothing here"},
 		{"/console/w/ws_a/conversations/not-an-id", 404, "There is nothing here"},

@@ -86,6 +86,9 @@ func (f *fakeConversations) List(_ context.Context, ws string, filter conversati
 	default:
 		return domain.Page[domain.Conversation]{}, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
 	}
+	if !filter.ActiveFrom.IsZero() && !filter.ActiveBefore.IsZero() && !filter.ActiveFrom.Before(filter.ActiveBefore) {
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("activeBefore", "must be after the start of the range")
+	}
 	if filter.AgentSlug != "" {
 		if _, err := f.agents.Get(context.Background(), ws, filter.AgentSlug); err != nil {
 			return domain.Page[domain.Conversation]{}, err
@@ -93,7 +96,8 @@ func (f *fakeConversations) List(_ context.Context, ws string, filter conversati
 	}
 	var all []domain.Conversation
 	for _, c := range f.convs {
-		if c.WorkspaceID == ws && (filter.AgentSlug == "" || c.AgentSlug == filter.AgentSlug) && (filter.Status == "" || c.Status == filter.Status) {
+		if c.WorkspaceID == ws && (filter.AgentSlug == "" || c.AgentSlug == filter.AgentSlug) && (filter.Status == "" || c.Status == filter.Status) &&
+			(filter.ActiveFrom.IsZero() || !c.LastActivityAt.Before(filter.ActiveFrom)) && (filter.ActiveBefore.IsZero() || c.LastActivityAt.Before(filter.ActiveBefore)) {
 			all = append(all, c)
 		}
 	}

@@ -93,8 +93,9 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 		{Path: "/console/w/ws_a/playground?session=" + convA, As: "agent"},
 		{Method: "POST", Path: "/console/w/ws_a/playground", As: "agent", Form: url.Values{"agent": {"support"}, "question": {" "}}},
 	}
-	h.seedConversations(t) // Conversations
 	h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourcePending}) // Knowledge
+	// Conversations
+	h.seedConversations(t)
 	for _, p := range pages {
 		t.Run(p.Path+" "+p.As, func(t *testing.T) {
 			r := h.do(t, p)

@@ -223,13 +223,12 @@ type focusRow struct {
 
 type candidateRow struct {
 	domain.TraceCandidate
-	Rank                              int
-	Relevance, Score, Keyword, Vector string
-	Features                          []featureRow
-	Missing                           string
+	Rank               int
+	Relevance, Missing string
+	// Scores is the passage's numbers in one line: its score, both
+	// searches' ranks and the reranker's features by name.
+	Scores string
 }
-
-type featureRow struct{ Name, Value string }
 
 func percent(x float64) string { return strconv.FormatFloat(x*100, 'f', 0, 64) + "%" }
 
@@ -248,22 +247,24 @@ func newTraceView(t domain.RetrievalTrace) *traceView {
 		tv.Focus = append(tv.Focus, r)
 	}
 	for i, cand := range t.Candidates {
-		r := candidateRow{TraceCandidate: cand, Rank: i + 1, Relevance: percent(cand.Relevance), Score: number(cand.Score),
-			Missing: strings.Join(cand.Missing, ", ")}
-		r.Keyword, r.Vector = mustText("trace.leg.none"), mustText("trace.leg.none")
+		r := candidateRow{TraceCandidate: cand, Rank: i + 1, Relevance: percent(cand.Relevance), Missing: strings.Join(cand.Missing, ", ")}
+		keyword, vector := mustText("trace.leg.none"), mustText("trace.leg.none")
 		if cand.KeywordRank > 0 {
-			r.Keyword = mustText("trace.leg", cand.KeywordRank, number(cand.KeywordScore))
+			keyword = mustText("trace.leg", cand.KeywordRank, number(cand.KeywordScore))
 		}
 		if cand.VectorRank > 0 {
-			r.Vector = mustText("trace.leg", cand.VectorRank, number(cand.VectorScore))
+			vector = mustText("trace.leg", cand.VectorRank, number(cand.VectorScore))
 		}
+		var b strings.Builder
+		b.WriteString(mustText("trace.scores", number(cand.Score), keyword, vector))
 		for j, x := range cand.Features {
 			name := strconv.Itoa(j + 1)
 			if j < len(t.FeatureNames) {
 				name = t.FeatureNames[j]
 			}
-			r.Features = append(r.Features, featureRow{Name: name, Value: number(x)})
+			b.WriteString("; " + name + " " + number(x))
 		}
+		r.Scores = b.String()
 		if cand.Kept {
 			tv.Kept++
 		}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -178,7 +179,8 @@ func TestTranscript(t *testing.T) {
 		"How do refunds work? shipping", "widened with 1 earlier question", "87%", "least chance the agent answers with: 35%",
 		"<td>quokka</td><td>1.000</td><td>in no passage</td>", "Missing from the best passage</dt><dd>quokka</dd>",
 		"Passages considered (2, 1 kept)", "<td>91%</td>", domain.TraceKept, domain.TraceFarBelowBest, "<td>12%</td>",
-		"rank 1 (0.500)", "rank 2 (0.700)", "<dt>coverage</dt><dd>0.750</dd>", "<dt>proximity</dt><dd>0.500</dd>", "not found",
+		"score 2.500; keyword search: rank 1 (0.500); meaning search: rank 2 (0.700); coverage 0.750; proximity 0.500",
+		"score 0.000; keyword search: not found; meaning search: rank 1 (0.600)</td>",
 		// The fallback answer searched nothing: said so, not hidden.
 		"No retrieval trace: this answer did not search the knowledge.",
 	} {
@@ -506,6 +508,77 @@ func TestConversationsWithoutServices(t *testing.T) {
 		{Method: "POST", Path: "/console/w/ws_a/playground", As: "owner", Form: url.Values{"agent": {"support"}, "question": {"Hi?"}}}} {
 		if res := h.do(t, r); res.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s %s: status %d, want 503", r.Method, r.Path, res.Status)
+		}
+	}
+}
+
+// seedFullTranscript stores a conversation of 25 questions and 25 answers,
+// each answer with two citations and a trace of 10 passages with 5
+// features: a full transcript page.
+func (h *harness) seedFullTranscript(t testing.TB) {
+	t.Helper()
+	var msgs []domain.Message
+	for range 25 {
+		tr := &domain.RetrievalTrace{Question: "How long does express shipping take to Norway?", Query: "How long does express shipping take to Norway?",
+			Method: "hybrid", Verdict: domain.VerdictAnswer, Answerability: 0.8, Threshold: 0.35, Missing: []string{"norway"},
+			FeatureNames: []string{"coverage", "proximity", "title", "quantity", "relevance"},
+			Focus:        []domain.FocusTerm{{Word: "express", Weight: 0.6, InKnowledge: true}, {Word: "shipping", Weight: 0.3, InKnowledge: true}, {Word: "norway", Weight: 1}}}
+		for j := range 10 {
+			tr.Candidates = append(tr.Candidates, domain.TraceCandidate{DocumentName: "Shipping guide, part " + string(rune('A'+j)), KeywordRank: j + 1, KeywordScore: 0.4,
+				VectorRank: 10 - j, VectorScore: 0.6, Score: 1.5, Relevance: 0.5, Features: []float64{0.1, 0.2, 0.3, 0.4, 0.5}, Kept: j < 3,
+				Reason: domain.TraceBeyondTopK, Missing: []string{"norway"}})
+		}
+		msgs = append(msgs, domain.Message{Role: domain.RoleUser, Content: "How long does express shipping take to Norway?"},
+			domain.Message{Role: domain.RoleAssistant, Content: strings.Repeat("Express shipping takes two to three working days. ", 6),
+				Citations: []domain.Citation{{DocumentName: "Shipping guide", SourceType: domain.SourceFile, Snippet: "Express: 2-3 days", Score: 0.8},
+					{DocumentName: "FAQ", SourceType: domain.SourceQA, Snippet: "Ships from Oslo", Score: 0.6}}, Trace: tr})
+	}
+	h.convs.add(domain.Conversation{ID: convA, WorkspaceID: "ws_a", AgentSlug: "support"}, msgs...)
+}
+
+// A full transcript page with its scripts and styles stays within the
+// page weight budget.
+func TestTranscriptPageWeight(t *testing.T) {
+	h := newHarness(t, publicURL)
+	h.seedAgent(t, "support", "Support", true)
+	h.seedFullTranscript(t)
+	page := h.do(t, req{Path: "/console/w/ws_a/conversations/" + convA, As: "agent"})
+	if page.Status != http.StatusOK || strings.Count(page.Body, `<details class="trace">`) != 25 {
+		t.Fatalf("status %d, %d traces", page.Status, strings.Count(page.Body, `<details class="trace">`))
+	}
+	total := len(page.Body)
+	for _, m := range regexp.MustCompile(`(?:src|href)="(/console/assets/[^"]+)"`).FindAllStringSubmatch(page.Body, -1) {
+		total += len(h.do(t, req{Path: m[1]}).Body)
+	}
+	t.Logf("transcript of 50 messages: %d bytes of HTML, %d bytes with its scripts and styles", len(page.Body), total)
+	if total > 250_000 {
+		t.Fatalf("page weight %d bytes, budget 250,000", total)
+	}
+}
+
+func BenchmarkTranscriptPage(b *testing.B) {
+	h := newHarness(b, publicURL)
+	h.seedAgent(b, "support", "Support", true)
+	h.seedFullTranscript(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := h.do(b, req{Path: "/console/w/ws_a/conversations/" + convA, As: "agent"}); r.Status != http.StatusOK {
+			b.Fatal(r.Status)
+		}
+	}
+}
+
+func BenchmarkConversationsPage(b *testing.B) {
+	h := newHarness(b, publicURL)
+	h.seedAgent(b, "support", "Support", true)
+	for i := range 60 {
+		h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentSlug: "support", ContactName: "Vera", LastActivityAt: fakeNow.Add(time.Duration(i) * time.Second)},
+			domain.Message{Role: domain.RoleUser, Content: "How long does express shipping take to Norway?"})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := h.do(b, req{Path: "/console/w/ws_a/conversations", As: "agent"}); r.Status != http.StatusOK {
+			b.Fatal(r.Status)
 		}
 	}
 }

@@ -215,6 +215,8 @@ type traceView struct {
 	Focus                    []focusRow
 	Candidates               []candidateRow
 	Kept                     int
+	// Open shows the trace unfolded: the playground's latest answer's.
+	Open bool
 }
 
 type focusRow struct {
@@ -417,6 +419,15 @@ func (h *Handlers) playgroundView(c *fiber.Ctx, agent, session, question string)
 		}
 		if pg.Messages, err = h.messageRows(c, convs, ws, session, msgs); err != nil {
 			return nil, nil, err
+		}
+		// The answer just given shows why at once.
+		for i := len(pg.Messages) - 1; i >= 0; i-- {
+			if pg.Messages[i].Role == domain.RoleAssistant {
+				if pg.Messages[i].Trace != nil {
+					pg.Messages[i].Trace.Open = true
+				}
+				break
+			}
 		}
 		pg.Agent, pg.AgentName = conv.AgentSlug, conv.AgentSlug
 	}

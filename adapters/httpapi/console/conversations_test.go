@@ -371,7 +371,7 @@ func TestPlayground(t *testing.T) {
 	session := strings.TrimSuffix(strings.TrimPrefix(r.location(), "/console/w/ws_a/playground?session="), "#latest")
 	shown := h.do(t, req{Path: "/console/w/ws_a/playground?session=" + session, As: "agent"})
 	for _, want := range []string{"Talking to Support.", "How do refunds work?", "You asked: How do refunds work?", "Refund policy",
-		"snippet of Refund policy", `<details class="trace">`, "Passages considered (1, 1 kept)", `id="latest"`,
+		"snippet of Refund policy", `<details class="trace" open>`, "Passages considered (1, 1 kept)", `id="latest"`,
 		`<input type="hidden" name="session" value="` + session + `">`, "Your follow-up", `href="/console/w/ws_a/playground">New conversation</a>`,
 		`href="/console/w/ws_a/conversations/` + session + `"`} {
 		if !strings.Contains(shown.Body, want) {
@@ -391,6 +391,9 @@ func TestPlayground(t *testing.T) {
 		t.Fatalf("follow-up asked with %+v", f)
 	}
 	shown = h.do(t, req{Path: "/console/w/ws_a/playground?session=" + session, As: "agent"})
+	if strings.Count(shown.Body, `<details class="trace" open>`) != 1 || !strings.Contains(shown.Body, `<details class="trace">`) {
+		t.Error("the latest answer's trace is not the one unfolded")
+	}
 	if n := strings.Count(shown.Body, `<li class="msg msg-`); n != 4 || !strings.Contains(shown.Body, "Fallback answer: nothing in the knowledge answers the question") {
 		t.Fatalf("after the follow-up: %d messages\n%s", n, shown.Body)
 	}

@@ -5,8 +5,13 @@ import "time"
 // Channel is how a conversation reaches the service.
 type Channel string
 
-// ChannelChat covers widget, API and webhook conversations.
-const ChannelChat Channel = "CHAT"
+// Channels. ChannelChat covers widget, API and webhook conversations;
+// ChannelPlayground marks those started in the console's playground, by a
+// member trying an agent, so lists and reports can tell them apart.
+const (
+	ChannelChat       Channel = "CHAT"
+	ChannelPlayground Channel = "PLAYGROUND"
+)
 
 // ConversationStatus is who answers the conversation.
 type ConversationStatus string

@@ -52,6 +52,8 @@ func (h *Handlers) conversationService() (Conversations, error) {
 type conversationRow struct {
 	domain.Conversation
 	Path, StatusText, Activity, ActivityISO string
+	// Playground says a member started it in the playground.
+	Playground bool
 }
 
 type conversationsPage struct {
@@ -145,8 +147,8 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 			base := Prefix + "/w/" + ws + "/conversations/"
 			for _, x := range got.Items {
 				pg.Items = append(pg.Items, conversationRow{Conversation: x, Path: base + x.ID,
-					StatusText: mustText("convs.status." + string(x.Status)),
-					Activity:   x.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: x.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")})
+					StatusText: mustText("convs.status." + string(x.Status)), Playground: x.Channel == domain.ChannelPlayground,
+					Activity: x.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: x.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")})
 			}
 			list := wire.NewList(got, scope, func(x domain.Conversation) domain.Conversation { return x })
 			if list.Meta.NextCursor != nil {
@@ -360,7 +362,7 @@ func (h *Handlers) ConversationPage(c *fiber.Ctx) error {
 		return err
 	}
 	pg := transcriptPage{Messages: rows, Later: page.After != nil,
-		Conversation: conversationRow{Conversation: conv, StatusText: mustText("convs.status." + string(conv.Status)),
+		Conversation: conversationRow{Conversation: conv, StatusText: mustText("convs.status." + string(conv.Status)), Playground: conv.Channel == domain.ChannelPlayground,
 			Activity: conv.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: conv.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")}}
 	list := wire.NewList(msgs, scope, func(m domain.Message) domain.Message { return m })
 	if list.Meta.NextCursor != nil {
@@ -500,7 +502,9 @@ func (h *Handlers) PlaygroundAsk(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	req := chat.Request{Session: conversation.SessionRef{Workspace: &ws, ID: session}, Message: question}
+	// Channel marks a new conversation as the playground's, so the list
+	// and reports tell it from visitors'.
+	req := chat.Request{Session: conversation.SessionRef{Workspace: &ws, ID: session}, Message: question, Channel: domain.ChannelPlayground}
 	if session == "" {
 		// The agent of a conversation going on is its own; naming one
 		// would only be refused when it differs.

@@ -365,7 +365,7 @@ func TestPlayground(t *testing.T) {
 	}
 	first := h.chat.requests[0]
 	if first.Session.Workspace == nil || first.Session.Workspace.ID != "ws_a" || first.Session.Workspace.Plan != domain.PlanFree ||
-		first.Session.ID != "" || first.AgentSlug != "support" || first.Message != "How do refunds work?" {
+		first.Session.ID != "" || first.AgentSlug != "support" || first.Message != "How do refunds work?" || first.Channel != domain.ChannelPlayground {
 		t.Fatalf("engine asked with %+v", first)
 	}
 	session := strings.TrimSuffix(strings.TrimPrefix(r.location(), "/console/w/ws_a/playground?session="), "#latest")
@@ -377,6 +377,13 @@ func TestPlayground(t *testing.T) {
 		if !strings.Contains(shown.Body, want) {
 			t.Errorf("no %q after the answer", want)
 		}
+	}
+	// Marked as the playground's in the list and on its page.
+	if list := h.do(t, req{Path: "/console/w/ws_a/conversations", As: "agent"}); !strings.Contains(list.Body, `support <span class="tag">playground</span>`) {
+		t.Errorf("the list does not mark the playground conversation:\n%s", list.Body)
+	}
+	if one := h.do(t, req{Path: "/console/w/ws_a/conversations/" + session, As: "agent"}); !strings.Contains(one.Body, "Playground (started by a member in the console)") {
+		t.Error("the transcript does not say where the conversation started")
 	}
 	if strings.Contains(shown.Body, `name="agent"`) {
 		t.Error("a conversation going on offers to change its agent")

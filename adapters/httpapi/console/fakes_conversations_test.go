@@ -205,7 +205,7 @@ func (f *fakeChat) Start(ctx context.Context, req chat.Request) (console.Turn, e
 	if err != nil {
 		return nil, err
 	}
-	c := f.convs.add(domain.Conversation{WorkspaceID: ws, AgentID: a.ID, AgentSlug: a.Slug})
+	c := f.convs.add(domain.Conversation{WorkspaceID: ws, AgentID: a.ID, AgentSlug: a.Slug, Channel: req.Channel})
 	return &fakeTurn{f: f, conv: c, q: req.Message}, nil
 }
 

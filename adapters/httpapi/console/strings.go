@@ -440,6 +440,8 @@ var text = map[string]string{
 	"convs.msgs.next":                     "Later messages",
 	"convs.msgs.first":                    "First messages",
 	"convs.msgs.later":                    "Showing later messages.",
+	"convs.playground":                    "playground",
+	"convs.playground.long":               "Playground (started by a member in the console)",
 	"convs.transcript":                    "Transcript",
 	"msg.role.USER":                       "Visitor",
 	"msg.role.ASSISTANT":                  "Agent",

@@ -126,7 +126,7 @@ type Request struct {
 	// domain.ChannelPlayground for the console's playground. A continued
 	// session keeps its own.
 	Channel domain.Channel
-	Message   string
+	Message string
 	// IdempotencyKey, when set, makes the request answer once: a retry with
 	// the same key and request gets the stored answer. It is scoped to the
 	// caller: the workspace's API, or the session for keyless callers.

@@ -315,6 +315,14 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Post("/settings/deliveries/:deliveryID/retry", settings, h.RetryDelivery)
 	ws.Get("/settings/plan", settings, h.PlanPage)
 
+	// Conversations: owners, admins and helpers read conversations and use
+	// the playground (the answer engine, on every plan).
+	convs := console.Require(domain.PermConversations)
+	ws.Get("/conversations", convs, h.ConversationsPage)
+	ws.Get("/conversations/:conversationID", convs, h.ConversationPage)
+	ws.Get("/playground", convs, h.PlaygroundPage)
+	ws.Post("/playground", convs, h.PlaygroundAsk)
+
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })
 }

@@ -50,7 +50,9 @@ func (s *Conversations) ListConversations(ctx context.Context, workspaceID strin
 	for _, c := range s.convs {
 		cv := c.conv
 		if cv.WorkspaceID != workspaceID || (filter.AgentID != "" && cv.AgentID != filter.AgentID) ||
-			(filter.Status != "" && cv.Status != filter.Status) {
+			(filter.Status != "" && cv.Status != filter.Status) ||
+			(!filter.ActiveFrom.IsZero() && cv.LastActivityAt.Before(dbTime(filter.ActiveFrom))) ||
+			(!filter.ActiveBefore.IsZero() && !cv.LastActivityAt.Before(dbTime(filter.ActiveBefore))) {
 			continue
 		}
 		if a := page.After; a != nil && !before(cv.LastActivityAt, cv.ID, dbTime(a.Time), a.ID) {

@@ -13,6 +13,8 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 	k := newKeysetQuery("SELECT "+conversationListColumns+" FROM conversations AS c WHERE c.workspace_id = $1", workspaceID)
 	k.filter("c.agent_id", filter.AgentID)
 	k.filter("c.status", string(filter.Status))
+	k.since("c.last_activity_at", filter.ActiveFrom)
+	k.until("c.last_activity_at", filter.ActiveBefore)
 	return k.page("c.last_activity_at", "c.id", after, limit)
 }
 

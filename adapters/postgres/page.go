@@ -3,6 +3,7 @@ package postgres
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -66,6 +67,24 @@ func (k *keysetQuery) filter(column, value string) {
 	}
 	k.args = append(k.args, value)
 	fmt.Fprintf(&k.sql, " AND %s = $%d", column, len(k.args))
+}
+
+// since adds "AND column >= at" unless at is zero (no bound).
+func (k *keysetQuery) since(column string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	k.args = append(k.args, dbTime(at))
+	fmt.Fprintf(&k.sql, " AND %s >= $%d", column, len(k.args))
+}
+
+// until adds "AND column < at" unless at is zero (no bound).
+func (k *keysetQuery) until(column string, at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	k.args = append(k.args, dbTime(at))
+	fmt.Fprintf(&k.sql, " AND %s < $%d", column, len(k.args))
 }
 
 // page ends the query: rows after the position (when there is one) in the

@@ -368,7 +368,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
-		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries})
+		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
+			Conversations: s.conversations, Chat: console.ChatEngine(s.chat)})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}

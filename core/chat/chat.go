@@ -122,7 +122,11 @@ type Request struct {
 	Session conversation.SessionRef
 	// AgentSlug picks the agent of a new session ("" for the first agent).
 	AgentSlug string
-	Message   string
+	// Channel is a new session's channel: "" or domain.ChannelChat, or
+	// domain.ChannelPlayground for the console's playground. A continued
+	// session keeps its own.
+	Channel domain.Channel
+	Message string
 	// IdempotencyKey, when set, makes the request answer once: a retry with
 	// the same key and request gets the stored answer. It is scoped to the
 	// caller: the workspace's API, or the session for keyless callers.
@@ -598,6 +602,11 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 		conv domain.Conversation
 		err  error
 	)
+	switch req.Channel {
+	case "", domain.ChannelChat, domain.ChannelPlayground:
+	default:
+		return ws, domain.Agent{}, conv, domain.InvalidField("channel", "must be CHAT or PLAYGROUND")
+	}
 	if req.Session.ID != "" {
 		found, err := s.lifecycle.Find(ctx, req.Session)
 		if err == nil && req.AgentSlug != "" && req.AgentSlug != found.Conversation.AgentSlug {
@@ -623,6 +632,9 @@ func (s *Service) resolve(ctx context.Context, req Request) (domain.Workspace, d
 	}
 	// Stored by Run, alongside retrieval.
 	conv = domain.NewConversation(ws.ID, &agent, userID, s.clock.Now())
+	if req.Channel != "" {
+		conv.Channel = req.Channel
+	}
 	return ws, agent, conv, nil
 }
 

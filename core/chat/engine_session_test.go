@@ -484,3 +484,39 @@ func TestRunIgnoresStartContext(t *testing.T) {
 		t.Errorf("stored %+v, want the complete answer", stored)
 	}
 }
+
+// A new session takes the request's channel (the console's playground
+// marks its conversations); a continued one keeps its own; an unknown
+// channel is refused before anything is stored.
+func TestAnswerChannel(t *testing.T) {
+	r := newRig(t, Limits{})
+	r.local.script(llmRound{deltas: []string{"a"}}, llmRound{deltas: []string{"b"}}, llmRound{deltas: []string{"c"}})
+	ws := r.ws[domain.PlanFree]
+	plain, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Message: "Warranty?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	played, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws}, Channel: domain.ChannelPlayground, Message: "Warranty?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.convs.conv(plain.SessionID).Channel; got != domain.ChannelChat {
+		t.Errorf("a session without a channel is %q, want CHAT", got)
+	}
+	if got := r.convs.conv(played.SessionID).Channel; got != domain.ChannelPlayground {
+		t.Errorf("a playground session is %q, want PLAYGROUND", got)
+	}
+	if _, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: ws, ID: played.SessionID}, Message: "And then?"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.convs.conv(played.SessionID).Channel; got != domain.ChannelPlayground {
+		t.Errorf("a continued playground session is %q", got)
+	}
+	before := r.convs.count()
+	if _, err := r.svc.Start(context.Background(), Request{Session: conversation.SessionRef{Workspace: ws}, Channel: "SMS", Message: "Hi"}); !errors.Is(err, domain.ErrInvalidInput) {
+		t.Fatalf("channel SMS: %v, want a validation error", err)
+	}
+	if r.convs.count() != before {
+		t.Fatal("a refused channel stored a conversation")
+	}
+}

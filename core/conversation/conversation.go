@@ -8,6 +8,7 @@ package conversation
 
 import (
 	"context"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -37,16 +38,22 @@ func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug s
 	return s.lifecycle.Open(ctx, ws, &agent, identity)
 }
 
-// ListFilter narrows List by agent slug and status; empty values match all.
+// ListFilter narrows List by agent slug, status and a range of last
+// activity (at or after ActiveFrom, before ActiveBefore); empty values
+// match all.
 type ListFilter struct {
-	AgentSlug string
-	Status    domain.ConversationStatus
+	AgentSlug                string
+	Status                   domain.ConversationStatus
+	ActiveFrom, ActiveBefore time.Time
 }
 
 // List returns a page of the workspace's conversations, newest activity first.
 // An unknown agent slug is domain.ErrNotFound.
 func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
-	filter := domain.ConversationFilter{Status: f.Status}
+	filter := domain.ConversationFilter{Status: f.Status, ActiveFrom: f.ActiveFrom, ActiveBefore: f.ActiveBefore}
+	if !f.ActiveFrom.IsZero() && !f.ActiveBefore.IsZero() && !f.ActiveFrom.Before(f.ActiveBefore) {
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("activeBefore", "must be after the start of the range")
+	}
 	switch f.Status {
 	case "", domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved:
 	default:

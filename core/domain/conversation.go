@@ -5,8 +5,13 @@ import "time"
 // Channel is how a conversation reaches the service.
 type Channel string
 
-// ChannelChat covers widget, API and webhook conversations.
-const ChannelChat Channel = "CHAT"
+// Channels. ChannelChat covers widget, API and webhook conversations;
+// ChannelPlayground marks those started in the console's playground, by a
+// member trying an agent, so lists and reports can tell them apart.
+const (
+	ChannelChat       Channel = "CHAT"
+	ChannelPlayground Channel = "PLAYGROUND"
+)
 
 // ConversationStatus is who answers the conversation.
 type ConversationStatus string
@@ -61,4 +66,9 @@ type ConversationFilter struct {
 	AgentID string
 	// Status, when set, keeps only conversations in that state.
 	Status ConversationStatus
+	// ActiveFrom and ActiveBefore, when set, keep only conversations
+	// whose last activity is at or after ActiveFrom and before
+	// ActiveBefore. A range on the list's own order column keeps every
+	// filter shape on its (..., last_activity_at, id) index.
+	ActiveFrom, ActiveBefore time.Time
 }

@@ -58,6 +58,12 @@ type Options struct {
 	// Deliveries serves the integration settings and the delivery log
 	// (delivery.Service); nil leaves those pages answering 503.
 	Deliveries Deliveries
+	// Conversations: Conversations (conversation.Service) serves the
+	// conversation pages and the playground's transcript; Chat
+	// (ChatEngine of chat.Service) the playground's answers. Nil leaves
+	// those pages answering 503.
+	Conversations Conversations
+	Chat          Chat
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -78,6 +84,10 @@ type Handlers struct {
 	assets       map[string]asset
 	// links are the versioned URLs of the assets, by name under assets/.
 	links map[string]string
+
+	// Conversations: the conversation pages and the playground.
+	conversations Conversations
+	chat          Chat
 }
 
 type asset struct {
@@ -98,6 +108,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	}
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
+		conversations: o.Conversations, chat: o.Chat, // Conversations
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -31,6 +31,9 @@ type harness struct {
 	// Settings
 	settings   *fakeSettings
 	deliveries *fakeDeliveries
+	// Conversations
+	convs *fakeConversations
+	chat  *fakeChat
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -39,8 +42,11 @@ func newHarness(t testing.TB, public string) *harness {
 	settings := newFakeSettings()
 	workspaces := fakeWorkspaces{names: map[string]string{"ws_a": "Acme", "ws_b": "Beta"}, settings: settings}
 	deliveries := newFakeDeliveries(t, workspaces)
+	convs := newFakeConversations(agents)                                      // Conversations
+	chatter := &fakeChat{convs: convs, agents: agents, cited: "Refund policy"} // Conversations
 	h, err := console.New(accounts, workspaces, agents,
-		console.Options{PublicURL: public, Deliveries: deliveries})
+		console.Options{PublicURL: public, Deliveries: deliveries,
+			Conversations: convs, Chat: chatter}) // Conversations
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +64,8 @@ func newHarness(t testing.TB, public string) *harness {
 	if strings.HasPrefix(public, "http://127.") || strings.HasPrefix(public, "http://localhost") {
 		cookie = "concierge_session"
 	}
-	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries}
+	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
+		convs: convs, chat: chatter}
 }
 
 // req is one request: as whom (a user id of the fakes, or "" signed out),

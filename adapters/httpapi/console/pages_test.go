@@ -87,8 +87,15 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 		// Knowledge
 		{Path: "/console/w/ws_a/knowledge", As: "owner"}, {Path: "/console/w/ws_a/agents/support/knowledge", As: "owner"},
 		{Path: "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", As: "owner"},
+		// Conversations
+		{Path: "/console/w/ws_a/conversations", As: "agent"}, {Path: "/console/w/ws_a/conversations?status=OPEN", As: "agent"},
+		{Path: "/console/w/ws_a/conversations/" + convA, As: "agent"}, {Path: "/console/w/ws_a/playground", As: "agent"},
+		{Path: "/console/w/ws_a/playground?session=" + convA, As: "agent"},
+		{Method: "POST", Path: "/console/w/ws_a/playground", As: "agent", Form: url.Values{"agent": {"support"}, "question": {" "}}},
 	}
 	h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourcePending}) // Knowledge
+	// Conversations
+	h.seedConversations(t)
 	for _, p := range pages {
 		t.Run(p.Path+" "+p.As, func(t *testing.T) {
 			r := h.do(t, p)

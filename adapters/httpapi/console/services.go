@@ -6,6 +6,8 @@ import (
 
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -201,4 +203,54 @@ type Deliveries interface {
 	// Retry re-drives a FAILED delivery. Returns domain.ErrNotFound and
 	// domain.ErrConflict unless it is FAILED.
 	Retry(ctx context.Context, workspaceID, id string) (domain.Delivery, error)
+}
+
+// Conversations
+
+// Conversations reads a workspace's conversations (conversation.Service),
+// the calls GET /api/v2/conversations makes, so filters and cursors are
+// checked the same way.
+type Conversations interface {
+	// List returns a page of the workspace's conversations, newest
+	// activity first. An unknown agent slug is domain.ErrNotFound, an
+	// unknown status a domain.ValidationError.
+	List(ctx context.Context, workspaceID string, f conversation.ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
+	// Get returns a conversation with a page of its messages, oldest
+	// first. Returns domain.ErrNotFound for unknown or foreign ids.
+	Get(ctx context.Context, workspaceID, id string, page domain.PageRequest) (domain.Conversation, domain.Page[domain.Message], error)
+	// MessageTrace returns how an answer's knowledge was retrieved.
+	// Returns domain.ErrNotFound for unknown or foreign ids and for
+	// messages without a trace.
+	MessageTrace(ctx context.Context, workspaceID, conversationID, messageID string) (domain.RetrievalTrace, error)
+}
+
+// Chat starts playground turns (chat.Service through ChatEngine, since its
+// Start returns the concrete *chat.Pending).
+type Chat interface {
+	// Start checks a request and resolves (or creates) its session.
+	// Returns a domain.ValidationError for an empty or oversize message,
+	// domain.ErrNotFound for an unknown agent or a session of another
+	// workspace, and a domain.ConflictError while the same question is
+	// still being answered.
+	Start(ctx context.Context, req chat.Request) (Turn, error)
+}
+
+// Turn is a chat turn ready to run (*chat.Pending).
+type Turn interface {
+	// Run generates and stores the answer; problems during generation
+	// become a fallback answer. An error means nothing could be stored.
+	Run(ctx context.Context, emit chat.Emit) (domain.Answer, error)
+}
+
+// ChatEngine adapts the answer engine to Chat, for the wiring.
+func ChatEngine(engine *chat.Service) Chat { return chatEngine{engine} }
+
+type chatEngine struct{ engine *chat.Service }
+
+func (e chatEngine) Start(ctx context.Context, req chat.Request) (Turn, error) {
+	p, err := e.engine.Start(ctx, req)
+	if err != nil {
+		return nil, err // not a nil *chat.Pending in a non-nil interface
+	}
+	return p, nil
 }

@@ -29,6 +29,26 @@ var createCases = []contractCase{
 		}
 	}},
 
+	{"CreateConversation keeps a playground conversation's channel", func(t *testing.T, f *fixture) {
+		conv := domain.NewConversation(f.ws, &f.agent, "", t0)
+		conv.Channel = domain.ChannelPlayground
+		if err := f.Store.CreateConversation(f.ctx, &conv); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.get(t, conv.ID); got.Channel != domain.ChannelPlayground {
+			t.Errorf("GetConversation: channel %q, want PLAYGROUND", got.Channel)
+		}
+		page, err := f.Store.ListConversations(f.ctx, f.ws, domain.ConversationFilter{}, domain.PageRequest{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page.Items {
+			if c.ID == conv.ID && c.Channel != domain.ChannelPlayground {
+				t.Errorf("ListConversations: channel %q, want PLAYGROUND", c.Channel)
+			}
+		}
+	}},
+
 	{"CreateConversation refuses an agent that is not the workspace's", func(t *testing.T, f *fixture) {
 		other := f.NewWorkspace(t)
 		foreign := f.NewAgent(t, other, "support")

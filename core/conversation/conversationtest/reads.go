@@ -207,6 +207,7 @@ var readCases = []contractCase{
 			}
 			return out
 		}
+		minute := func(n int) time.Time { return t0.Truncate(time.Minute).Add(time.Duration(n) * time.Minute) }
 		tests := []struct {
 			name   string
 			filter domain.ConversationFilter
@@ -219,6 +220,17 @@ var readCases = []contractCase{
 				keep(func(c domain.Conversation) bool { return c.AgentID == support.ID && c.Status == domain.StatusAI })},
 			{"another workspace's agent", domain.ConversationFilter{AgentID: otherAgent.ID}, nil},
 			{"no match", domain.ConversationFilter{Status: domain.StatusResolved}, nil},
+			// Bounds on whole minutes: stores keep microseconds, t0 has more.
+			{"active in a range", domain.ConversationFilter{ActiveFrom: minute(2), ActiveBefore: minute(4)},
+				keep(func(c domain.Conversation) bool {
+					return !c.LastActivityAt.Before(minute(2)) && c.LastActivityAt.Before(minute(4))
+				})},
+			{"active since", domain.ConversationFilter{ActiveFrom: minute(3)}, keep(func(c domain.Conversation) bool { return !c.LastActivityAt.Before(minute(3)) })},
+			{"active before, by status", domain.ConversationFilter{Status: domain.StatusHuman, ActiveBefore: minute(2)},
+				keep(func(c domain.Conversation) bool {
+					return c.Status == domain.StatusHuman && c.LastActivityAt.Before(minute(2))
+				})},
+			{"an empty range", domain.ConversationFilter{ActiveFrom: t0.Add(time.Hour)}, nil},
 		}
 		for _, tt := range tests {
 			var got []string

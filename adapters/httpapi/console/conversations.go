@@ -1,0 +1,532 @@
+package console
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// The conversation pages and the playground need domain.PermConversations:
+// owners, admins and helpers (the agent role) alike. They call the same
+// use cases as the v2 API (conversation.Service's List, Get and
+// MessageTrace; chat.Service's Start and Run), with the member's
+// workspace, so a conversation of another workspace is the same 404 as an
+// unknown one. The playground does not go through v2's handler, which is
+// plan-gated (apiAccess): the answer engine itself is not, so the
+// playground works on every plan.
+
+// Page sizes: a list page of conversations, a transcript page of messages
+// (each answer's trace is read with it), and how much of a playground
+// conversation the playground shows (its latest messages).
+const (
+	conversationPageSize = 25
+	transcriptPageSize   = 50
+	playgroundMessages   = 50
+	// playgroundReadLimit bounds the messages read to find a playground
+	// conversation's latest ones; a longer one is read in full on its
+	// transcript page.
+	playgroundReadLimit = 200
+)
+
+// conversationService is the conversation use case, or 503 when the
+// console was built without it.
+func (h *Handlers) conversationService() (Conversations, error) {
+	if h.conversations == nil {
+		return nil, domain.Unavailable("conversation service", errors.New("console built without Options.Conversations"))
+	}
+	return h.conversations, nil
+}
+
+// conversationRow is a conversation as the list shows it.
+type conversationRow struct {
+	domain.Conversation
+	Path, StatusText, Activity, ActivityISO string
+	// Playground says a member started it in the playground.
+	Playground bool
+}
+
+type conversationsPage struct {
+	Items []conversationRow
+	// Agents fill the agent filter; Statuses the status filter.
+	Agents   []domain.Agent
+	Statuses []domain.ConversationStatus
+	// Agent, Status, From, To (dates, YYYY-MM-DD, both days included)
+	// and ID are the filter and search as asked; Next the whole URL of
+	// the next page, "" on the last.
+	Agent, Status, From, To, ID string
+	Next                        string
+	// Filtered says a filter is set, for the empty state's words.
+	Filtered bool
+}
+
+var conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
+
+// workspaceAgents lists the workspace's agents for the pickers.
+func (h *Handlers) workspaceAgents(c *fiber.Ctx) ([]domain.Agent, error) {
+	var all []domain.Agent
+	page := domain.PageRequest{Limit: 100}
+	for {
+		p, err := h.agents.List(c.UserContext(), member(c).WorkspaceID, page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Items...)
+		if !p.HasMore || p.Next == nil || len(all) >= maxListedAgents {
+			return all, nil
+		}
+		page.After = p.Next
+	}
+}
+
+// ConversationsPage lists the workspace's conversations, newest activity
+// first, filtered by agent and status as the v2 list allows and paged by
+// the same cursors. A conversation id typed into the search box opens that
+// conversation.
+func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
+	convs, err := h.conversationService()
+	if err != nil {
+		return err
+	}
+	v, err := h.newView(c, mustText("convs.title"), "convs")
+	if err != nil {
+		return err
+	}
+	ws := member(c).WorkspaceID
+	pg := &conversationsPage{
+		Agent: strings.TrimSpace(strings.Clone(c.Query("agent"))), Status: strings.Clone(c.Query("status")),
+		ID: strings.TrimSpace(strings.Clone(c.Query("id"))), Statuses: conversationStatuses,
+		From: strings.TrimSpace(strings.Clone(c.Query("from"))), To: strings.TrimSpace(strings.Clone(c.Query("to"))),
+	}
+	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != ""
+	v.Data = pg
+	if pg.Agents, err = h.workspaceAgents(c); err != nil {
+		return err
+	}
+	if pg.ID != "" {
+		// Only ids of this workspace open: Get scopes by workspace.
+		_, _, err := convs.Get(c.UserContext(), ws, pg.ID, domain.PageRequest{Limit: 1})
+		if err == nil {
+			return redirect(c, Prefix+"/w/"+ws+"/conversations/"+pg.ID)
+		}
+		if !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
+		v.Error = mustText("form.problems")
+		v.Fields = map[string]string{"id": mustText("convs.id.none")}
+		return h.render(c, fiber.StatusNotFound, "conversations", v)
+	}
+	filter := conversation.ListFilter{AgentSlug: pg.Agent, Status: domain.ConversationStatus(pg.Status)}
+	scope := "console-conversations|agent=" + pg.Agent + "|status=" + pg.Status + "|from=" + pg.From + "|to=" + pg.To
+	filter.ActiveFrom, err = formDate(pg.From, "from")
+	if err == nil {
+		filter.ActiveBefore, err = formDate(pg.To, "to")
+		if !filter.ActiveBefore.IsZero() {
+			filter.ActiveBefore = filter.ActiveBefore.AddDate(0, 0, 1) // the whole day "to"
+		}
+	}
+	var page domain.PageRequest
+	if err == nil {
+		page, err = wire.Page(c, scope, domain.PrefixSession)
+	}
+	if err == nil {
+		page.Limit = conversationPageSize
+		var got domain.Page[domain.Conversation]
+		got, err = convs.List(c.UserContext(), ws, filter, page)
+		if err == nil {
+			base := Prefix + "/w/" + ws + "/conversations/"
+			for _, x := range got.Items {
+				pg.Items = append(pg.Items, conversationRow{Conversation: x, Path: base + x.ID,
+					StatusText: mustText("convs.status." + string(x.Status)), Playground: x.Channel == domain.ChannelPlayground,
+					Activity: x.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: x.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")})
+			}
+			list := wire.NewList(got, scope, func(x domain.Conversation) domain.Conversation { return x })
+			if list.Meta.NextCursor != nil {
+				pg.Next = fmt.Sprintf(Prefix+"/w/%s/conversations?agent=%s&status=%s&from=%s&to=%s&cursor=%s", ws,
+					url.QueryEscape(pg.Agent), url.QueryEscape(pg.Status), url.QueryEscape(pg.From), url.QueryEscape(pg.To),
+					url.QueryEscape(*list.Meta.NextCursor))
+			}
+		}
+	}
+	if err != nil {
+		if pg.Agent != "" && errors.Is(err, domain.ErrNotFound) {
+			// The agent filter is a choice of the page: an agent it does
+			// not offer is bad input, not a missing page.
+			err = domain.InvalidField("agent", mustText("convs.agent.unknown"))
+		}
+		var verr *domain.ValidationError
+		if errors.As(err, &verr) && verr.Fields["activeBefore"] != "" {
+			err = domain.InvalidField("to", mustText("convs.dates.order"))
+		}
+		if ferr := formError(v, err); ferr != nil {
+			return ferr
+		}
+		return h.render(c, fiber.StatusBadRequest, "conversations", v)
+	}
+	return h.render(c, fiber.StatusOK, "conversations", v)
+}
+
+// formDate reads an optional date of a date input (YYYY-MM-DD, UTC);
+// empty is no bound.
+func formDate(s, field string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	d, err := time.ParseInLocation(time.DateOnly, s, time.UTC)
+	if err != nil {
+		return time.Time{}, domain.InvalidField(field, mustText("convs.date.bad"))
+	}
+	return d, nil
+}
+
+// messageRow is a message as a transcript shows it, its words looked up
+// here.
+type messageRow struct {
+	domain.Message
+	// Kind is the role in lower case, for styles.
+	Kind, RoleText, Time, TimeISO string
+	// Fallback is an answer's fallback reason in words, "" for a real
+	// answer; Notice a SYSTEM message's state change in words.
+	Fallback, Notice string
+	// Rating is the visitor's thumbs in words, "" when not rated.
+	Rating    string
+	Citations []citationRow
+	Trace     *traceView
+}
+
+type citationRow struct {
+	domain.Citation
+	Type, Score string
+}
+
+// traceView is a retrieval trace in the words and numbers a person reads:
+// percentages, not probabilities; yes and no, not booleans.
+type traceView struct {
+	domain.RetrievalTrace
+	Answerability, Threshold string
+	Focus                    []focusRow
+	Candidates               []candidateRow
+	Kept                     int
+	// Open shows the trace unfolded: the playground's latest answer's.
+	Open bool
+}
+
+type focusRow struct {
+	Word, Weight, Note string
+}
+
+type candidateRow struct {
+	domain.TraceCandidate
+	Rank               int
+	Relevance, Missing string
+	// Scores is the passage's numbers in one line: its score, both
+	// searches' ranks and the reranker's features by name.
+	Scores string
+}
+
+func percent(x float64) string { return strconv.FormatFloat(x*100, 'f', 0, 64) + "%" }
+
+func number(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+func newTraceView(t domain.RetrievalTrace) *traceView {
+	tv := &traceView{RetrievalTrace: t, Answerability: percent(t.Answerability), Threshold: percent(t.Threshold)}
+	for _, f := range t.Focus {
+		r := focusRow{Word: f.Word, Weight: number(f.Weight)}
+		switch {
+		case !f.InKnowledge:
+			r.Note = mustText("trace.focus.absent")
+		case f.Typo:
+			r.Note = mustText("trace.focus.typo")
+		}
+		tv.Focus = append(tv.Focus, r)
+	}
+	for i, cand := range t.Candidates {
+		r := candidateRow{TraceCandidate: cand, Rank: i + 1, Relevance: percent(cand.Relevance), Missing: strings.Join(cand.Missing, ", ")}
+		keyword, vector := mustText("trace.leg.none"), mustText("trace.leg.none")
+		if cand.KeywordRank > 0 {
+			keyword = mustText("trace.leg", cand.KeywordRank, number(cand.KeywordScore))
+		}
+		if cand.VectorRank > 0 {
+			vector = mustText("trace.leg", cand.VectorRank, number(cand.VectorScore))
+		}
+		var b strings.Builder
+		b.WriteString(mustText("trace.scores", number(cand.Score), keyword, vector))
+		for j, x := range cand.Features {
+			name := strconv.Itoa(j + 1)
+			if j < len(t.FeatureNames) {
+				name = t.FeatureNames[j]
+			}
+			b.WriteString("; " + name + " " + number(x))
+		}
+		r.Scores = b.String()
+		if cand.Kept {
+			tv.Kept++
+		}
+		tv.Candidates = append(tv.Candidates, r)
+	}
+	return tv
+}
+
+// fallbackText is a fallback reason in words; a reason this console does
+// not know yet shows as its code.
+func fallbackText(r domain.FallbackReason) string {
+	if r == domain.FallbackNone {
+		return ""
+	}
+	if s, err := tr("fallback." + string(r)); err == nil {
+		return s
+	}
+	return string(r)
+}
+
+// messageRows turns a page of messages into rows, reading each answer's
+// trace (stored with the answer, read by the trace call only).
+func (h *Handlers) messageRows(c *fiber.Ctx, convs Conversations, ws, convID string, msgs []domain.Message) ([]messageRow, error) {
+	rows := make([]messageRow, 0, len(msgs))
+	for _, m := range msgs {
+		r := messageRow{Message: m, Kind: strings.ToLower(string(m.Role)), RoleText: mustText("msg.role." + string(m.Role)),
+			Time: m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), TimeISO: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+		switch m.Role {
+		case domain.RoleHuman:
+			if m.AuthorName != "" {
+				r.RoleText = mustText("msg.role.HUMAN.named", m.AuthorName)
+			}
+		case domain.RoleSystem:
+			if m.Status != "" {
+				r.Notice = mustText("msg.status", mustText("convs.status."+string(m.Status)))
+			}
+		case domain.RoleAssistant:
+			r.Fallback = fallbackText(m.FallbackReason)
+			if m.Feedback != nil {
+				r.Rating = mustText("msg.rating." + string(m.Feedback.Rating))
+			}
+			for _, ct := range m.Citations {
+				r.Citations = append(r.Citations, citationRow{Citation: ct, Type: mustText("knowledge.type." + string(ct.SourceType)), Score: number(ct.Score)})
+			}
+			t, err := convs.MessageTrace(c.UserContext(), ws, convID, m.ID)
+			switch {
+			case err == nil:
+				r.Trace = newTraceView(t)
+			case !errors.Is(err, domain.ErrNotFound):
+				return nil, err
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+type transcriptPage struct {
+	Conversation conversationRow
+	Messages     []messageRow
+	// Next is the URL of the next page of messages, "" on the last;
+	// Later says this is not the first page.
+	Next  string
+	Later bool
+}
+
+// ConversationPage shows a conversation's transcript: every message, each
+// answer with its citations, fallback reason, rating and retrieval trace.
+func (h *Handlers) ConversationPage(c *fiber.Ctx) error {
+	convs, err := h.conversationService()
+	if err != nil {
+		return err
+	}
+	ws, id := member(c).WorkspaceID, strings.Clone(c.Params("conversationID"))
+	scope := "console-messages|" + id
+	page, err := wire.Page(c, scope, domain.PrefixMessage)
+	if err != nil {
+		return err
+	}
+	page.Limit = transcriptPageSize
+	conv, msgs, err := convs.Get(c.UserContext(), ws, id, page)
+	if err != nil {
+		return err
+	}
+	rows, err := h.messageRows(c, convs, ws, id, msgs.Items)
+	if err != nil {
+		return err
+	}
+	v, err := h.newView(c, mustText("convs.one", conv.AgentSlug), "convs")
+	if err != nil {
+		return err
+	}
+	pg := transcriptPage{Messages: rows, Later: page.After != nil,
+		Conversation: conversationRow{Conversation: conv, StatusText: mustText("convs.status." + string(conv.Status)), Playground: conv.Channel == domain.ChannelPlayground,
+			Activity: conv.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: conv.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")}}
+	list := wire.NewList(msgs, scope, func(m domain.Message) domain.Message { return m })
+	if list.Meta.NextCursor != nil {
+		pg.Next = Prefix + "/w/" + ws + "/conversations/" + id + "?cursor=" + url.QueryEscape(*list.Meta.NextCursor)
+	}
+	v.Data = pg
+	return h.render(c, fiber.StatusOK, "conversation", v)
+}
+
+// Playground
+
+type playgroundPage struct {
+	Agents []domain.Agent
+	// Agent is the chosen agent's slug; Session the conversation going
+	// on, "" before the first question; Question what was typed.
+	Agent, Session, Question string
+	// AgentName names the conversation's agent once it has started.
+	AgentName string
+	Messages  []messageRow
+	// Earlier says the conversation has more messages than shown.
+	Earlier   bool
+	MaxLength int
+}
+
+// playgroundView builds the playground with the conversation of session
+// (when set): its latest messages with their traces.
+func (h *Handlers) playgroundView(c *fiber.Ctx, agent, session, question string) (*view, *playgroundPage, error) {
+	convs, err := h.conversationService()
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.chat == nil {
+		return nil, nil, domain.Unavailable("chat", errors.New("console built without Options.Chat"))
+	}
+	ws := member(c).WorkspaceID
+	pg := &playgroundPage{Agent: agent, Session: session, Question: question, MaxLength: domain.MaxMessageLength}
+	if session != "" {
+		var msgs []domain.Message
+		page := domain.PageRequest{Limit: transcriptPageSize}
+		var conv domain.Conversation
+		for {
+			var got domain.Page[domain.Message]
+			conv, got, err = convs.Get(c.UserContext(), ws, session, page)
+			if err != nil {
+				return nil, nil, err
+			}
+			msgs = append(msgs, got.Items...)
+			if !got.HasMore || got.Next == nil || len(msgs) >= playgroundReadLimit {
+				pg.Earlier = got.HasMore
+				break
+			}
+			page.After = got.Next
+		}
+		if len(msgs) > playgroundMessages {
+			msgs, pg.Earlier = msgs[len(msgs)-playgroundMessages:], true
+		}
+		if pg.Messages, err = h.messageRows(c, convs, ws, session, msgs); err != nil {
+			return nil, nil, err
+		}
+		// The answer just given shows why at once.
+		for i := len(pg.Messages) - 1; i >= 0; i-- {
+			if pg.Messages[i].Role == domain.RoleAssistant {
+				if pg.Messages[i].Trace != nil {
+					pg.Messages[i].Trace.Open = true
+				}
+				break
+			}
+		}
+		pg.Agent, pg.AgentName = conv.AgentSlug, conv.AgentSlug
+	}
+	if pg.Agents, err = h.workspaceAgents(c); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range pg.Agents {
+		if a.Slug == pg.Agent && pg.Session != "" {
+			pg.AgentName = a.Name
+		}
+	}
+	v, err := h.newView(c, mustText("play.title"), "playground")
+	if err != nil {
+		return nil, nil, err
+	}
+	v.Data = pg
+	return v, pg, nil
+}
+
+// PlaygroundPage shows the playground: an agent to pick and a question to
+// ask, or the conversation going on (?session=) to follow up.
+func (h *Handlers) PlaygroundPage(c *fiber.Ctx) error {
+	v, _, err := h.playgroundView(c, strings.Clone(c.Query("agent")), strings.Clone(c.Query("session")), "")
+	if err != nil {
+		return err
+	}
+	return h.render(c, fiber.StatusOK, "playground", v)
+}
+
+// PlaygroundAsk asks the agent as the v2 chat does, in the member's
+// workspace, waits for the whole answer, and shows the conversation again
+// (303 to its page, so a reload does not ask twice).
+func (h *Handlers) PlaygroundAsk(c *fiber.Ctx) error {
+	agent := strings.TrimSpace(strings.Clone(c.FormValue("agent")))
+	session := strings.TrimSpace(strings.Clone(c.FormValue("session")))
+	question := strings.Clone(c.FormValue("question"))
+	if _, err := h.conversationService(); err != nil {
+		return err
+	}
+	if h.chat == nil {
+		return domain.Unavailable("chat", errors.New("console built without Options.Chat"))
+	}
+	// The page is built only to show a refusal: an answer moves on to the
+	// conversation's page.
+	show := func(status int, set func(v *view)) error {
+		v, _, err := h.playgroundView(c, agent, session, question)
+		if err != nil {
+			return err
+		}
+		set(v)
+		return h.render(c, status, "playground", v)
+	}
+	refuse := func(field, msg string) error {
+		return show(fiber.StatusBadRequest, func(v *view) {
+			v.Error = mustText("form.problems")
+			v.Fields = map[string]string{field: msg}
+		})
+	}
+	// Checked here first for the page's own words; the engine checks
+	// again with the same limit.
+	switch {
+	case session == "" && agent == "":
+		return refuse("agent", mustText("play.agent.required"))
+	case strings.TrimSpace(question) == "":
+		return refuse("question", mustText("play.question.required"))
+	case utf8.RuneCountInString(question) > domain.MaxMessageLength:
+		return refuse("question", mustText("play.question.long", domain.MaxMessageLength))
+	}
+	ws, err := h.workspaces.GetWorkspace(c.UserContext(), member(c).WorkspaceID)
+	if err != nil {
+		return err
+	}
+	// Channel marks a new conversation as the playground's, so the list
+	// and reports tell it from visitors'.
+	req := chat.Request{Session: conversation.SessionRef{Workspace: &ws, ID: session}, Message: question, Channel: domain.ChannelPlayground}
+	if session == "" {
+		// The agent of a conversation going on is its own; naming one
+		// would only be refused when it differs.
+		req.AgentSlug = agent
+	}
+	turn, err := h.chat.Start(c.UserContext(), req)
+	if err != nil {
+		var verr *domain.ValidationError
+		var cf *domain.ConflictError
+		switch {
+		case session == "" && errors.Is(err, domain.ErrNotFound):
+			return refuse("agent", mustText("play.agent.unknown"))
+		case errors.As(err, &verr):
+			return refuse("question", fieldMessage(verr))
+		case errors.As(err, &cf):
+			return show(fiber.StatusConflict, func(v *view) { v.Error = cf.Message })
+		}
+		return err
+	}
+	answer, err := turn.Run(c.UserContext(), nil)
+	if err != nil {
+		return err
+	}
+	return redirect(c, Prefix+"/w/"+member(c).WorkspaceID+"/playground?session="+url.QueryEscape(answer.SessionID)+"#latest")
+}

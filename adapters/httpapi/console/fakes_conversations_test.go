@@ -1,0 +1,224 @@
+package console_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/console"
+	"github.com/conciergehq/concierge/core/chat"
+	"github.com/conciergehq/concierge/core/conversation"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// Conversations: fakeConversations keeps conversations, messages and
+// traces in memory with conversation.Service's rules: ids checked, every
+// read scoped by workspace (a foreign id is ErrNotFound), an unknown agent
+// filter ErrNotFound, an unknown status a ValidationError, keyset pages.
+type fakeConversations struct {
+	mu     sync.Mutex
+	agents *fakeAgents
+	convs  []domain.Conversation // newest activity first
+	msgs   map[string][]domain.Message
+	traces map[string]domain.RetrievalTrace // by message id
+	// lists records the filters List was called with.
+	lists []conversation.ListFilter
+}
+
+func newFakeConversations(agents *fakeAgents) *fakeConversations {
+	return &fakeConversations{agents: agents, msgs: map[string][]domain.Message{}, traces: map[string]domain.RetrievalTrace{}}
+}
+
+// add stores a conversation (as the newest) with its messages; an answer
+// with a Trace has it stored as the trace call returns it.
+func (f *fakeConversations) add(c domain.Conversation, msgs ...domain.Message) domain.Conversation {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.ID == "" {
+		c.ID = domain.NewID(domain.PrefixSession)
+	}
+	if c.Channel == "" {
+		c.Channel = domain.ChannelChat
+	}
+	if c.Status == "" {
+		c.Status = domain.StatusAI
+	}
+	if c.LastActivityAt.IsZero() {
+		c.LastActivityAt, c.CreatedAt = fakeNow, fakeNow
+	}
+	f.convs = append([]domain.Conversation{c}, f.convs...)
+	f.appendLocked(c.ID, msgs...)
+	return c
+}
+
+func (f *fakeConversations) appendLocked(convID string, msgs ...domain.Message) {
+	for _, m := range msgs {
+		if m.ID == "" {
+			m.ID = domain.NewID(domain.PrefixMessage)
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = fakeNow
+		}
+		m.ConversationID = convID
+		if m.Trace != nil {
+			f.traces[m.ID] = *m.Trace
+			m.Trace = nil // read by MessageTrace only, as the store does
+		}
+		f.msgs[convID] = append(f.msgs[convID], m)
+	}
+	for i := range f.convs {
+		if f.convs[i].ID == convID {
+			f.convs[i].MessageCount = len(f.msgs[convID])
+			if n := len(msgs); n > 0 {
+				f.convs[i].LastMessage = domain.Preview(msgs[n-1].Content, 100)
+			}
+		}
+	}
+}
+
+func (f *fakeConversations) List(_ context.Context, ws string, filter conversation.ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, filter)
+	switch filter.Status {
+	case "", domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved:
+	default:
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
+	}
+	if !filter.ActiveFrom.IsZero() && !filter.ActiveBefore.IsZero() && !filter.ActiveFrom.Before(filter.ActiveBefore) {
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("activeBefore", "must be after the start of the range")
+	}
+	if filter.AgentSlug != "" {
+		if _, err := f.agents.Get(context.Background(), ws, filter.AgentSlug); err != nil {
+			return domain.Page[domain.Conversation]{}, err
+		}
+	}
+	var all []domain.Conversation
+	for _, c := range f.convs {
+		if c.WorkspaceID == ws && (filter.AgentSlug == "" || c.AgentSlug == filter.AgentSlug) && (filter.Status == "" || c.Status == filter.Status) &&
+			(filter.ActiveFrom.IsZero() || !c.LastActivityAt.Before(filter.ActiveFrom)) && (filter.ActiveBefore.IsZero() || c.LastActivityAt.Before(filter.ActiveBefore)) {
+			all = append(all, c)
+		}
+	}
+	return pageOf(all, page, func(c domain.Conversation) domain.Position { return domain.Position{Time: c.LastActivityAt, ID: c.ID} }), nil
+}
+
+// pageOf cuts a page after page.After (by id) of at most page.Limit.
+func pageOf[T any](all []T, page domain.PageRequest, pos func(T) domain.Position) domain.Page[T] {
+	start := 0
+	if page.After != nil {
+		for i, x := range all {
+			if pos(x).ID == page.After.ID {
+				start = i + 1
+			}
+		}
+	}
+	limit := page.Limit
+	if limit == 0 {
+		limit = domain.DefaultPageLimit
+	}
+	rest := all[start:]
+	if len(rest) <= limit {
+		return domain.Page[T]{Items: rest}
+	}
+	next := pos(rest[limit-1])
+	return domain.Page[T]{Items: rest[:limit], HasMore: true, Next: &next}
+}
+
+func (f *fakeConversations) find(ws, id string) (domain.Conversation, bool) {
+	if !domain.ValidID(domain.PrefixSession, id) {
+		return domain.Conversation{}, false
+	}
+	for _, c := range f.convs {
+		if c.ID == id && c.WorkspaceID == ws {
+			return c, true
+		}
+	}
+	return domain.Conversation{}, false
+}
+
+func (f *fakeConversations) Get(_ context.Context, ws, id string, page domain.PageRequest) (domain.Conversation, domain.Page[domain.Message], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.find(ws, id)
+	if !ok {
+		return domain.Conversation{}, domain.Page[domain.Message]{}, domain.NotFound("conversation")
+	}
+	return c, pageOf(f.msgs[id], page, func(m domain.Message) domain.Position { return domain.Position{Time: m.CreatedAt, ID: m.ID} }), nil
+}
+
+func (f *fakeConversations) MessageTrace(_ context.Context, ws, convID, msgID string) (domain.RetrievalTrace, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.find(ws, convID); !ok {
+		return domain.RetrievalTrace{}, domain.NotFound("message")
+	}
+	for _, m := range f.msgs[convID] {
+		if t, ok := f.traces[msgID]; ok && m.ID == msgID {
+			return t, nil
+		}
+	}
+	return domain.RetrievalTrace{}, domain.NotFound("message")
+}
+
+// fakeChat answers as the engine would from the caller's side: it checks
+// the message, resolves the session in the request's workspace (or the
+// agent of a new one), and stores the question and an answer citing
+// cited, with a trace; a question containing "unknown" gets the fallback.
+type fakeChat struct {
+	mu       sync.Mutex
+	convs    *fakeConversations
+	agents   *fakeAgents
+	requests []chat.Request
+	// cited is the document the answers cite.
+	cited string
+}
+
+type fakeTurn struct {
+	f    *fakeChat
+	conv domain.Conversation
+	q    string
+}
+
+func (f *fakeChat) Start(ctx context.Context, req chat.Request) (console.Turn, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	if err := domain.ValidateMessageText(req.Message, domain.MaxMessageLength); err != nil {
+		return nil, err
+	}
+	if req.Session.Workspace == nil {
+		return nil, domain.InvalidField("sessionId", "is required")
+	}
+	ws := req.Session.Workspace.ID
+	if req.Session.ID != "" {
+		f.convs.mu.Lock()
+		c, ok := f.convs.find(ws, req.Session.ID)
+		f.convs.mu.Unlock()
+		if !ok {
+			return nil, domain.NotFound("session")
+		}
+		return &fakeTurn{f: f, conv: c, q: req.Message}, nil
+	}
+	a, err := f.agents.Get(ctx, ws, req.AgentSlug)
+	if err != nil {
+		return nil, err
+	}
+	c := f.convs.add(domain.Conversation{WorkspaceID: ws, AgentID: a.ID, AgentSlug: a.Slug, Channel: req.Channel})
+	return &fakeTurn{f: f, conv: c, q: req.Message}, nil
+}
+
+func (t *fakeTurn) Run(context.Context, chat.Emit) (domain.Answer, error) {
+	reply := domain.Message{Role: domain.RoleAssistant, Content: "You asked: " + t.q, CreatedAt: fakeNow.Add(time.Second),
+		Citations: []domain.Citation{{DocumentName: t.f.cited, SourceID: "src_1", SourceType: domain.SourceText, Snippet: "snippet of " + t.f.cited, Score: 0.82}},
+		Trace: &domain.RetrievalTrace{Question: t.q, Query: t.q, Method: "hybrid", Verdict: domain.VerdictAnswer, Answerability: 0.9, Threshold: 0.3,
+			Candidates: []domain.TraceCandidate{{DocumentName: t.f.cited, Relevance: 0.9, Kept: true, Reason: domain.TraceKept}}}}
+	if strings.Contains(t.q, "unknown") {
+		reply.Content, reply.Citations, reply.FallbackReason = "Sorry, I do not know.", nil, domain.FallbackNoKnowledge
+	}
+	t.f.convs.mu.Lock()
+	t.f.convs.appendLocked(t.conv.ID, domain.Message{Role: domain.RoleUser, Content: t.q, CreatedAt: fakeNow}, reply)
+	t.f.convs.mu.Unlock()
+	return domain.Answer{SessionID: t.conv.ID, IsFallback: reply.FallbackReason != "", FallbackReason: reply.FallbackReason}, nil
+}

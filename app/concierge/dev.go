@@ -152,6 +152,9 @@ func (s *system) seedDemoAgent(ctx context.Context, workspaceID, slug string) er
 			WelcomeMessage:     "Hi! I'm Acme's assistant. Ask me about orders, shipping, returns or your account.",
 			SuggestedQuestions: []string{"How long does shipping take?", "How do I return an item?", "How do I reset my password?"},
 			FallbackMessage:    "I'm not sure about that one. Would you like to talk to a person from our team?",
+			// Zero is a real setting (answer whatever retrieval finds), so
+			// the default is set here as the API and the console set it.
+			RetrievalThreshold: domain.DefaultRetrievalThreshold,
 			Published:          true,
 		},
 	})

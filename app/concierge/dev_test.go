@@ -94,6 +94,11 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 	if strings.Count(first, `"slug"`) != 1 || !strings.Contains(first, `"slug":"support"`) {
 		t.Fatalf("demo agents = %s", first)
 	}
+	// The demo agent falls back like any agent made through the API: zero
+	// would answer whatever retrieval found.
+	if !strings.Contains(first, `"retrievalThreshold":0.35`) {
+		t.Fatalf("demo agent without the default threshold: %s", first)
+	}
 	// dev runs the worker too, which indexes the demo's sources.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		sources := get(banner, "/api/v2/agents/support/sources")

@@ -24,7 +24,7 @@ import (
 // period (both secrets checked on the inbound webhook); a helper invited
 // from Members, accepting in a second browser, refused settings and agent
 // pages. Every screen is audited with axe-core (zero WCAG 2.1 A/AA
-// violations) at 1280 and 375 px. Screenshots go to a temporary directory,
+// violations) at 1024 and 375 px. Screenshots go to a temporary directory,
 // or to CONSOLE_SCREENSHOT_DIR (`make screenshots` sets it to docs/console).
 func TestConsoleInBrowser(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))

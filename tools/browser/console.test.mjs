@@ -44,7 +44,7 @@ const require = createRequire(import.meta.url);
 const AXE_PATH = require.resolve('axe-core/axe.min.js');
 const AXE_VERSION = require('axe-core/package.json').version;
 const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-const DESKTOP = { width: 1280, height: 800 };
+const DESKTOP = { width: 1024, height: 720 };
 const PHONE = { width: 375, height: 667 };
 mkdirSync(shots, { recursive: true });
 
@@ -119,6 +119,7 @@ async function goto(p, path, status = 200) {
 // audit runs axe-core on the page as it is; any WCAG 2.1 A/AA violation
 // fails, listing the rule, the elements and the help page.
 async function audit(p, state) {
+  const t0 = Date.now();
   if (!(await p.evaluate(() => !!window.axe))) await p.addScriptTag({ path: AXE_PATH });
   const r = await p.evaluate(async (tags) => {
     const res = await window.axe.run(document, { runOnly: { type: 'tag', values: [...tags, 'best-practice'] }, resultTypes: ['violations'] });
@@ -130,7 +131,7 @@ async function audit(p, state) {
   }, AXE_TAGS);
   const failing = r.violations.filter((v) => v.wcag);
   for (const v of r.violations.filter((x) => !x.wcag)) console.log(`     axe "${state}": best practice (not failed): ${v.id} ${v.nodes.map((n) => n.target).join(', ')}`);
-  audited.push(`${state}: ${failing.length} violations (${r.passes} rules passed)`);
+  audited.push(`${state}: ${failing.length} violations (${r.passes} rules passed, ${Date.now() - t0} ms)`);
   if (failing.length) {
     assert.fail(`axe-core ${AXE_VERSION}: ${failing.length} violation(s) in "${state}":\n` + failing.map((v) => `${v.id} [${v.impact}] ${v.help}\n    ${v.helpUrl}\n` +
       v.nodes.map((n) => `    - ${n.target}\n      ${n.why.replace(/\n/g, '\n      ')}`).join('\n')).join('\n'));
@@ -408,6 +409,13 @@ try {
         await heading(p, title);
         if (name === 'knowledge') await p.locator('#sources-live', { hasText: '2 ready' }).waitFor();
         await screen(p, name, kind);
+        if (name === 'agent-edit') {
+          // The embed snippet and the live preview, further down the page.
+          await p.frameLocator('iframe.preview').locator('h1.cw-title', { hasText: 'Acme Help Desk' }).waitFor();
+          await p.locator('#embed-h').scrollIntoViewIfNeeded();
+          await p.evaluate(() => document.getElementById('embed-h').scrollIntoView({ block: 'start' }));
+          await p.screenshot({ path: join(shots, `agent-embed-${kind}.png`) });
+        }
       }
       // The shown-once states: a new key's secret and a member's invitation link.
       await goto(p, W + '/settings/api-keys');

@@ -83,6 +83,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"CONSOLE_BASE="+pod.base,
 		"CONSOLE_WORKSPACE="+tn.ID,
+		// As newTenant names it.
+		"CONSOLE_WORKSPACE_NAME=tenant "+domain.PlanStandard.Title(),
 		"CONSOLE_OWNER_LINK="+owner.Link,
 		"CONSOLE_OWNER_EMAIL="+owner.Email,
 		"CONSOLE_SPARE_LINK="+spare.Link,

@@ -4,6 +4,7 @@
 // `worker` processes, with:
 //   CONSOLE_BASE          http://127.0.0.1:port of a pod
 //   CONSOLE_WORKSPACE     the workspace id (a Standard workspace)
+//   CONSOLE_WORKSPACE_NAME its name
 //   CONSOLE_OWNER_LINK    a one-time owner invitation made by the operator
 //                         (`concierge admin user invite`); only its path is used,
 //                         as the link names the configured public URL
@@ -30,7 +31,7 @@ const base = env('CONSOLE_BASE');
 const ws = env('CONSOLE_WORKSPACE');
 const ownerEmail = env('CONSOLE_OWNER_EMAIL');
 const shots = env('SCREENSHOT_DIR');
-for (const k of ['CONSOLE_BASE', 'CONSOLE_WORKSPACE', 'CONSOLE_OWNER_LINK', 'CONSOLE_OWNER_EMAIL', 'CONSOLE_SPARE_LINK', 'CONSOLE_PDF', 'CONSOLE_DOCX', 'CONCIERGECTL', 'SCREENSHOT_DIR']) {
+for (const k of ['CONSOLE_BASE', 'CONSOLE_WORKSPACE', 'CONSOLE_WORKSPACE_NAME', 'CONSOLE_OWNER_LINK', 'CONSOLE_OWNER_EMAIL', 'CONSOLE_SPARE_LINK', 'CONSOLE_PDF', 'CONSOLE_DOCX', 'CONCIERGECTL', 'SCREENSHOT_DIR']) {
   if (!process.env[k]) { console.error(`${k} is not set`); process.exit(2); }
 }
 // The links name the configured public URL; the pod listens elsewhere.
@@ -359,7 +360,7 @@ try {
     await helper.getByRole('button', { name: 'Accept the invitation' }).click();
     await helper.waitForURL(`${base}${W}`);
     await heading(helper, 'Overview');
-    await helper.getByText('As a helper you will work in Conversations').waitFor();
+    await helper.locator('header .ws', { hasText: env('CONSOLE_WORKSPACE_NAME') }).waitFor();
     assert.equal(await helper.getByRole('link', { name: 'Agents', exact: true }).count(), 0, 'no Agents link for a helper');
     assert.equal(await helper.getByRole('link', { name: 'API keys' }).count(), 0, 'no settings links for a helper');
     for (const path of ['/settings', '/settings/api-keys', '/settings/webhook-secret', '/members', '/agents', '/agents/help', '/agents/help/knowledge']) {

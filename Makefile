@@ -60,13 +60,15 @@ mock-llm:
 mailpit:
 	@GO=$(GO) bash scripts/mailpit.sh
 
-## browser: install Debian's chromium (apt) and the pinned playwright-core (tools/browser) for the widget's browser tests
+## browser: install Debian's chromium (apt) and the pinned playwright-core (tools/browser) for the widget's and the console's browser tests
 browser:
 	@bash scripts/browser.sh
 
-## screenshots: run the widget's browser tests and keep their screenshots in docs/widget
+## screenshots: run the widget's and the console's browser tests and keep their
+## screenshots in docs/widget and docs/console
 screenshots: services browser
-	WIDGET_SCREENSHOT_DIR=$(CURDIR)/docs/widget $(GO) test -count=1 -run '^TestWidgetInBrowser$$' -v ./app/concierge/
+	WIDGET_SCREENSHOT_DIR=$(CURDIR)/docs/widget CONSOLE_SCREENSHOT_DIR=$(CURDIR)/docs/console \
+		$(GO) test -count=1 -run '^(TestWidgetInBrowser|TestConsoleInBrowser)$$' -v ./app/concierge/
 
 ## services: make sure PostgreSQL and Redis are running
 services:

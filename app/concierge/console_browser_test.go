@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// The console in a real browser: `concierge serve` and `concierge worker`
+// as real processes on a fresh database, a Standard workspace made by the
+// operator CLI, and tools/browser/console.test.mjs driving Debian's chromium
+// through playwright-core (installed by `make browser`, a step of `make
+// test`). The journeys: the operator's owner invitation accepted, sign-out
+// and sign-in, the used link refused; an agent created, published, its
+// snippet and live preview; a PDF and a DOCX uploaded with progress and
+// watched until READY; an API key made in Settings and used with the real
+// conciergectl; the webhook secret revealed and rotated with a grace
+// period (both secrets checked on the inbound webhook); a helper invited
+// from Members, accepting in a second browser, refused settings and agent
+// pages. Every screen is audited with axe-core (zero WCAG 2.1 A/AA
+// violations) at 1024 and 375 px. Screenshots go to a temporary directory,
+// or to CONSOLE_SCREENSHOT_DIR (`make screenshots` sets it to docs/console).
+func TestConsoleInBrowser(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := filepath.Join(root, "tools", "browser")
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: run `make browser` (or `make test`), which installs what the browser tests need")
+	}
+	for _, need := range []string{chromium, filepath.Join(tools, "node_modules", "playwright-core", "package.json"), filepath.Join(tools, "node_modules", "axe-core", "axe.min.js")} {
+		if _, err := os.Stat(need); err != nil {
+			t.Fatalf("%s is missing: run `make browser` (or `make test`), which installs what the browser tests need", need)
+		}
+	}
+	fixtures := filepath.Join(root, "adapters", "ingest", "testdata")
+	pdf, docx := filepath.Join(fixtures, "sample.pdf"), filepath.Join(fixtures, "sample.docx")
+	for _, f := range []string{pdf, docx} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shots := os.Getenv("CONSOLE_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctl := buildConciergectl(t)
+
+	c := newCluster(t, clusterOptions{pods: 1, workers: 1})
+	pod := c.pods[0]
+	tn := c.newTenant(domain.PlanStandard)
+
+	// The first owner comes from the operator, as in production; a second
+	// invitation is never accepted, so its page can be audited.
+	type invitation struct{ Email, Role, Link string }
+	invite := func(email, role string) invitation {
+		var inv invitation
+		admMustJSON(t, c.env, &inv, "admin", "user", "invite", "--workspace", tn.ID, "--email", email, "--role", role, "--json")
+		if inv.Email != email || inv.Role != role || !strings.Contains(inv.Link, "/console/invitations/") {
+			t.Fatalf("user invite printed %+v", inv)
+		}
+		return inv
+	}
+	owner := invite("owner@example.com", "owner")
+	spare := invite("later@example.com", "admin")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "console.test.mjs")
+	cmd.Dir = tools
+	cmd.Env = append(os.Environ(),
+		"CONSOLE_BASE="+pod.base,
+		"CONSOLE_WORKSPACE="+tn.ID,
+		// As newTenant names it.
+		"CONSOLE_WORKSPACE_NAME=tenant "+domain.PlanStandard.Title(),
+		"CONSOLE_OWNER_LINK="+owner.Link,
+		"CONSOLE_OWNER_EMAIL="+owner.Email,
+		"CONSOLE_SPARE_LINK="+spare.Link,
+		"CONSOLE_PDF="+pdf,
+		"CONSOLE_DOCX="+docx,
+		"CONCIERGECTL="+ctl,
+		"SCREENSHOT_DIR="+shots,
+		"CHROMIUM="+chromium,
+	)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("console browser tests failed (%v after %s):\n%s", err, time.Since(start).Round(time.Millisecond), out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		t.Log(line)
+	}
+}

@@ -12,11 +12,12 @@ BIN       := bin
 run: services
 	$(GO) run ./app/concierge dev
 
-## test: the whole test suite with the race detector, then every fuzz
-## target for FUZZTIME (default 5s) each (scripts/fuzz.sh)
+## test: the whole test suite with the race detector (scripts/test.sh: the
+## end-to-end package in two shards beside the other packages), then every
+## fuzz target for FUZZTIME (default 5s) each (scripts/fuzz.sh)
 test: services mock-llm mailpit browser
 	$(GO) vet $(PKGS)
-	$(GO) test $(TEST_FLAGS) $(PKGS)
+	GO=$(GO) TEST_FLAGS="$(TEST_FLAGS)" bash scripts/test.sh
 	GO=$(GO) bash scripts/fuzz.sh
 
 ## bench: load benchmarks against real PostgreSQL/Redis, each paired with a

@@ -20,24 +20,33 @@ import (
 // far beyond what anyone configures by hand.
 const maxListedAgents = 500
 
+// workspaceAgents lists the workspace's agents, up to maxListedAgents, for
+// the agent and knowledge lists and the conversation pickers.
+func (h *Handlers) workspaceAgents(c *fiber.Ctx) ([]domain.Agent, error) {
+	var all []domain.Agent
+	page := domain.PageRequest{Limit: 100}
+	for {
+		p, err := h.agents.List(c.UserContext(), member(c).WorkspaceID, page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, p.Items...)
+		if !p.HasMore || p.Next == nil || len(all) >= maxListedAgents {
+			return all, nil
+		}
+		page.After = p.Next
+	}
+}
+
 // AgentsPage lists the workspace's agents.
 func (h *Handlers) AgentsPage(c *fiber.Ctx) error {
 	v, err := h.newView(c, mustText("agents.title"), "agents")
 	if err != nil {
 		return err
 	}
-	var all []domain.Agent
-	page := domain.PageRequest{Limit: 100}
-	for {
-		p, err := h.agents.List(c.UserContext(), member(c).WorkspaceID, page)
-		if err != nil {
-			return err
-		}
-		all = append(all, p.Items...)
-		if !p.HasMore || p.Next == nil || len(all) >= maxListedAgents {
-			break
-		}
-		page.After = p.Next
+	all, err := h.workspaceAgents(c)
+	if err != nil {
+		return err
 	}
 	v.Data = all
 	return h.render(c, fiber.StatusOK, "agents", v)

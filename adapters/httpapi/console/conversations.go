@@ -72,23 +72,6 @@ type conversationsPage struct {
 
 var conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
 
-// workspaceAgents lists the workspace's agents for the pickers.
-func (h *Handlers) workspaceAgents(c *fiber.Ctx) ([]domain.Agent, error) {
-	var all []domain.Agent
-	page := domain.PageRequest{Limit: 100}
-	for {
-		p, err := h.agents.List(c.UserContext(), member(c).WorkspaceID, page)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, p.Items...)
-		if !p.HasMore || p.Next == nil || len(all) >= maxListedAgents {
-			return all, nil
-		}
-		page.After = p.Next
-	}
-}
-
 // ConversationsPage lists the workspace's conversations, newest activity
 // first, filtered by agent and status as the v2 list allows and paged by
 // the same cursors. A conversation id typed into the search box opens that

@@ -112,18 +112,9 @@ func (h *Handlers) KnowledgeLanding(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var all []domain.Agent
-	page := domain.PageRequest{Limit: 100}
-	for {
-		p, err := h.agents.List(c.UserContext(), member(c).WorkspaceID, page)
-		if err != nil {
-			return err
-		}
-		all = append(all, p.Items...)
-		if !p.HasMore || p.Next == nil || len(all) >= maxListedAgents {
-			break
-		}
-		page.After = p.Next
+	all, err := h.workspaceAgents(c)
+	if err != nil {
+		return err
 	}
 	v.Data = all
 	return h.render(c, fiber.StatusOK, "knowledge", v)

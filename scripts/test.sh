@@ -19,14 +19,20 @@ app=./app/concierge
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# Tests are dealt to the shards in turn, by name, so the heavy ones (the
-# evaluation, the browser tests, the cluster tests) spread out.
+# Tests are dealt to the shards by their measured time
+# (testdata/app-test-seconds.txt), longest first, each to the shard with the
+# least time so far, so both shards end at about the same moment; a test not
+# listed there counts as 5 s.
 mapfile -t tests < <(grep -ho '^func Test[A-Za-z0-9_]*' "$app"/*_test.go | sed 's/^func //' | sort -u)
-shard=("" "")
-for i in "${!tests[@]}"; do
-	s=$((i % 2))
-	shard[$s]+="${shard[$s]:+|}${tests[$i]}"
-done
+mapfile -t shard < <(printf '%s\n' "${tests[@]}" | awk '
+	NR == FNR { if ($1 !~ /^#/ && NF == 2) secs[$1] = $2; next }
+	{ t[++n] = $1; s[n] = ($1 in secs) ? secs[$1] : 5 }
+	END {
+		# Longest first (a selection sort: a hundred names), then greedy.
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (s[j] > s[i]) { x = s[i]; s[i] = s[j]; s[j] = x; x = t[i]; t[i] = t[j]; t[j] = x }
+		for (i = 1; i <= n; i++) { k = (load[0] <= load[1]) ? 0 : 1; load[k] += s[i]; out[k] = out[k] (out[k] == "" ? "" : "|") t[i] }
+		print out[0]; print out[1]
+	}' testdata/app-test-seconds.txt -)
 
 mapfile -t others < <("$go" list ./... | grep -v '/app/concierge$')
 

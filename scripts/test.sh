@@ -36,11 +36,21 @@ mapfile -t shard < <(printf '%s\n' "${tests[@]}" | awk '
 
 mapfile -t others < <("$go" list ./... | grep -v '/app/concierge$')
 
+# timed runs a command, then says how long it took (to see when the shards
+# need rebalancing) and exits with the command's status.
+timed() {
+	local start=$SECONDS
+	"$@"
+	local rc=$?
+	echo "(took $((SECONDS - start)) s)"
+	return $rc
+}
+
 declare -A pids
-"$go" test "${flags[@]}" "${others[@]}" >"$logs/packages" 2>&1 &
+timed "$go" test "${flags[@]}" "${others[@]}" >"$logs/packages" 2>&1 &
 pids[packages]=$!
 for s in 0 1; do
-	"$go" test "${flags[@]}" -run "^(${shard[$s]})\$" "$app" >"$logs/app-shard-$s" 2>&1 &
+	timed "$go" test "${flags[@]}" -run "^(${shard[$s]})\$" "$app" >"$logs/app-shard-$s" 2>&1 &
 	pids[app-shard-$s]=$!
 done
 

@@ -1,0 +1,261 @@
+package postgres_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// counters reads a conversation's fallback and rating counters as the list
+// filters see them.
+type counters struct{ Fallbacks, Up, Down int }
+
+func readCounters(t *testing.T, f conversationFixture, convID string) counters {
+	t.Helper()
+	var c counters
+	err := f.db.Raw(`SELECT fallback_count, thumbs_up, thumbs_down FROM conversations WHERE id = ?`,
+		convID).Row().Scan(&c.Fallbacks, &c.Up, &c.Down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func fallbackAnswer(workspaceID, convID, content string, at time.Time) domain.Message {
+	m := newMessage(workspaceID, convID, domain.RoleAssistant, content, at)
+	m.FallbackReason = domain.FallbackNoKnowledge
+	return m
+}
+
+// listIDs lists the workspace's conversations under filter, every page of
+// two, and returns their ids in list order.
+func listIDs(t *testing.T, store *postgres.Store, workspaceID string, filter domain.ConversationFilter) []string {
+	t.Helper()
+	var ids []string
+	req := domain.PageRequest{Limit: 2}
+	for {
+		page, err := store.ListConversations(ctxT(t), workspaceID, filter, req)
+		if err != nil {
+			t.Fatalf("ListConversations(%+v): %v", filter, err)
+		}
+		for _, c := range page.Items {
+			ids = append(ids, c.ID)
+		}
+		if !page.HasMore {
+			return ids
+		}
+		req.After = page.Next
+	}
+}
+
+// The counters move in the statements that store answers and feedback:
+// each way of appending counts its fallback answers (and nothing else),
+// and a rating changed or removed moves the thumbs from one side to the
+// other or away.
+func TestConversationCounters(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ctx := ctxT(t)
+
+	// StartConversation: a question and a fallback answer.
+	started := domain.NewConversation(f.ws.ID, &f.agent, "", t0)
+	first := []domain.Message{
+		newMessage(f.ws.ID, started.ID, domain.RoleUser, "Where is my parcel?", t0),
+		fallbackAnswer(f.ws.ID, started.ID, "Sorry, I do not know.", t0),
+	}
+	if _, err := f.store.StartConversation(ctx, &started, first); err != nil {
+		t.Fatal(err)
+	}
+	if got := readCounters(t, f, started.ID); got != (counters{Fallbacks: 1}) {
+		t.Fatalf("after StartConversation: %+v, want one fallback", got)
+	}
+
+	// AppendMessages: a question, a real answer; then a fallback again.
+	answered, err := f.store.AppendMessages(ctx, []domain.Message{
+		newMessage(f.ws.ID, started.ID, domain.RoleUser, "And my refund?", t0.Add(time.Second)),
+		newMessage(f.ws.ID, started.ID, domain.RoleAssistant, "Refunds take 5 days.", t0.Add(time.Second)),
+	}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AppendMessages(ctx, []domain.Message{
+		newMessage(f.ws.ID, started.ID, domain.RoleUser, "Can I pay in bitcoin?", t0.Add(2*time.Second)),
+		fallbackAnswer(f.ws.ID, started.ID, "Sorry, I do not know.", t0.Add(2*time.Second)),
+	}, ""); err != nil {
+		t.Fatal(err)
+	}
+	// AppendMessage: a fallback answer, then the same inbound event again
+	// (a retry, not stored twice, not counted twice).
+	retried := fallbackAnswer(f.ws.ID, f.conv.ID, "Sorry.", t0)
+	retried.InboundEventID = "evt-1"
+	for range 2 {
+		if _, _, err := f.store.AppendMessage(ctx, retried, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fallback answer refused because the conversation moved on is not
+	// counted either.
+	if _, _, err := f.store.AppendMessage(ctx, fallbackAnswer(f.ws.ID, f.conv.ID, "Sorry.", t0), domain.StatusHuman); err == nil {
+		t.Fatal("an append under a state the conversation is not in was stored")
+	}
+	if got := readCounters(t, f, started.ID); got != (counters{Fallbacks: 2}) {
+		t.Errorf("started conversation: %+v, want two fallbacks", got)
+	}
+	if got := readCounters(t, f, f.conv.ID); got != (counters{Fallbacks: 1}) {
+		t.Errorf("conversation with a retried event: %+v, want one fallback", got)
+	}
+
+	// Feedback on the real answer, then on the first fallback answer.
+	answer, fallback := answered[1].ID, first[1].ID
+	up := &domain.Feedback{Rating: domain.RatingUp, UpdatedAt: t0}
+	down := &domain.Feedback{Rating: domain.RatingDown, Comment: "useless", UpdatedAt: t0}
+	steps := []struct {
+		name string
+		msg  string
+		fb   *domain.Feedback
+		want counters
+	}{
+		{"rated up", answer, up, counters{Fallbacks: 2, Up: 1}},
+		{"rated up again", answer, up, counters{Fallbacks: 2, Up: 1}},
+		{"changed to down", answer, down, counters{Fallbacks: 2, Down: 1}},
+		{"another answer rated down", fallback, down, counters{Fallbacks: 2, Down: 2}},
+		{"the first one back to up", answer, up, counters{Fallbacks: 2, Up: 1, Down: 1}},
+		{"removed", answer, nil, counters{Fallbacks: 2, Down: 1}},
+		{"removed again", answer, nil, counters{Fallbacks: 2, Down: 1}},
+		{"the other removed", fallback, nil, counters{Fallbacks: 2}},
+	}
+	for _, s := range steps {
+		if err := f.store.SetFeedback(ctx, f.ws.ID, started.ID, s.msg, s.fb); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := readCounters(t, f, started.ID); got != s.want {
+			t.Fatalf("%s: counters %+v, want %+v", s.name, got, s.want)
+		}
+	}
+	// Refused feedback (a question) moves nothing.
+	if err := f.store.SetFeedback(ctx, f.ws.ID, started.ID, first[0].ID, up); err == nil {
+		t.Fatal("feedback on a question was stored")
+	}
+	if got := readCounters(t, f, started.ID); got != (counters{Fallbacks: 2}) {
+		t.Fatalf("after refused feedback: %+v", got)
+	}
+}
+
+// Concurrent ratings of the answers of one conversation add up: each
+// statement locks its answer and adds to the counters as they are then.
+func TestConversationCountersConcurrentFeedback(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ctx := ctxT(t)
+	var answers []string
+	for i := range 8 {
+		m, _, err := f.store.AppendMessage(ctx, newMessage(f.ws.ID, f.conv.ID, domain.RoleAssistant, "answer", t0.Add(time.Duration(i)*time.Second)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, m.ID)
+	}
+	errs := make(chan error, 3*len(answers))
+	for _, id := range answers {
+		for _, r := range []domain.Rating{domain.RatingUp, domain.RatingDown, domain.RatingDown} {
+			go func() {
+				errs <- f.store.SetFeedback(ctx, f.ws.ID, f.conv.ID, id, &domain.Feedback{Rating: r, UpdatedAt: t0})
+			}()
+		}
+	}
+	for range 3 * len(answers) {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want counters
+	err := f.db.Raw(`SELECT count(*) FILTER (WHERE feedback_rating = 'up'), count(*) FILTER (WHERE feedback_rating = 'down')
+		FROM messages WHERE conversation_id = ?`, f.conv.ID).Row().Scan(&want.Up, &want.Down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readCounters(t, f, f.conv.ID); got != want || want.Up+want.Down != len(answers) {
+		t.Fatalf("counters %+v, messages say %+v", got, want)
+	}
+}
+
+// backfillSQL is the counters' backfill of migration 00015, as goose runs
+// it: one statement outside a transaction, committing batch by batch.
+func backfillSQL(t *testing.T) string {
+	t.Helper()
+	b, err := postgres.Migrations.ReadFile("migrations/00015_conversation_filters.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	start, end := strings.Index(s, "-- +goose StatementBegin"), strings.Index(s, "-- +goose StatementEnd")
+	if start < 0 || end < start {
+		t.Fatal("migration 00015 has no backfill block")
+	}
+	return s[start+len("-- +goose StatementBegin") : end]
+}
+
+// The migration's backfill counts what was stored before the counters
+// existed (here: rows written around them), corrects wrong counts, leaves
+// other workspaces' right ones alone, and can run again.
+func TestConversationCountersBackfill(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ctx := ctxT(t)
+	// 2,500 conversations: more than two of the backfill's batches.
+	err := f.db.Exec(`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at, thumbs_up)
+		SELECT 'ses_bf' || lpad(g::text, 6, '0'), ?, ?, 'support', 'CHAT', 'AI', '', 0, ?, ?, 7
+		FROM generate_series(1, 2500) AS g`, f.ws.ID, f.agent.ID, micro(t0), micro(t0)).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every conversation: a question; every 3rd a fallback answer, every
+	// 5th an answer rated down, every 7th two answers rated up, and every
+	// 11th a SYSTEM notice (never counted).
+	err = f.db.Exec(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, fallback_reason, feedback_rating, feedback_at)
+		SELECT 'msg_bf' || lpad(g::text, 6, '0') || k::text, ?, 'ses_bf' || lpad(g::text, 6, '0'), r.role, 'text', '[]', ?, r.fallback, r.rating,
+			CASE WHEN r.rating IS NULL THEN NULL ELSE ?::timestamptz END
+		FROM generate_series(1, 2500) AS g
+		CROSS JOIN LATERAL (VALUES
+			(1, 'USER', '', NULL),
+			(2, CASE WHEN g % 3 = 0 THEN 'ASSISTANT' END, 'NO_RELEVANT_KNOWLEDGE', NULL),
+			(3, CASE WHEN g % 5 = 0 THEN 'ASSISTANT' END, '', 'down'),
+			(4, CASE WHEN g % 7 = 0 THEN 'ASSISTANT' END, '', 'up'),
+			(5, CASE WHEN g % 7 = 0 THEN 'ASSISTANT' END, '', 'up'),
+			(6, CASE WHEN g % 11 = 0 THEN 'SYSTEM' END, 'NO_RELEVANT_KNOWLEDGE', NULL)
+		) AS r (k, role, fallback, rating)
+		WHERE r.role IS NOT NULL`, f.ws.ID, micro(t0), micro(t0)).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another workspace's conversation, counted right by the store.
+	wsB, _, _ := newWorkspace(t, f.store, domain.PlanStandard)
+	agentB := newAgent(t, f.store, wsB.ID, "support", t0)
+	other := domain.NewConversation(wsB.ID, &agentB, "", t0)
+	if _, err := f.store.StartConversation(ctx, &other, []domain.Message{fallbackAnswer(wsB.ID, other.ID, "Sorry.", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		// No arguments: the simple protocol, outside a transaction, as
+		// goose runs a NO TRANSACTION migration (the block commits).
+		if err := f.db.Exec(backfillSQL(t)).Error; err != nil {
+			t.Fatalf("backfill: %v", err)
+		}
+		var wrong int
+		err = f.db.Raw(`SELECT count(*) FROM conversations
+			WHERE id LIKE 'ses_bf%' AND (fallback_count, thumbs_up, thumbs_down) IS DISTINCT FROM (
+				(substr(id, 7)::int % 3 = 0)::int, 2 * (substr(id, 7)::int % 7 = 0)::int, (substr(id, 7)::int % 5 = 0)::int)`).Row().Scan(&wrong)
+		if err != nil || wrong != 0 {
+			t.Fatalf("%d conversations counted wrong after the backfill (%v)", wrong, err)
+		}
+		if got := readCounters(t, f, other.ID); got != (counters{Fallbacks: 1}) {
+			t.Fatalf("the other workspace's conversation: %+v", got)
+		}
+	}
+	if got := len(listIDs(t, f.store, f.ws.ID, domain.ConversationFilter{Rating: domain.RatingDown})); got != 500 {
+		t.Errorf("rated down after the backfill: %d conversations, want 500", got)
+	}
+}

@@ -259,3 +259,113 @@ func TestConversationCountersBackfill(t *testing.T) {
 		t.Errorf("rated down after the backfill: %d conversations, want 500", got)
 	}
 }
+
+// The list's fallback, rating and text filters, alone and together, page
+// in the list's order, and never show another workspace's conversations,
+// however well they match.
+func TestListConversationsFiltersAndSearch(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ctx := ctxT(t)
+	wsB, _, _ := newWorkspace(t, f.store, domain.PlanStandard)
+	agentB := newAgent(t, f.store, wsB.ID, "support", t0)
+
+	// start stores a conversation active at minute n with its messages,
+	// and a contact when name or email is set.
+	start := func(ws string, agent domain.Agent, n int, name, email string, msgs ...domain.Message) domain.Conversation {
+		t.Helper()
+		at := t0.Add(time.Duration(n) * time.Minute)
+		c := domain.NewConversation(ws, &agent, "", at)
+		for i := range msgs {
+			msgs[i].WorkspaceID, msgs[i].ConversationID, msgs[i].CreatedAt = ws, c.ID, at
+		}
+		if _, err := f.store.StartConversation(ctx, &c, msgs); err != nil {
+			t.Fatal(err)
+		}
+		if name != "" || email != "" {
+			if err := f.db.Exec(`UPDATE conversations SET contact_name = ?, contact_email = ? WHERE id = ?`, name, email, c.ID).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	msg := func(role domain.Role, content string) domain.Message { return newMessage("", "", role, content, t0) }
+	fallback := func(content string) domain.Message { return fallbackAnswer("", "", content, t0) }
+	notice := func(content string) domain.Message {
+		m := msg(domain.RoleSystem, content)
+		m.Status = domain.StatusHuman
+		return m
+	}
+
+	ada := start(f.ws.ID, f.agent, 1, "Ada Lovelace", "ada@analytical.example", msg(domain.RoleUser, "Hello"), msg(domain.RoleAssistant, "Hi Ada"))
+	refund := start(f.ws.ID, f.agent, 2, "", "", msg(domain.RoleUser, "How do I get a REFUND for order 42?"), fallback("Sorry, I cannot help."))
+	percent := start(f.ws.ID, f.agent, 3, "", "", msg(domain.RoleUser, "Is it 100% cotton_blend?"), msg(domain.RoleAssistant, "Yes."))
+	human := start(f.ws.ID, f.agent, 4, "Grace Hopper", "grace@navy.example", msg(domain.RoleUser, "refunds please"), fallback("Sorry."),
+		msg(domain.RoleHuman, "I will handle your refund."))
+	noticeOnly := start(f.ws.ID, f.agent, 5, "", "", msg(domain.RoleUser, "Hi"), notice("Handed over to a person: invoice"))
+	answerOnly := start(f.ws.ID, f.agent, 6, "", "", msg(domain.RoleUser, "Bye"), msg(domain.RoleAssistant, "See the invoice page."))
+	// The fixture's empty conversation (at t0) is the oldest. Another
+	// workspace's conversation matches every search and filter.
+	start(wsB.ID, agentB, 7, "Ada Lovelace", "ada@analytical.example", msg(domain.RoleUser, "refund 100% cotton_blend invoice"), fallback("Sorry."))
+
+	// Ratings: refund's answer down, ada's answer up.
+	rate := func(c domain.Conversation, r domain.Rating) {
+		t.Helper()
+		page, err := f.store.ListMessages(ctx, f.ws.ID, c.ID, domain.PageRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range page.Items {
+			if m.Role == domain.RoleAssistant {
+				if err := f.store.SetFeedback(ctx, f.ws.ID, c.ID, m.ID, &domain.Feedback{Rating: r, UpdatedAt: t0}); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		t.Fatalf("%s has no answer", c.ID)
+	}
+	rate(refund, domain.RatingDown)
+	rate(ada, domain.RatingUp)
+	rate(human, domain.RatingUp)
+
+	ids := func(cs ...domain.Conversation) []string {
+		out := []string{}
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		filter domain.ConversationFilter
+		want   []string
+	}{
+		{"all", domain.ConversationFilter{}, ids(answerOnly, noticeOnly, human, percent, refund, ada, f.conv)},
+		{"with a fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterSome}, ids(human, refund)},
+		{"without a fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterNone}, ids(answerOnly, noticeOnly, percent, ada, f.conv)},
+		{"rated down", domain.ConversationFilter{Rating: domain.RatingDown}, ids(refund)},
+		{"rated up", domain.ConversationFilter{Rating: domain.RatingUp}, ids(human, ada)},
+		{"rated up with a fallback", domain.ConversationFilter{Rating: domain.RatingUp, Fallback: domain.FallbackFilterSome}, ids(human)},
+		{"contact name, any case", domain.ConversationFilter{Query: "lovelace"}, ids(ada)},
+		{"part of an email", domain.ConversationFilter{Query: "navy.exa"}, ids(human)},
+		{"message text, any case, any role but SYSTEM", domain.ConversationFilter{Query: "refund"}, ids(human, refund)},
+		{"an answer's text", domain.ConversationFilter{Query: "invoice"}, ids(answerOnly)},
+		{"% and _ are themselves", domain.ConversationFilter{Query: "100% cotton_b"}, ids(percent)},
+		{"% alone is no wildcard", domain.ConversationFilter{Query: "0%c"}, nil},
+		{"_ alone is no wildcard", domain.ConversationFilter{Query: "n_b"}, ids(percent)},
+		{"a backslash is itself", domain.ConversationFilter{Query: `a\b`}, nil},
+		{"matching contact and messages counts once", domain.ConversationFilter{Query: "Ada"}, ids(ada)},
+		{"search with a filter", domain.ConversationFilter{Query: "refund", Rating: domain.RatingDown}, ids(refund)},
+		{"search with a range", domain.ConversationFilter{Query: "refund", ActiveBefore: t0.Add(3 * time.Minute)}, ids(refund)},
+		{"no match", domain.ConversationFilter{Query: "zebra"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := listIDs(t, f.store, f.ws.ID, tt.filter)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -34,12 +34,16 @@ func TestListConversationsScales(t *testing.T) {
 
 	load := func(workspaceID string, agentIDs []string, n int) {
 		t.Helper()
-		// Three conversations share each second, so ties are common.
+		// Three conversations share each second, so ties are common. One
+		// in 10 had a fallback answer, one in 8 a thumbs-up, one in 50 a
+		// thumbs-down.
 		err := db.Exec(`INSERT INTO conversations
-			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
+			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at,
+				fallback_count, thumbs_up, thumbs_down)
 			SELECT 'ses_' || md5(? || g::text), ?, a.id, a.slug, 'CHAT',
 				(ARRAY['AI', 'HANDOFF_REQUESTED', 'HUMAN', 'RESOLVED'])[1 + (g / 7) % 4],
-				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz
+				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz,
+				(g % 10 = 0)::int, (g % 8 = 0)::int, (g % 50 = 0)::int
 			FROM generate_series(1, ?) AS g
 			JOIN agents AS a ON a.id = (?::text[])[1 + g % cardinality(?::text[])]`,
 			workspaceID, workspaceID, micro(t0), micro(t0), n, pgArray(agentIDs), pgArray(agentIDs)).Error
@@ -72,6 +76,13 @@ func TestListConversationsScales(t *testing.T) {
 		// same indexes: the list's order column is the range's.
 		{"active in a range", domain.ConversationFilter{ActiveFrom: t0.Add(1000 * time.Second), ActiveBefore: t0.Add(30000 * time.Second)}},
 		{"status, active since", domain.ConversationFilter{Status: domain.StatusHuman, ActiveFrom: t0.Add(1000 * time.Second)}},
+		// Fallback and rating filters read their partial indexes (or,
+		// for "no fallback", most conversations, the activity index).
+		{"fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterSome}},
+		{"no fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterNone}},
+		{"rated down", domain.ConversationFilter{Rating: domain.RatingDown}},
+		{"rated up, agent", domain.ConversationFilter{Rating: domain.RatingUp, AgentID: agents[0].ID}},
+		{"fallback and rated down", domain.ConversationFilter{Fallback: domain.FallbackFilterSome, Rating: domain.RatingDown}},
 	}
 	for _, f := range filters {
 		t.Run(f.name, func(t *testing.T) {

@@ -32,8 +32,7 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 	k := newKeysetQuery("", workspaceID, containsPattern(filter.Query))
 	listConditions(k, filter)
 	rest, args := k.page("c.last_activity_at", "c.id", after, limit)
-	contact := selectFrom + ` AND (c.contact_name <> '' OR c.contact_email <> '')
-	AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + rest
+	contact := selectFrom + ` AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + rest
 	messages := selectFrom + ` AND EXISTS (SELECT 1 FROM messages AS m
 	WHERE m.workspace_id = c.workspace_id AND m.conversation_id = c.id AND m.role <> 'SYSTEM' AND m.content ILIKE $2)` + rest
 	return "(" + contact + ")\nUNION\n(" + messages + ")\n" +

@@ -17,7 +17,13 @@
 -- trigrams do and full-text search (whole words, one language's stemmer)
 -- does not. Its GIN indexes answer ILIKE '%...%' for queries of three
 -- characters or more (core/conversation refuses shorter ones). SYSTEM
--- notices are boilerplate and left out of the messages' index.
+-- notices are boilerplate and left out of the messages' index. The
+-- contacts' index is not partial, though most conversations have no
+-- contact (a blank has no trigrams, so costs the index nearly nothing):
+-- ANALYZE keeps statistics on a plain expression index, without which the
+-- planner took a contact search matching 10,000 of 100,000 conversations
+-- for one matching 2 and sorted them all (scale test: 40 ms a page with a
+-- partial index, 2.4 ms without, walking the list's order).
 --
 -- Safe on large live tables: ADD COLUMN with a constant default changes no
 -- row; the backfill updates conversations a thousand at a time, committing
@@ -85,8 +91,7 @@ CREATE INDEX CONCURRENTLY conversations_thumbs_down_activity_idx
 
 DROP INDEX CONCURRENTLY IF EXISTS conversations_contact_trgm_idx;
 CREATE INDEX CONCURRENTLY conversations_contact_trgm_idx
-    ON conversations USING gin ((contact_name || ' ' || contact_email) gin_trgm_ops)
-    WHERE contact_name <> '' OR contact_email <> '';
+    ON conversations USING gin ((contact_name || ' ' || contact_email) gin_trgm_ops);
 
 DROP INDEX CONCURRENTLY IF EXISTS messages_content_trgm_idx;
 CREATE INDEX CONCURRENTLY messages_content_trgm_idx

@@ -1,11 +1,17 @@
 package postgres_test
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
 	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -367,5 +373,70 @@ func TestListConversationsFiltersAndSearch(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Migration 00015 goes down and up again through goose, as the migrate
+// command runs it (its backfill is one statement of a NO TRANSACTION
+// migration): up again, it counts what was stored while it was down.
+func TestConversationFiltersMigrationDownAndUp(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	ctx := ctxT(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { db.Close() })
+	fsys, err := fs.Sub(postgres.Migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := provider.Down(ctx); err != nil || r.Source.Version != 15 {
+		t.Fatalf("down: %+v, %v", r, err)
+	}
+	var columns int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns
+		WHERE table_name = 'conversations' AND column_name IN ('fallback_count', 'thumbs_up', 'thumbs_down')`).Scan(&columns); err != nil || columns != 0 {
+		t.Fatalf("down left %d counter columns (%v)", columns, err)
+	}
+	// Stored while down (as older code stores): a conversation with a
+	// fallback answer rated down.
+	pg, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	store := postgres.NewStore(pg.Gorm, pg.Pool)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", t0)
+	for _, stmt := range []string{
+		`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
+			VALUES ('ses_down', $1, $2, 'support', 'CHAT', 'AI', '', 1, now(), now())`,
+		`INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, fallback_reason, feedback_rating, feedback_at)
+			VALUES ('msg_down', $1, 'ses_down', 'ASSISTANT', 'Sorry.', '[]', now(), 'NO_RELEVANT_KNOWLEDGE', 'down', now())`,
+	} {
+		args := []any{ws.ID, agent.ID}
+		if !strings.Contains(stmt, "$2") {
+			args = args[:1]
+		}
+		if _, err := db.ExecContext(ctx, stmt, args...); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	var fallbacks, up, down int
+	if err := db.QueryRowContext(ctx, `SELECT fallback_count, thumbs_up, thumbs_down FROM conversations WHERE id = 'ses_down'`).Scan(&fallbacks, &up, &down); err != nil {
+		t.Fatal(err)
+	}
+	if fallbacks != 1 || up != 0 || down != 1 {
+		t.Fatalf("backfilled counters %d, %d, %d; want 1, 0, 1", fallbacks, up, down)
 	}
 }

@@ -117,7 +117,9 @@ type ConversationReader interface {
 	// GetConversationBySession looks a conversation up by its session id alone, for
 	// callers whose capability is the session id (the widget). Returns domain.ErrNotFound.
 	GetConversationBySession(ctx context.Context, sessionID string) (domain.Conversation, error)
-	// ListConversations returns a page ordered by (last activity, id), newest first.
+	// ListConversations returns a page ordered by (last activity, id), newest first,
+	// of the conversations matching every filter set (domain.ConversationFilter;
+	// the caller has validated it). It returns no domain errors of its own.
 	ListConversations(ctx context.Context, workspaceID string, filter domain.ConversationFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error)
 	// ListMessages returns a page of a conversation's messages, oldest first.
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.

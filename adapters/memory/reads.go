@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -52,7 +53,8 @@ func (s *Conversations) ListConversations(ctx context.Context, workspaceID strin
 		if cv.WorkspaceID != workspaceID || (filter.AgentID != "" && cv.AgentID != filter.AgentID) ||
 			(filter.Status != "" && cv.Status != filter.Status) ||
 			(!filter.ActiveFrom.IsZero() && cv.LastActivityAt.Before(dbTime(filter.ActiveFrom))) ||
-			(!filter.ActiveBefore.IsZero() && !cv.LastActivityAt.Before(dbTime(filter.ActiveBefore))) {
+			(!filter.ActiveBefore.IsZero() && !cv.LastActivityAt.Before(dbTime(filter.ActiveBefore))) ||
+			!c.matches(filter) {
 			continue
 		}
 		if a := page.After; a != nil && !before(cv.LastActivityAt, cv.ID, dbTime(a.Time), a.ID) {
@@ -67,6 +69,37 @@ func (s *Conversations) ListConversations(ctx context.Context, workspaceID strin
 	return makePage(items, pageLimit(page), func(c domain.Conversation) domain.Position {
 		return domain.Position{Time: c.LastActivityAt, ID: c.ID}
 	}), nil
+}
+
+// matches checks the filters on the conversation's messages and contact
+// (fallback, rating, text query) as PostgreSQL's counters and ILIKE do.
+// This store keeps no feedback (it is no ports.FeedbackStore), so a rating
+// filter matches nothing.
+func (c *conversation) matches(filter domain.ConversationFilter) bool {
+	if filter.Rating != "" {
+		return false
+	}
+	var fallbacks int
+	found := filter.Query == "" || contains(c.conv.ContactName, filter.Query) || contains(c.conv.ContactEmail, filter.Query)
+	for _, m := range c.messages {
+		if m.Role == domain.RoleAssistant && m.FallbackReason != domain.FallbackNone {
+			fallbacks++
+		}
+		if !found && m.Role != domain.RoleSystem && contains(m.Content, filter.Query) {
+			found = true
+		}
+	}
+	switch {
+	case filter.Fallback == domain.FallbackFilterSome && fallbacks == 0,
+		filter.Fallback == domain.FallbackFilterNone && fallbacks > 0:
+		return false
+	}
+	return found
+}
+
+// contains reports whether s contains query, ignoring case.
+func contains(s, query string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(query))
 }
 
 // before reports whether (t, id) sorts before (at, atID).

@@ -157,11 +157,11 @@ func (s *Store) StartConversation(ctx context.Context, conv *domain.Conversation
 	}
 	c := conversationFromDomain(conv)
 	c.MessageCount, c.LastMessage, c.LastActivityAt = len(first), batch.preview, batch.latest
-	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt}
+	args := []any{c.ID, c.WorkspaceID, c.AgentID, c.AgentSlug, c.Channel, c.Status, c.VerifiedUserID, c.LastMessage, c.MessageCount, c.LastActivityAt, c.CreatedAt, batch.fallbacks}
 	values, args := batch.values(args)
 	query := `WITH c AS (
-	INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+	INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id, last_message, message_count, last_activity_at, created_at, fallback_count)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 	RETURNING id, workspace_id
 ), ins AS (
 	INSERT INTO messages (` + batchColumns + `)

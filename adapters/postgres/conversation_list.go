@@ -2,20 +2,67 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
 
 // listConversationsQuery builds the keyset query of ListConversations; its
 // predicates keep to the (workspace, [agent|status,] last_activity_at, id)
-// indexes, which the scale test checks with EXPLAIN.
+// indexes, and to the partial ones of conversations with a fallback or a
+// rating, which the scale test checks with EXPLAIN.
+//
+// A text query is two searches, each a keyset page of its own: the
+// contact's name and email, and the messages' text (an EXISTS, which the
+// planner runs either as a walk of the list's order checking each
+// conversation's messages, for a common word, or from the messages'
+// trigram index, for a rare one). Written as one OR it could do neither:
+// an OR with a subquery is checked row by row. Their union, ordered again,
+// is the page.
 func listConversationsQuery(workspaceID string, filter domain.ConversationFilter, after *domain.Position, limit int) (string, []any) {
-	k := newKeysetQuery("SELECT "+conversationListColumns+" FROM conversations AS c WHERE c.workspace_id = $1", workspaceID)
+	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
+	if filter.Query == "" {
+		k := newKeysetQuery(selectFrom, workspaceID)
+		listConditions(k, filter)
+		return k.page("c.last_activity_at", "c.id", after, limit)
+	}
+	// $2 is the pattern; the conditions, position and limit follow, and
+	// both searches use the same parameters.
+	k := newKeysetQuery("", workspaceID, containsPattern(filter.Query))
+	listConditions(k, filter)
+	rest, args := k.page("c.last_activity_at", "c.id", after, limit)
+	contact := selectFrom + ` AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + rest
+	messages := selectFrom + ` AND EXISTS (SELECT 1 FROM messages AS m
+	WHERE m.workspace_id = c.workspace_id AND m.conversation_id = c.id AND m.role <> 'SYSTEM' AND m.content ILIKE $2)` + rest
+	return "(" + contact + ")\nUNION\n(" + messages + ")\n" +
+		fmt.Sprintf("ORDER BY last_activity_at DESC, id DESC LIMIT $%d", len(args)), args
+}
+
+// listConditions adds the filters but the text query.
+func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	k.filter("c.agent_id", filter.AgentID)
 	k.filter("c.status", string(filter.Status))
 	k.since("c.last_activity_at", filter.ActiveFrom)
 	k.until("c.last_activity_at", filter.ActiveBefore)
-	return k.page("c.last_activity_at", "c.id", after, limit)
+	switch filter.Fallback {
+	case domain.FallbackFilterSome:
+		k.and("c.fallback_count > 0")
+	case domain.FallbackFilterNone:
+		k.and("c.fallback_count = 0")
+	}
+	switch filter.Rating {
+	case domain.RatingUp:
+		k.and("c.thumbs_up > 0")
+	case domain.RatingDown:
+		k.and("c.thumbs_down > 0")
+	}
+}
+
+// containsPattern is the ILIKE pattern of text containing s: its own %, _
+// and \ are escaped, so they match themselves.
+func containsPattern(s string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(s) + "%"
 }
 
 // ListConversations returns a page ordered by (last_activity_at, id), newest

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -11,11 +13,14 @@ import (
 var _ ports.FeedbackStore = (*Store)(nil)
 
 // SetFeedback stores fb on an ASSISTANT message of the conversation, or
-// clears the message's feedback when fb is nil. The role is part of the
+// clears the message's feedback when fb is nil, and moves the
+// conversation's thumbs_up and thumbs_down counters (the list's rating
+// filter) by the difference, in one statement (setFeedbackSQL) in a
+// transaction that first locks the conversation. The role is part of the
 // update's condition; only when nothing was updated does a second read say
-// why. Returns domain.ErrNotFound unless the message belongs to the
-// conversation and workspace, and domain.ErrFeedbackNotAnswer for a
-// message that is not an answer.
+// why. Returns domain.ErrNotFound unless the message
+// belongs to the conversation and workspace, and domain.ErrFeedbackNotAnswer
+// for a message that is not an answer.
 func (s *Store) SetFeedback(ctx context.Context, workspaceID, conversationID, messageID string, fb *domain.Feedback) error {
 	var (
 		rating  *string
@@ -26,13 +31,20 @@ func (s *Store) SetFeedback(ctx context.Context, workspaceID, conversationID, me
 		r, t := string(fb.Rating), dbTime(fb.UpdatedAt)
 		rating, comment, at = &r, fb.Comment, &t
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE messages SET feedback_rating = $4, feedback_comment = $5, feedback_at = $6
-		WHERE workspace_id = $1 AND conversation_id = $2 AND id = $3 AND role = 'ASSISTANT'`,
-		workspaceID, conversationID, messageID, rating, comment, at)
+	// The conversation's row is locked first, as appends and deletions
+	// lock it before its messages: locking the answer first could
+	// deadlock with the deletion of its conversation.
+	var updated int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM conversations WHERE workspace_id = $1 AND id = $2 FOR NO KEY UPDATE`, workspaceID, conversationID); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, setFeedbackSQL, workspaceID, conversationID, messageID, rating, comment, at).Scan(&updated)
+	})
 	if err != nil {
 		return dbError("set feedback", err)
 	}
-	if tag.RowsAffected() == 1 {
+	if updated == 1 {
 		return nil
 	}
 	var roles []string
@@ -47,6 +59,28 @@ func (s *Store) SetFeedback(ctx context.Context, workspaceID, conversationID, me
 		return domain.ErrFeedbackNotAnswer
 	}
 }
+
+// setFeedbackSQL sets an answer's feedback ($4 rating or NULL, $5 comment,
+// $6 time) and moves its conversation's counters from the old rating to
+// the new one. It runs under the conversation's lock (SetFeedback), and
+// locks the answer too, so of two ratings of one answer at once the second
+// reads the rating the first stored, and the counters never count an
+// answer twice. It returns the number of answers updated (0 or 1).
+const setFeedbackSQL = `WITH old AS (
+	SELECT id, feedback_rating FROM messages
+	WHERE workspace_id = $1 AND conversation_id = $2 AND id = $3 AND role = 'ASSISTANT'
+	FOR UPDATE
+), upd AS (
+	UPDATE messages AS m SET feedback_rating = $4, feedback_comment = $5, feedback_at = $6
+	FROM old WHERE m.workspace_id = $1 AND m.conversation_id = $2 AND m.id = old.id
+	RETURNING m.id
+), counted AS (
+	UPDATE conversations AS c SET
+		thumbs_up = c.thumbs_up + (CASE WHEN $4::text = 'up' THEN 1 ELSE 0 END) - (CASE WHEN old.feedback_rating = 'up' THEN 1 ELSE 0 END),
+		thumbs_down = c.thumbs_down + (CASE WHEN $4::text = 'down' THEN 1 ELSE 0 END) - (CASE WHEN old.feedback_rating = 'down' THEN 1 ELSE 0 END)
+	FROM old WHERE c.workspace_id = $1 AND c.id = $2 AND old.feedback_rating IS DISTINCT FROM $4::text
+)
+SELECT count(*)::int FROM upd`
 
 // listFeedbackQuery builds the keyset query of ListFeedback. It walks the
 // partial index messages_feedback_idx (workspace, feedback_at DESC, id

@@ -92,8 +92,7 @@ func (s *Store) AppendMessages(ctx context.Context, msgs []domain.Message, while
 // state (nil: no such conversation in the workspace). A message id that
 // exists already is domain.ErrConflict; other errors are dbError(op).
 func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, while domain.ConversationStatus, deliveries []domain.Delivery) (created bool, status *string, err error) {
-	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
-	values, args := b.values(args)
+	values, args := b.appendArgs(while)
 	err = s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		err := q.QueryRow(ctx, appendSQL(values, b), args...).Scan(&created, &status)
 		return created, err
@@ -104,10 +103,18 @@ func (s *Store) appendBatch(ctx context.Context, op string, b messageBatch, whil
 	return created, status, dbError(op, err)
 }
 
+// appendArgs returns the VALUES list and the arguments of appendSQL for
+// the batch appended under the state while.
+func (b messageBatch) appendArgs(while domain.ConversationStatus) (string, []any) {
+	return b.values([]any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview, b.fallbacks})
+}
+
 // appendSQL is the statement that appends the messages of values (see
 // messageBatch.values; $1 and $2 are the workspace and conversation, $3 the
 // state the caller decided under, $4 and $5 the newest message's time and
-// preview). It locks the conversation's row first, so appends and state
+// preview, $6 the number of fallback answers among them). A batch is
+// inserted whole or not at all, so the fallback count added with it is
+// exact. It locks the conversation's row first, so appends and state
 // changes (changeStatusSQL) serialize and each sees the other's outcome;
 // inserts the messages if the conversation is the workspace's and in state
 // $3 (any state when empty), skipping an inbound event's message already
@@ -128,6 +135,7 @@ func appendSQL(values string, b messageBatch) string {
 )` + b.trackAnswers("$1", "$2") + `, upd AS (
 	UPDATE conversations SET
 		message_count = message_count + (SELECT count(*) FROM ins),
+		fallback_count = fallback_count + $6,
 		last_message = CASE WHEN $4 >= last_activity_at THEN $5 ELSE last_message END,
 		last_activity_at = GREATEST(last_activity_at, $4)
 	WHERE workspace_id = $1 AND id = $2 AND EXISTS (SELECT 1 FROM ins)
@@ -170,6 +178,9 @@ type messageBatch struct {
 	preview string
 	// tracksAnswers: storing the batch starts or ends an answer in progress.
 	tracksAnswers bool
+	// fallbacks counts the batch's fallback answers, for the
+	// conversation's fallback_count (the list's fallback filter).
+	fallbacks int
 }
 
 func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
@@ -186,6 +197,9 @@ func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
 			return messageBatch{}, err
 		}
 		b.rows[i] = row
+		if m.Role == domain.RoleAssistant && m.FallbackReason != domain.FallbackNone {
+			b.fallbacks++
+		}
 		// The newest message is the preview, as AppendMessage keeps it;
 		// a tie goes to the later one.
 		if i == 0 || !row.CreatedAt.Before(b.latest) {

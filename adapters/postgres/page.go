@@ -69,6 +69,11 @@ func (k *keysetQuery) filter(column, value string) {
 	fmt.Fprintf(&k.sql, " AND %s = $%d", column, len(k.args))
 }
 
+// and adds "AND condition", a condition without parameters.
+func (k *keysetQuery) and(condition string) {
+	k.sql.WriteString(" AND " + condition)
+}
+
 // since adds "AND column >= at" unless at is zero (no bound).
 func (k *keysetQuery) since(column string, at time.Time) {
 	if at.IsZero() {

@@ -34,12 +34,16 @@ func TestListConversationsScales(t *testing.T) {
 
 	load := func(workspaceID string, agentIDs []string, n int) {
 		t.Helper()
-		// Three conversations share each second, so ties are common.
+		// Three conversations share each second, so ties are common. One
+		// in 10 had a fallback answer, one in 8 a thumbs-up, one in 50 a
+		// thumbs-down.
 		err := db.Exec(`INSERT INTO conversations
-			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
+			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at,
+				fallback_count, thumbs_up, thumbs_down)
 			SELECT 'ses_' || md5(? || g::text), ?, a.id, a.slug, 'CHAT',
 				(ARRAY['AI', 'HANDOFF_REQUESTED', 'HUMAN', 'RESOLVED'])[1 + (g / 7) % 4],
-				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz
+				'hello', 2, ?::timestamptz + (g / 3) * interval '1 second', ?::timestamptz,
+				(g % 10 = 0)::int, (g % 8 = 0)::int, (g % 50 = 0)::int
 			FROM generate_series(1, ?) AS g
 			JOIN agents AS a ON a.id = (?::text[])[1 + g % cardinality(?::text[])]`,
 			workspaceID, workspaceID, micro(t0), micro(t0), n, pgArray(agentIDs), pgArray(agentIDs)).Error
@@ -72,6 +76,13 @@ func TestListConversationsScales(t *testing.T) {
 		// same indexes: the list's order column is the range's.
 		{"active in a range", domain.ConversationFilter{ActiveFrom: t0.Add(1000 * time.Second), ActiveBefore: t0.Add(30000 * time.Second)}},
 		{"status, active since", domain.ConversationFilter{Status: domain.StatusHuman, ActiveFrom: t0.Add(1000 * time.Second)}},
+		// Fallback and rating filters read their partial indexes (or,
+		// for "no fallback", most conversations, the activity index).
+		{"fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterSome}},
+		{"no fallback", domain.ConversationFilter{Fallback: domain.FallbackFilterNone}},
+		{"rated down", domain.ConversationFilter{Rating: domain.RatingDown}},
+		{"rated up, agent", domain.ConversationFilter{Rating: domain.RatingUp, AgentID: agents[0].ID}},
+		{"fallback and rated down", domain.ConversationFilter{Fallback: domain.FallbackFilterSome, Rating: domain.RatingDown}},
 	}
 	for _, f := range filters {
 		t.Run(f.name, func(t *testing.T) {
@@ -136,3 +147,107 @@ func explain(t *testing.T, db *gorm.DB, query string, args []any) string {
 
 // pgArray is a text[] literal for ids (which need no quoting).
 func pgArray(ids []string) string { return "{" + strings.Join(ids, ",") + "}" }
+
+// TestSearchConversationsScales searches 100,000 conversations holding
+// 1,000,000 messages (next to another workspace's 20,000 and 200,000) for
+// a common word, a rare one, a word nowhere and a contact, and pages ten
+// pages deep where there is that much. It logs latencies and plans; it
+// fails on a sequential scan of messages, which would read them all.
+func TestSearchConversationsScales(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads 1,200,000 messages")
+	}
+	t.Parallel()
+	pg := pgtest.NewDB(t)
+	db, store := pg.Gorm, postgres.NewStore(pg.Gorm, pg.Pool)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	other, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "a", t0)
+	otherAgent := newAgent(t, store, other.ID, "a", t0)
+
+	// The trigram index is built after the load, as CREATE INDEX would
+	// over an existing table: the same definition, much faster than
+	// 1,200,000 inserts into it.
+	var indexDef string
+	if err := db.Raw(`SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_content_trgm_idx'`).Row().Scan(&indexDef); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(`DROP INDEX messages_content_trgm_idx`).Error; err != nil {
+		t.Fatal(err)
+	}
+	load := func(workspaceID, agentID string, n int) {
+		t.Helper()
+		// One conversation in ten left a contact; each has ten messages,
+		// one in five of which says "refund".
+		err := db.Exec(`INSERT INTO conversations
+			(id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at, contact_name, contact_email)
+			SELECT 'ses_' || md5(? || g::text), ?, ?, 'a', 'CHAT', 'AI', 'hello', 10, ?::timestamptz + g * interval '1 second', ?::timestamptz,
+				CASE WHEN g % 10 = 0 THEN 'Person ' || g ELSE '' END, CASE WHEN g % 10 = 0 THEN 'person' || g || '@example.com' ELSE '' END
+			FROM generate_series(1, ?) AS g`,
+			workspaceID, workspaceID, agentID, micro(t0), micro(t0), n).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Exec(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at)
+			SELECT 'msg_' || md5(? || g::text || '-' || k::text), ?, 'ses_' || md5(? || g::text),
+				CASE WHEN k % 2 = 0 THEN 'USER' ELSE 'ASSISTANT' END,
+				'A question about ' || (ARRAY['refund', 'delivery', 'invoice', 'password', 'shipping'])[1 + (g + k) % 5] || ' for order ' || (g * 10 + k),
+				'[]', ?::timestamptz + g * interval '1 second'
+			FROM generate_series(1, ?) AS g, generate_series(0, 9) AS k`,
+			workspaceID, workspaceID, workspaceID, micro(t0), n).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	load(ws.ID, agent.ID, 100_000)
+	load(other.ID, otherAgent.ID, 20_000)
+	if err := db.Exec(indexDef).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"conversations", "messages"} {
+		if err := db.Exec(`ANALYZE ` + table).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("loaded and indexed in %v", time.Since(start))
+	ctx := ctxT(t) // the load takes minutes on a busy machine
+
+	queries := []struct {
+		name, q string
+		pages   int
+	}{
+		{"common word", "refund", 10},
+		{"rare order number", "order 777001", 1},
+		{"nowhere", "zebra", 1},
+		{"contact", "person4242", 1},
+		{"contacts' domain", "example.com", 10},
+	}
+	for _, tt := range queries {
+		t.Run(tt.name, func(t *testing.T) {
+			var durations []time.Duration
+			req := domain.PageRequest{Limit: 25}
+			filter := domain.ConversationFilter{Query: tt.q}
+			for range tt.pages {
+				began := time.Now()
+				page, err := store.ListConversations(ctx, ws.ID, filter, req)
+				durations = append(durations, time.Since(began))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.pages > 1 && len(page.Items) != 25 {
+					t.Fatalf("page of %d items", len(page.Items))
+				}
+				req.After = page.Next
+			}
+			slices.Sort(durations)
+			t.Logf("%q: p50 %v, max %v over %d pages", tt.q, durations[len(durations)/2], durations[len(durations)-1], len(durations))
+			query, args := postgres.ListConversationsQuery(ws.ID, filter, req.After, 26)
+			plan := explain(t, db, query, args)
+			t.Logf("plan:\n%s", plan)
+			if strings.Contains(plan, "Seq Scan on messages") {
+				t.Fatalf("plan reads every message:\n%s", plan)
+			}
+		})
+	}
+}

@@ -139,8 +139,7 @@ var errNotMoved = errors.New("the conversation was not in a state the change mov
 // conversation in another state errNotMoved; either rolls the change back
 // with it.
 func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.ConversationStatus) error {
-	args := []any{b.rows[0].WorkspaceID, b.rows[0].ConversationID, string(while), b.latest, b.preview}
-	values, args := b.values(args)
+	values, args := b.appendArgs(while)
 	var (
 		created bool
 		status  *string

@@ -8,7 +8,10 @@ package conversation
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
@@ -38,26 +41,28 @@ func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug s
 	return s.lifecycle.Open(ctx, ws, &agent, identity)
 }
 
-// ListFilter narrows List by agent slug, status and a range of last
-// activity (at or after ActiveFrom, before ActiveBefore); empty values
-// match all.
+// ListFilter narrows List by agent slug, status, a range of last
+// activity (at or after ActiveFrom, before ActiveBefore), fallback answers
+// (domain.FallbackFilter), ratings (a thumbs-up or thumbs-down on some
+// answer) and a text query over the contact and the messages; empty
+// values match all.
 type ListFilter struct {
 	AgentSlug                string
 	Status                   domain.ConversationStatus
 	ActiveFrom, ActiveBefore time.Time
+	Fallback                 domain.FallbackFilter
+	Rating                   domain.Rating
+	Query                    string
 }
 
 // List returns a page of the workspace's conversations, newest activity first.
-// An unknown agent slug is domain.ErrNotFound.
+// A filter value it cannot mean is domain.ErrInvalidInput naming the field
+// (status, activeBefore, fallback, rating, q); an unknown agent slug is
+// domain.ErrNotFound.
 func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
-	filter := domain.ConversationFilter{Status: f.Status, ActiveFrom: f.ActiveFrom, ActiveBefore: f.ActiveBefore}
-	if !f.ActiveFrom.IsZero() && !f.ActiveBefore.IsZero() && !f.ActiveFrom.Before(f.ActiveBefore) {
-		return domain.Page[domain.Conversation]{}, domain.InvalidField("activeBefore", "must be after the start of the range")
-	}
-	switch f.Status {
-	case "", domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved:
-	default:
-		return domain.Page[domain.Conversation]{}, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
+	filter, err := f.validate()
+	if err != nil {
+		return domain.Page[domain.Conversation]{}, err
 	}
 	if f.AgentSlug != "" {
 		if domain.ValidateSlug(f.AgentSlug) != nil {
@@ -70,6 +75,44 @@ func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, pa
 		filter.AgentID = agent.ID
 	}
 	return s.conversations.ListConversations(ctx, workspaceID, filter, page)
+}
+
+// validate checks every filter but the agent (which needs the store) and
+// returns the store's filter without it. The query is trimmed: spaces
+// around it are not what anyone searches for.
+func (f ListFilter) validate() (domain.ConversationFilter, error) {
+	filter := domain.ConversationFilter{Status: f.Status, ActiveFrom: f.ActiveFrom, ActiveBefore: f.ActiveBefore,
+		Fallback: f.Fallback, Rating: f.Rating, Query: strings.TrimSpace(f.Query)}
+	if !f.ActiveFrom.IsZero() && !f.ActiveBefore.IsZero() && !f.ActiveFrom.Before(f.ActiveBefore) {
+		return filter, domain.InvalidField("activeBefore", "must be after the start of the range")
+	}
+	switch f.Status {
+	case "", domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved:
+	default:
+		return filter, domain.InvalidField("status", "must be one of AI, HANDOFF_REQUESTED, HUMAN, RESOLVED")
+	}
+	switch f.Fallback {
+	case domain.FallbackFilterAny, domain.FallbackFilterSome, domain.FallbackFilterNone:
+	default:
+		return filter, domain.InvalidField("fallback", "must be yes or no")
+	}
+	switch f.Rating {
+	case "", domain.RatingUp, domain.RatingDown:
+	default:
+		return filter, domain.InvalidField("rating", "must be up or down")
+	}
+	if filter.Query != "" {
+		if err := domain.ValidateText("q", filter.Query); err != nil {
+			return filter, err
+		}
+		switch n := utf8.RuneCountInString(filter.Query); {
+		case n < domain.MinConversationQueryLength:
+			return filter, domain.InvalidField("q", fmt.Sprintf("must be at least %d characters", domain.MinConversationQueryLength))
+		case n > domain.MaxConversationQueryLength:
+			return filter, domain.InvalidField("q", fmt.Sprintf("must be at most %d characters", domain.MaxConversationQueryLength))
+		}
+	}
+	return filter, nil
 }
 
 // Get returns a conversation of the workspace with a page of its messages,

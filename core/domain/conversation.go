@@ -71,4 +71,35 @@ type ConversationFilter struct {
 	// ActiveBefore. A range on the list's own order column keeps every
 	// filter shape on its (..., last_activity_at, id) index.
 	ActiveFrom, ActiveBefore time.Time
+	// Fallback, when set, keeps only conversations where some ASSISTANT
+	// answer was the agent's fallback (FallbackFilterSome), or where none
+	// was (FallbackFilterNone).
+	Fallback FallbackFilter
+	// Rating, when set, keeps only conversations with at least one answer
+	// the visitor rated so: a thumbs-up (RatingUp) or a thumbs-down
+	// (RatingDown). A conversation can have both.
+	Rating Rating
+	// Query, when set, keeps only conversations whose contact name or
+	// email, or the text of one of whose messages, contains it, ignoring
+	// case. It is plain text: no wildcards, no operators.
+	Query string
 }
+
+// FallbackFilter narrows a conversation list by its fallback answers.
+type FallbackFilter string
+
+// Fallback filters: any conversation, those with at least one fallback
+// answer, those without any.
+const (
+	FallbackFilterAny  FallbackFilter = ""
+	FallbackFilterSome FallbackFilter = "yes"
+	FallbackFilterNone FallbackFilter = "no"
+)
+
+// Bounds of ConversationFilter.Query, in characters. Fewer than three
+// characters cannot be looked up in a trigram index (every message would
+// be read); the upper bound only keeps a query a query.
+const (
+	MinConversationQueryLength = 3
+	MaxConversationQueryLength = 200
+)

@@ -2,7 +2,6 @@ package console
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -58,24 +57,35 @@ type conversationRow struct {
 
 type conversationsPage struct {
 	Items []conversationRow
-	// Agents fill the agent filter; Statuses the status filter.
-	Agents   []domain.Agent
-	Statuses []domain.ConversationStatus
-	// Agent, Status, From, To (dates, YYYY-MM-DD, both days included)
-	// and ID are the filter and search as asked; Next the whole URL of
-	// the next page, "" on the last.
-	Agent, Status, From, To, ID string
-	Next                        string
+	// Agents fill the agent filter; Statuses the status filter;
+	// Fallbacks and Ratings theirs.
+	Agents    []domain.Agent
+	Statuses  []domain.ConversationStatus
+	Fallbacks []domain.FallbackFilter
+	Ratings   []domain.Rating
+	// Agent, Status, From, To (dates, YYYY-MM-DD, both days included),
+	// Fallback, Rating and Q (the search box) are the filter and search
+	// as asked; Next the whole URL of the next page, "" on the last.
+	Agent, Status, From, To, Fallback, Rating, Q string
+	Next                                         string
+	// QueryMin and QueryMax bound the search box, as core checks it.
+	QueryMin, QueryMax int
 	// Filtered says a filter is set, for the empty state's words.
 	Filtered bool
 }
 
-var conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
+var (
+	conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
+	fallbackFilters      = []domain.FallbackFilter{domain.FallbackFilterSome, domain.FallbackFilterNone}
+	ratingFilters        = []domain.Rating{domain.RatingUp, domain.RatingDown}
+)
 
 // ConversationsPage lists the workspace's conversations, newest activity
-// first, filtered by agent and status as the v2 list allows and paged by
-// the same cursors. A conversation id typed into the search box opens that
-// conversation.
+// first, filtered by agent, status, dates, fallback and rating and
+// searched by text (contact name or email, message text) as the v2 list
+// allows, and paged by the same cursors. A conversation id typed into the
+// search box opens that conversation; so does ?id=, the box of older
+// links.
 func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 	convs, err := h.conversationService()
 	if err != nil {
@@ -86,31 +96,45 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 		return err
 	}
 	ws := member(c).WorkspaceID
+	query := func(name string) string { return strings.TrimSpace(strings.Clone(c.Query(name))) }
 	pg := &conversationsPage{
-		Agent: strings.TrimSpace(strings.Clone(c.Query("agent"))), Status: strings.Clone(c.Query("status")),
-		ID: strings.TrimSpace(strings.Clone(c.Query("id"))), Statuses: conversationStatuses,
-		From: strings.TrimSpace(strings.Clone(c.Query("from"))), To: strings.TrimSpace(strings.Clone(c.Query("to"))),
+		Agent: query("agent"), Status: strings.Clone(c.Query("status")), Statuses: conversationStatuses,
+		From: query("from"), To: query("to"), Fallback: query("fallback"), Rating: query("rating"), Q: query("q"),
+		Fallbacks: fallbackFilters, Ratings: ratingFilters,
+		QueryMin: domain.MinConversationQueryLength, QueryMax: domain.MaxConversationQueryLength,
 	}
-	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != ""
+	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != "" || pg.Fallback != "" || pg.Rating != "" || pg.Q != ""
 	v.Data = pg
 	if pg.Agents, err = h.workspaceAgents(c); err != nil {
 		return err
 	}
-	if pg.ID != "" {
+	// An id opens its conversation: always from ?id=, from the search box
+	// when the whole query is one (a name or words never look like an id).
+	id := query("id")
+	if id == "" && domain.ValidID(domain.PrefixSession, pg.Q) {
+		id = pg.Q
+	}
+	if id != "" {
 		// Only ids of this workspace open: Get scopes by workspace.
-		_, _, err := convs.Get(c.UserContext(), ws, pg.ID, domain.PageRequest{Limit: 1})
+		_, _, err := convs.Get(c.UserContext(), ws, id, domain.PageRequest{Limit: 1})
 		if err == nil {
-			return redirect(c, Prefix+"/w/"+ws+"/conversations/"+pg.ID)
+			return redirect(c, Prefix+"/w/"+ws+"/conversations/"+id)
 		}
 		if !errors.Is(err, domain.ErrNotFound) {
 			return err
 		}
+		pg.Q = id
 		v.Error = mustText("form.problems")
-		v.Fields = map[string]string{"id": mustText("convs.id.none")}
+		v.Fields = map[string]string{"q": mustText("convs.id.none")}
 		return h.render(c, fiber.StatusNotFound, "conversations", v)
 	}
-	filter := conversation.ListFilter{AgentSlug: pg.Agent, Status: domain.ConversationStatus(pg.Status)}
-	scope := "console-conversations|agent=" + pg.Agent + "|status=" + pg.Status + "|from=" + pg.From + "|to=" + pg.To
+	filter := conversation.ListFilter{AgentSlug: pg.Agent, Status: domain.ConversationStatus(pg.Status),
+		Fallback: domain.FallbackFilter(pg.Fallback), Rating: domain.Rating(pg.Rating), Query: pg.Q}
+	// The cursor is bound to the filters: a page of one search does not
+	// continue another.
+	keep := url.Values{"agent": {pg.Agent}, "status": {pg.Status}, "from": {pg.From}, "to": {pg.To},
+		"fallback": {pg.Fallback}, "rating": {pg.Rating}, "q": {pg.Q}}
+	scope := "console-conversations|" + keep.Encode()
 	filter.ActiveFrom, err = formDate(pg.From, "from")
 	if err == nil {
 		filter.ActiveBefore, err = formDate(pg.To, "to")
@@ -135,9 +159,15 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 			}
 			list := wire.NewList(got, scope, func(x domain.Conversation) domain.Conversation { return x })
 			if list.Meta.NextCursor != nil {
-				pg.Next = fmt.Sprintf(Prefix+"/w/%s/conversations?agent=%s&status=%s&from=%s&to=%s&cursor=%s", ws,
-					url.QueryEscape(pg.Agent), url.QueryEscape(pg.Status), url.QueryEscape(pg.From), url.QueryEscape(pg.To),
-					url.QueryEscape(*list.Meta.NextCursor))
+				// The link names the filters that are set (Encode sorts
+				// them), then the cursor.
+				link := url.Values{}
+				for name, values := range keep {
+					if values[0] != "" {
+						link[name] = values
+					}
+				}
+				pg.Next = Prefix + "/w/" + ws + "/conversations?" + link.Encode() + "&cursor=" + url.QueryEscape(*list.Meta.NextCursor)
 			}
 		}
 	}
@@ -147,16 +177,33 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 			// not offer is bad input, not a missing page.
 			err = domain.InvalidField("agent", mustText("convs.agent.unknown"))
 		}
-		var verr *domain.ValidationError
-		if errors.As(err, &verr) && verr.Fields["activeBefore"] != "" {
-			err = domain.InvalidField("to", mustText("convs.dates.order"))
-		}
+		err = conversationFilterError(err)
 		if ferr := formError(v, err); ferr != nil {
 			return ferr
 		}
 		return h.render(c, fiber.StatusBadRequest, "conversations", v)
 	}
 	return h.render(c, fiber.StatusOK, "conversations", v)
+}
+
+// conversationFilterError puts the list's refusals in the page's words,
+// next to the page's own fields (the range's end is the "to" date).
+func conversationFilterError(err error) error {
+	var verr *domain.ValidationError
+	if !errors.As(err, &verr) {
+		return err
+	}
+	switch {
+	case verr.Fields["activeBefore"] != "":
+		return domain.InvalidField("to", mustText("convs.dates.order"))
+	case verr.Fields["fallback"] != "":
+		return domain.InvalidField("fallback", mustText("convs.fallback.bad"))
+	case verr.Fields["rating"] != "":
+		return domain.InvalidField("rating", mustText("convs.rating.bad"))
+	case verr.Fields["q"] != "":
+		return domain.InvalidField("q", mustText("convs.q.bad", domain.MinConversationQueryLength, domain.MaxConversationQueryLength))
+	}
+	return err
 }
 
 // formDate reads an optional date of a date input (YYYY-MM-DD, UTC);

@@ -69,6 +69,8 @@ func TestConversationsRoleMatrix(t *testing.T) {
 	}{
 		{"GET", "/console/w/ws_a/conversations", nil, want{ok, ok, ok, nf, see}},
 		{"GET", "/console/w/ws_a/conversations?agent=support&status=HUMAN", nil, want{ok, ok, ok, nf, see}},
+		{"GET", "/console/w/ws_a/conversations?fallback=yes&rating=down&q=refund", nil, want{ok, ok, ok, nf, see}},
+		{"GET", "/console/w/ws_a/conversations?q=" + convB, nil, want{nf, nf, nf, nf, see}},
 		{"GET", "/console/w/ws_a/conversations/" + convA, nil, want{ok, ok, ok, nf, see}},
 		{"GET", "/console/w/ws_a/playground", nil, want{ok, ok, ok, nf, see}},
 		{"GET", "/console/w/ws_a/playground?session=" + convA, nil, want{ok, ok, ok, nf, see}},
@@ -286,7 +288,7 @@ func TestConversationsList(t *testing.T) {
 	if !got.ActiveFrom.Equal(time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)) || !got.ActiveBefore.Equal(time.Date(2027, 3, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("dates passed as %v to %v", got.ActiveFrom, got.ActiveBefore)
 	}
-	if next := between(dated.Body, `<p><a href="`, `">Older conversations</a>`); !strings.Contains(next, "from=2027-03-01&amp;to=2027-03-01&amp;cursor=") {
+	if next := between(dated.Body, `<p><a href="`, `">Older conversations</a>`); !strings.Contains(next, "?from=2027-03-01&amp;to=2027-03-01&amp;cursor=") {
 		t.Fatalf("next page link %q drops the dates", next)
 	}
 	if !strings.Contains(dated.Body, `type="date" value="2027-03-01"`) {
@@ -303,6 +305,76 @@ func TestConversationsList(t *testing.T) {
 	empty := newHarness(t, publicURL).do(t, req{Path: "/console/w/ws_a/conversations", As: "owner"})
 	if !strings.Contains(empty.Body, "No conversations yet.") {
 		t.Errorf("no empty state:\n%s", empty.Body)
+	}
+	nothing := h.do(t, req{Path: "/console/w/ws_a/conversations?q=zebra", As: "agent"})
+	if nothing.Status != http.StatusOK || !strings.Contains(nothing.Body, "No conversation matches these filters.") {
+		t.Errorf("no empty state for a search that finds nothing:\n%s", nothing.Body)
+	}
+}
+
+// Fallback, rating and the search box reach the use case as asked (the
+// query trimmed), show in the form, and stay in the next page's link.
+func TestConversationsFallbackRatingSearch(t *testing.T) {
+	h := newHarness(t, publicURL)
+	h.seedAgent(t, "support", "Support", true)
+	for i := range 30 {
+		answer := domain.Message{Role: domain.RoleAssistant, Content: "Here is how refunds work."}
+		if i%2 == 0 {
+			answer.FallbackReason = domain.FallbackNoKnowledge
+			answer.Feedback = &domain.Feedback{Rating: domain.RatingDown}
+		}
+		h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentSlug: "support", LastActivityAt: fakeNow.Add(time.Duration(i) * time.Minute)},
+			domain.Message{Role: domain.RoleUser, Content: "refund please"}, answer)
+	}
+	h.convs.add(domain.Conversation{ID: convB, WorkspaceID: "ws_b", AgentSlug: "other"},
+		domain.Message{Role: domain.RoleUser, Content: "Beta's refund"}, domain.Message{Role: domain.RoleAssistant, FallbackReason: domain.FallbackNoKnowledge})
+
+	r := h.do(t, req{Path: "/console/w/ws_a/conversations?fallback=yes&rating=down&q=+Refund+", As: "agent"})
+	if n := strings.Count(r.Body, "<tr>") - 1; r.Status != http.StatusOK || n != 15 {
+		t.Fatalf("status %d, %d rows, want 15:\n%s", r.Status, n, r.Body)
+	}
+	got := h.convs.lists[len(h.convs.lists)-1]
+	if got.Fallback != domain.FallbackFilterSome || got.Rating != domain.RatingDown || got.Query != "Refund" {
+		t.Fatalf("filter passed as %+v", got)
+	}
+	for _, shown := range []string{`<option value="yes" selected>At least one fallback answer</option>`,
+		`<option value="down" selected>At least one thumbs down</option>`, `type="search" value="Refund"`} {
+		if !strings.Contains(r.Body, shown) {
+			t.Errorf("the form does not show %s", shown)
+		}
+	}
+	if strings.Contains(r.Body, "Beta") {
+		t.Fatal("another workspace's conversation listed")
+	}
+	// Every page of 25: the filters stay in the next page's link, and the
+	// link goes on with the same filters.
+	r = h.do(t, req{Path: "/console/w/ws_a/conversations?fallback=no&q=refund", As: "agent"})
+	if n := strings.Count(r.Body, "<tr>") - 1; n != 15 || strings.Contains(r.Body, "Older conversations") {
+		t.Fatalf("fallback=no: %d rows", n)
+	}
+	r = h.do(t, req{Path: "/console/w/ws_a/conversations?q=refunds+work&rating=", As: "agent"})
+	next := strings.NewReplacer("&amp;", "&", "&#43;", "+").Replace(between(r.Body, `<p><a href="`, `">Older conversations</a>`))
+	if !strings.HasPrefix(next, "/console/w/ws_a/conversations?q=refunds+work&cursor=") {
+		t.Fatalf("next page link %q does not keep the search", next)
+	}
+	second := h.do(t, req{Path: next, As: "agent"})
+	if n := strings.Count(second.Body, "<tr>") - 1; second.Status != http.StatusOK || n != 5 || h.convs.lists[len(h.convs.lists)-1].Query != "refunds work" {
+		t.Fatalf("second page: status %d, %d rows", second.Status, n)
+	}
+	// A cursor of one search does not continue another.
+	other := strings.Replace(next, "q=refunds+work", "q=refund", 1)
+	if r := h.do(t, req{Path: other, As: "agent"}); r.Status != http.StatusBadRequest {
+		t.Fatalf("a cursor of another search: status %d, want 400", r.Status)
+	}
+	// A search typed into the box comes back escaped.
+	const x = `<script>alert(1)</script>`
+	r = h.do(t, req{Path: "/console/w/ws_a/conversations?q=" + url.QueryEscape(x), As: "agent"})
+	if r.Status != http.StatusOK || strings.Contains(r.Body, x) || !strings.Contains(r.Body, `value="&lt;script&gt;alert(1)&lt;/script&gt;"`) {
+		t.Fatalf("search echo not escaped: %d\n%s", r.Status, r.Body)
+	}
+	r = h.do(t, req{Path: "/console/w/ws_a/conversations?rating=" + url.QueryEscape(x), As: "agent"})
+	if r.Status != http.StatusBadRequest || strings.Contains(r.Body, x) {
+		t.Fatalf("a bad rating: %d\n%s", r.Status, r.Body)
 	}
 }
 
@@ -325,7 +397,12 @@ func TestConversationsBadInput(t *testing.T) {
 		{"/console/w/ws_a/conversations?from=yesterday", 400, `<p class="field-error" id="f-from-error">Enter a date as YYYY-MM-DD.`},
 		{"/console/w/ws_a/conversations?to=2027-02-30", 400, `<p class="field-error" id="f-to-error">Enter a date as YYYY-MM-DD.`},
 		{"/console/w/ws_a/conversations?from=2027-03-02&to=2027-03-01", 400, `<p class="field-error" id="f-to-error">The end must not be before the start.`},
-		{"/console/w/ws_a/conversations?id=ses_nothing", 404, "No conversation of this workspace has this id."},
+		{"/console/w/ws_a/conversations?id=ses_nothing", 404, `<p class="field-error" id="f-q-error">No conversation of this workspace has this id.`},
+		{"/console/w/ws_a/conversations?q=ses_0123456789abcdefghjkmnpqrv", 404, `<p class="field-error" id="f-q-error">No conversation of this workspace has this id.`},
+		{"/console/w/ws_a/conversations?fallback=maybe", 400, `<p class="field-error" id="f-fallback-error">Choose one of the fallback options.`},
+		{"/console/w/ws_a/conversations?rating=meh", 400, `<p class="field-error" id="f-rating-error">Choose one of the rating options.`},
+		{"/console/w/ws_a/conversations?q=+ab+", 400, `<p class="field-error" id="f-q-error">Type 3 to 200 characters: part of a name, an email or a message.`},
+		{"/console/w/ws_a/conversations?q=" + strings.Repeat("x", 201), 400, `<p class="field-error" id="f-q-error">Type 3 to 200 characters`},
 		{"/console/w/ws_a/conversations/ses_0123456789abcdefghjkmnpqrv", 404, "There is nothing here"},
 		{"/console/w/ws_a/conversations/not-an-id", 404, "There is nothing here"},
 		{"/console/w/ws_a/playground?session=ses_nothing", 404, "There is nothing here"},
@@ -337,10 +414,13 @@ func TestConversationsBadInput(t *testing.T) {
 			}
 		})
 	}
-	// An id of this workspace opens its conversation.
-	if r := h.do(t, req{Path: "/console/w/ws_a/conversations?id=+" + convA + "+", As: "agent"}); r.Status != http.StatusSeeOther ||
-		r.location() != "/console/w/ws_a/conversations/"+convA {
-		t.Fatalf("search by id: %d %q", r.Status, r.location())
+	// An id of this workspace opens its conversation, typed in the search
+	// box or in an older link's ?id=.
+	for _, name := range []string{"id", "q"} {
+		if r := h.do(t, req{Path: "/console/w/ws_a/conversations?" + name + "=+" + convA + "+", As: "agent"}); r.Status != http.StatusSeeOther ||
+			r.location() != "/console/w/ws_a/conversations/"+convA {
+			t.Fatalf("search by id in %s: %d %q", name, r.Status, r.location())
+		}
 	}
 }
 

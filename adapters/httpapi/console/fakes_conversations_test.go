@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/chat"
@@ -89,6 +90,17 @@ func (f *fakeConversations) List(_ context.Context, ws string, filter conversati
 	if !filter.ActiveFrom.IsZero() && !filter.ActiveBefore.IsZero() && !filter.ActiveFrom.Before(filter.ActiveBefore) {
 		return domain.Page[domain.Conversation]{}, domain.InvalidField("activeBefore", "must be after the start of the range")
 	}
+	// The fallback, rating and query checks of core/conversation, by
+	// their field names.
+	switch {
+	case filter.Fallback != "" && filter.Fallback != domain.FallbackFilterSome && filter.Fallback != domain.FallbackFilterNone:
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("fallback", "must be yes or no")
+	case filter.Rating != "" && filter.Rating != domain.RatingUp && filter.Rating != domain.RatingDown:
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("rating", "must be up or down")
+	case filter.Query != "" && (utf8.RuneCountInString(filter.Query) < domain.MinConversationQueryLength ||
+		utf8.RuneCountInString(filter.Query) > domain.MaxConversationQueryLength):
+		return domain.Page[domain.Conversation]{}, domain.InvalidField("q", "must be 3 to 200 characters")
+	}
 	if filter.AgentSlug != "" {
 		if _, err := f.agents.Get(context.Background(), ws, filter.AgentSlug); err != nil {
 			return domain.Page[domain.Conversation]{}, err
@@ -97,11 +109,29 @@ func (f *fakeConversations) List(_ context.Context, ws string, filter conversati
 	var all []domain.Conversation
 	for _, c := range f.convs {
 		if c.WorkspaceID == ws && (filter.AgentSlug == "" || c.AgentSlug == filter.AgentSlug) && (filter.Status == "" || c.Status == filter.Status) &&
-			(filter.ActiveFrom.IsZero() || !c.LastActivityAt.Before(filter.ActiveFrom)) && (filter.ActiveBefore.IsZero() || c.LastActivityAt.Before(filter.ActiveBefore)) {
+			(filter.ActiveFrom.IsZero() || !c.LastActivityAt.Before(filter.ActiveFrom)) && (filter.ActiveBefore.IsZero() || c.LastActivityAt.Before(filter.ActiveBefore)) &&
+			f.matches(c, filter) {
 			all = append(all, c)
 		}
 	}
 	return pageOf(all, page, func(c domain.Conversation) domain.Position { return domain.Position{Time: c.LastActivityAt, ID: c.ID} }), nil
+}
+
+// matches checks the fallback, rating and query filters on the
+// conversation's messages and contact.
+func (f *fakeConversations) matches(c domain.Conversation, filter conversation.ListFilter) bool {
+	fallback, up, down := false, false, false
+	lower := strings.ToLower(filter.Query)
+	found := filter.Query == "" || strings.Contains(strings.ToLower(c.ContactName+" "+c.ContactEmail), lower)
+	for _, m := range f.msgs[c.ID] {
+		fallback = fallback || m.FallbackReason != domain.FallbackNone
+		if m.Feedback != nil {
+			up, down = up || m.Feedback.Rating == domain.RatingUp, down || m.Feedback.Rating == domain.RatingDown
+		}
+		found = found || (m.Role != domain.RoleSystem && strings.Contains(strings.ToLower(m.Content), lower))
+	}
+	return found && (filter.Fallback == "" || fallback == (filter.Fallback == domain.FallbackFilterSome)) &&
+		(filter.Rating != domain.RatingUp || up) && (filter.Rating != domain.RatingDown || down)
 }
 
 // pageOf cuts a page after page.After (by id) of at most page.Limit.

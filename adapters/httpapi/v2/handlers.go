@@ -4,6 +4,7 @@
 package v2
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -222,13 +223,23 @@ func (h *AgentHandlers) DeleteSource(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// List serves GET /api/v2/conversations.
+// List serves GET /api/v2/conversations: filters agent, status,
+// fallback, rating and q (checked by the use case).
 func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	filter := conversation.ListFilter{
 		AgentSlug: strings.Clone(c.Query("agent")),
 		Status:    domain.ConversationStatus(strings.Clone(c.Query("status"))),
+		Fallback:  domain.FallbackFilter(strings.Clone(c.Query("fallback"))),
+		Rating:    domain.Rating(strings.Clone(c.Query("rating"))),
+		Query:     strings.Clone(c.Query("q")),
 	}
 	scope := "conversations|agent=" + filter.AgentSlug + "|status=" + string(filter.Status)
+	// The later filters join the cursor's scope only when set, so the
+	// cursors of lists without them stay what they were; encoded, so a
+	// query holding "|" cannot pass for another filter.
+	if later := (url.Values{"fallback": {string(filter.Fallback)}, "rating": {string(filter.Rating)}, "q": {filter.Query}}); filter.Fallback != "" || filter.Rating != "" || filter.Query != "" {
+		scope += "|" + later.Encode()
+	}
 	page, err := wire.Page(c, scope, domain.PrefixSession)
 	if err != nil {
 		return err

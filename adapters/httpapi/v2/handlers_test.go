@@ -1,6 +1,7 @@
 package v2_test
 
 import (
+	"net/url"
 	"testing"
 	"time"
 
@@ -255,6 +256,17 @@ func TestConversations(t *testing.T) {
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
 			if f.AgentSlug != "support" || f.Status != domain.StatusAI {
+				t.Fatalf("List(%+v)", f)
+			}
+		},
+	}, {
+		Name:   "passes fallback, rating and q as given",
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?fallback=yes&rating=down&q=" + url.QueryEscape(" refund|status=AI ")},
+		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
+			if f.Fallback != domain.FallbackFilterSome || f.Rating != domain.RatingDown || f.Query != " refund|status=AI " {
 				t.Fatalf("List(%+v)", f)
 			}
 		},

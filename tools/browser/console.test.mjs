@@ -476,6 +476,11 @@ try {
           await p.evaluate(() => document.getElementById('embed-h').scrollIntoView({ block: 'start' }));
           await p.screenshot({ path: join(shots, `agent-embed-${kind}.png`) });
         }
+        if (name === 'playground') {
+          // The answer's retrieval trace, open, further down the page.
+          await p.evaluate(() => document.querySelector('#latest details.trace[open]').scrollIntoView({ block: 'start' }));
+          await p.screenshot({ path: join(shots, `playground-trace-${kind}.png`) });
+        }
       }
       // The shown-once states: a new key's secret and a member's invitation link.
       await goto(p, W + '/settings/api-keys');

@@ -322,6 +322,7 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/conversations/:conversationID", convs, h.ConversationPage)
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
+	ws.Post("/playground/stream", convs, h.PlaygroundStream)
 
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })

@@ -277,6 +277,61 @@ try {
     await owner.clean();
   });
 
+  // The playground: the answer is written into the page as it streams,
+  // then the conversation's page takes its place with the citation and
+  // the open retrieval trace, without a reload; a double click asks once.
+  let session;
+  await step('7. ask in the playground: the answer streams in, then its citation and trace show without a reload; a double click asks once', async () => {
+    await goto(owner, W + '/playground');
+    await heading(owner, 'Playground');
+    await owner.getByLabel('Agent').selectOption('help');
+    await owner.getByLabel('Your question').fill('What port does the service start on by default?');
+    // What the form said and did while answering, and a mark a reload
+    // would erase.
+    await owner.evaluate(() => {
+      window.__playground = { said: [], disabled: false, streamed: false };
+      const status = document.querySelector('[data-play-status]');
+      const button = document.querySelector('form.playground button[type="submit"]');
+      const answer = document.querySelector('[data-play-answer]');
+      new MutationObserver(() => {
+        window.__playground.said.push(status.textContent);
+        window.__playground.disabled ||= button.disabled;
+      }).observe(status, { childList: true, characterData: true, subtree: true });
+      new MutationObserver(() => { window.__playground.streamed ||= answer.textContent.length > 0; })
+        .observe(answer, { childList: true, characterData: true, subtree: true });
+    });
+    await owner.getByRole('button', { name: 'Ask' }).dblclick();
+    await owner.waitForURL(/\/playground\?session=ses_/);
+    session = new URL(owner.url()).searchParams.get('session');
+    const latest = owner.locator('#latest');
+    await latest.locator('.msg-citations', { hasText: 'sample.pdf' }).waitFor();
+    await owner.locator('[data-play-status]', { hasText: 'Answered.' }).waitFor();
+    const seen = await owner.evaluate(() => window.__playground);
+    assert.ok(seen, 'the page was reloaded');
+    assert.ok(seen.said.includes('Answering…'), `the status said ${JSON.stringify(seen.said)}`);
+    assert.ok(seen.disabled, 'the button was not disabled while answering');
+    assert.ok(seen.streamed, 'no text was streamed in before the page was swapped');
+    assert.match(await latest.locator('.msg-text').textContent(), /8080/);
+    // The trace, open: passages with kept or dropped and why.
+    const trace = latest.locator('details.trace[open]');
+    await trace.locator('caption', { hasText: /Passages considered \(\d+, \d+ kept\)/ }).waitFor();
+    assert.ok(await trace.locator('tbody tr.kept').count() >= 1, 'a kept passage');
+    // One question and one answer: the double click sent one.
+    assert.equal(await owner.locator('ol.transcript > li.msg:not(.msg-live)').count(), 2, 'messages after a double click');
+    await owner.clean();
+  });
+
+  await step('7. a question outside the knowledge shows its fallback reason in words', async () => {
+    await owner.getByRole('link', { name: 'New conversation' }).click();
+    await heading(owner, 'Playground');
+    await owner.getByLabel('Agent').selectOption('help');
+    await owner.getByLabel('Your question').fill('Which penguins live in Antarctica?');
+    await owner.getByRole('button', { name: 'Ask' }).click();
+    await owner.locator('#latest .msg-fallback', { hasText: /^Fallback answer: \w/ }).waitFor();
+    assert.equal(await owner.locator('ol.transcript > li.msg:not(.msg-live)').count(), 2);
+    await owner.clean();
+  });
+
   let keySecret;
   await step('4. create an API key, read its secret once, list agents with conciergectl', async () => {
     await goto(owner, W + '/settings');
@@ -389,6 +444,10 @@ try {
     ['plan', W + '/settings/plan', 'Plan and features'],
     ['members', W + '/members', 'Members'],
     ['account', '/console/account', 'Your account'],
+    ['conversations', W + '/conversations', 'Conversations'],
+    ['transcript', W + '/conversations/' + session, 'Conversation with help'],
+    // The playground with its answer and the answer's trace open.
+    ['playground', W + '/playground?session=' + session, 'Playground'],
   ];
   for (const [kind, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     await step(`axe ${AXE_VERSION} and screenshots, ${kind} (${viewport.width} px): every screen`, async () => {
@@ -416,6 +475,11 @@ try {
           await p.locator('#embed-h').scrollIntoViewIfNeeded();
           await p.evaluate(() => document.getElementById('embed-h').scrollIntoView({ block: 'start' }));
           await p.screenshot({ path: join(shots, `agent-embed-${kind}.png`) });
+        }
+        if (name === 'playground') {
+          // The answer's retrieval trace, open, further down the page.
+          await p.evaluate(() => document.querySelector('#latest details.trace[open]').scrollIntoView({ block: 'start' }));
+          await p.screenshot({ path: join(shots, `playground-trace-${kind}.png`) });
         }
       }
       // The shown-once states: a new key's secret and a member's invitation link.

@@ -6,12 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
-	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -25,17 +23,11 @@ import (
 // plan-gated (apiAccess): the answer engine itself is not, so the
 // playground works on every plan.
 
-// Page sizes: a list page of conversations, a transcript page of messages
-// (each answer's trace is read with it), and how much of a playground
-// conversation the playground shows (its latest messages).
+// Page sizes: a list page of conversations and a transcript page of
+// messages (each answer's trace is read with it).
 const (
 	conversationPageSize = 25
 	transcriptPageSize   = 50
-	playgroundMessages   = 50
-	// playgroundReadLimit bounds the messages read to find a playground
-	// conversation's latest ones; a longer one is read in full on its
-	// transcript page.
-	playgroundReadLimit = 200
 )
 
 // conversationService is the conversation use case, or 503 when the
@@ -400,163 +392,4 @@ func (h *Handlers) ConversationPage(c *fiber.Ctx) error {
 	}
 	v.Data = pg
 	return h.render(c, fiber.StatusOK, "conversation", v)
-}
-
-// Playground
-
-type playgroundPage struct {
-	Agents []domain.Agent
-	// Agent is the chosen agent's slug; Session the conversation going
-	// on, "" before the first question; Question what was typed.
-	Agent, Session, Question string
-	// AgentName names the conversation's agent once it has started.
-	AgentName string
-	Messages  []messageRow
-	// Earlier says the conversation has more messages than shown.
-	Earlier   bool
-	MaxLength int
-}
-
-// playgroundView builds the playground with the conversation of session
-// (when set): its latest messages with their traces.
-func (h *Handlers) playgroundView(c *fiber.Ctx, agent, session, question string) (*view, *playgroundPage, error) {
-	convs, err := h.conversationService()
-	if err != nil {
-		return nil, nil, err
-	}
-	if h.chat == nil {
-		return nil, nil, domain.Unavailable("chat", errors.New("console built without Options.Chat"))
-	}
-	ws := member(c).WorkspaceID
-	pg := &playgroundPage{Agent: agent, Session: session, Question: question, MaxLength: domain.MaxMessageLength}
-	if session != "" {
-		var msgs []domain.Message
-		page := domain.PageRequest{Limit: transcriptPageSize}
-		var conv domain.Conversation
-		for {
-			var got domain.Page[domain.Message]
-			conv, got, err = convs.Get(c.UserContext(), ws, session, page)
-			if err != nil {
-				return nil, nil, err
-			}
-			msgs = append(msgs, got.Items...)
-			if !got.HasMore || got.Next == nil || len(msgs) >= playgroundReadLimit {
-				pg.Earlier = got.HasMore
-				break
-			}
-			page.After = got.Next
-		}
-		if len(msgs) > playgroundMessages {
-			msgs, pg.Earlier = msgs[len(msgs)-playgroundMessages:], true
-		}
-		if pg.Messages, err = h.messageRows(c, convs, ws, session, msgs); err != nil {
-			return nil, nil, err
-		}
-		// The answer just given shows why at once.
-		for i := len(pg.Messages) - 1; i >= 0; i-- {
-			if pg.Messages[i].Role == domain.RoleAssistant {
-				if pg.Messages[i].Trace != nil {
-					pg.Messages[i].Trace.Open = true
-				}
-				break
-			}
-		}
-		pg.Agent, pg.AgentName = conv.AgentSlug, conv.AgentSlug
-	}
-	if pg.Agents, err = h.workspaceAgents(c); err != nil {
-		return nil, nil, err
-	}
-	for _, a := range pg.Agents {
-		if a.Slug == pg.Agent && pg.Session != "" {
-			pg.AgentName = a.Name
-		}
-	}
-	v, err := h.newView(c, mustText("play.title"), "playground")
-	if err != nil {
-		return nil, nil, err
-	}
-	v.Data = pg
-	return v, pg, nil
-}
-
-// PlaygroundPage shows the playground: an agent to pick and a question to
-// ask, or the conversation going on (?session=) to follow up.
-func (h *Handlers) PlaygroundPage(c *fiber.Ctx) error {
-	v, _, err := h.playgroundView(c, strings.Clone(c.Query("agent")), strings.Clone(c.Query("session")), "")
-	if err != nil {
-		return err
-	}
-	return h.render(c, fiber.StatusOK, "playground", v)
-}
-
-// PlaygroundAsk asks the agent as the v2 chat does, in the member's
-// workspace, waits for the whole answer, and shows the conversation again
-// (303 to its page, so a reload does not ask twice).
-func (h *Handlers) PlaygroundAsk(c *fiber.Ctx) error {
-	agent := strings.TrimSpace(strings.Clone(c.FormValue("agent")))
-	session := strings.TrimSpace(strings.Clone(c.FormValue("session")))
-	question := strings.Clone(c.FormValue("question"))
-	if _, err := h.conversationService(); err != nil {
-		return err
-	}
-	if h.chat == nil {
-		return domain.Unavailable("chat", errors.New("console built without Options.Chat"))
-	}
-	// The page is built only to show a refusal: an answer moves on to the
-	// conversation's page.
-	show := func(status int, set func(v *view)) error {
-		v, _, err := h.playgroundView(c, agent, session, question)
-		if err != nil {
-			return err
-		}
-		set(v)
-		return h.render(c, status, "playground", v)
-	}
-	refuse := func(field, msg string) error {
-		return show(fiber.StatusBadRequest, func(v *view) {
-			v.Error = mustText("form.problems")
-			v.Fields = map[string]string{field: msg}
-		})
-	}
-	// Checked here first for the page's own words; the engine checks
-	// again with the same limit.
-	switch {
-	case session == "" && agent == "":
-		return refuse("agent", mustText("play.agent.required"))
-	case strings.TrimSpace(question) == "":
-		return refuse("question", mustText("play.question.required"))
-	case utf8.RuneCountInString(question) > domain.MaxMessageLength:
-		return refuse("question", mustText("play.question.long", domain.MaxMessageLength))
-	}
-	ws, err := h.workspaces.GetWorkspace(c.UserContext(), member(c).WorkspaceID)
-	if err != nil {
-		return err
-	}
-	// Channel marks a new conversation as the playground's, so the list
-	// and reports tell it from visitors'.
-	req := chat.Request{Session: conversation.SessionRef{Workspace: &ws, ID: session}, Message: question, Channel: domain.ChannelPlayground}
-	if session == "" {
-		// The agent of a conversation going on is its own; naming one
-		// would only be refused when it differs.
-		req.AgentSlug = agent
-	}
-	turn, err := h.chat.Start(c.UserContext(), req)
-	if err != nil {
-		var verr *domain.ValidationError
-		var cf *domain.ConflictError
-		switch {
-		case session == "" && errors.Is(err, domain.ErrNotFound):
-			return refuse("agent", mustText("play.agent.unknown"))
-		case errors.As(err, &verr):
-			return refuse("question", fieldMessage(verr))
-		case errors.As(err, &cf):
-			return show(fiber.StatusConflict, func(v *view) { v.Error = cf.Message })
-		}
-		return err
-	}
-	answer, err := turn.Run(c.UserContext(), nil)
-	if err != nil {
-		return err
-	}
-	return redirect(c, Prefix+"/w/"+member(c).WorkspaceID+"/playground?session="+url.QueryEscape(answer.SessionID)+"#latest")
 }

@@ -196,6 +196,11 @@ func (f *fakeConversations) MessageTrace(_ context.Context, ws, convID, msgID st
 // the message, resolves the session in the request's workspace (or the
 // agent of a new one), and stores the question and an answer citing
 // cited, with a trace; a question containing "unknown" gets the fallback.
+//
+// A request with an IdempotencyKey is answered once, as the engine does:
+// the same key and request again replays the answer (runs counts only
+// real answers), another request with the key is a conflict, and a key
+// whose answer is still being written is domain.ErrAnswerInProgress.
 type fakeChat struct {
 	mu       sync.Mutex
 	convs    *fakeConversations
@@ -203,12 +208,48 @@ type fakeChat struct {
 	requests []chat.Request
 	// cited is the document the answers cite.
 	cited string
+	// keyed holds the keyed requests by workspace and key; runs counts
+	// the answers generated.
+	keyed map[string]*keyedAsk
+	runs  int
+}
+
+type keyedAsk struct {
+	hash string
+	// answer is nil while the answer is being written.
+	answer *domain.Answer
 }
 
 type fakeTurn struct {
 	f    *fakeChat
 	conv domain.Conversation
 	q    string
+	// key is where the answer is kept for a retry ("" without a key);
+	// replay is the answer a retry gets.
+	key    string
+	replay *domain.Answer
+}
+
+// keyedRequest looks a keyed request up as the engine's answeredBefore
+// does; a new one is marked as being answered.
+func (f *fakeChat) keyedRequest(ws string, req chat.Request) (*fakeTurn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keyed == nil {
+		f.keyed = map[string]*keyedAsk{}
+	}
+	k, hash := ws+"|"+req.IdempotencyKey, req.AgentSlug+"|"+req.Session.ID+"|"+req.Message
+	switch got, ok := f.keyed[k]; {
+	case !ok:
+		f.keyed[k] = &keyedAsk{hash: hash}
+		return nil, nil
+	case got.hash != hash:
+		return nil, &domain.ConflictError{Message: "key used with another request", Details: map[string]string{"Idempotency-Key": "was used with a different request"}}
+	case got.answer == nil:
+		return nil, domain.ErrAnswerInProgress
+	default:
+		return &fakeTurn{f: f, replay: got.answer}, nil
+	}
 }
 
 func (f *fakeChat) Start(ctx context.Context, req chat.Request) (console.Turn, error) {
@@ -222,6 +263,19 @@ func (f *fakeChat) Start(ctx context.Context, req chat.Request) (console.Turn, e
 		return nil, domain.InvalidField("sessionId", "is required")
 	}
 	ws := req.Session.Workspace.ID
+	if req.IdempotencyKey != "" {
+		if err := domain.ValidateIdempotencyKey(req.IdempotencyKey); err != nil {
+			return nil, err
+		}
+		replay, err := f.keyedRequest(ws, req)
+		if err != nil || replay != nil {
+			return replay, err
+		}
+	}
+	key := ""
+	if req.IdempotencyKey != "" {
+		key = ws + "|" + req.IdempotencyKey
+	}
 	if req.Session.ID != "" {
 		f.convs.mu.Lock()
 		c, ok := f.convs.find(ws, req.Session.ID)
@@ -229,26 +283,51 @@ func (f *fakeChat) Start(ctx context.Context, req chat.Request) (console.Turn, e
 		if !ok {
 			return nil, domain.NotFound("session")
 		}
-		return &fakeTurn{f: f, conv: c, q: req.Message}, nil
+		return &fakeTurn{f: f, conv: c, q: req.Message, key: key}, nil
 	}
 	a, err := f.agents.Get(ctx, ws, req.AgentSlug)
 	if err != nil {
 		return nil, err
 	}
 	c := f.convs.add(domain.Conversation{WorkspaceID: ws, AgentID: a.ID, AgentSlug: a.Slug, Channel: req.Channel})
-	return &fakeTurn{f: f, conv: c, q: req.Message}, nil
+	return &fakeTurn{f: f, conv: c, q: req.Message, key: key}, nil
 }
 
-func (t *fakeTurn) Run(context.Context, chat.Emit) (domain.Answer, error) {
-	reply := domain.Message{Role: domain.RoleAssistant, Content: "You asked: " + t.q, CreatedAt: fakeNow.Add(time.Second),
+// Run stores the question and the answer and, when emit is set, emits
+// them as the engine's stream does: the USER message, the answer's text in
+// two tokens, then done.
+func (t *fakeTurn) Run(_ context.Context, emit chat.Emit) (domain.Answer, error) {
+	if t.replay != nil {
+		if emit != nil {
+			emit(domain.SessionEvent{Type: domain.EventDone, SessionID: t.replay.SessionID, Answer: t.replay})
+		}
+		return *t.replay, nil
+	}
+	reply := domain.Message{ID: domain.NewID(domain.PrefixMessage), Role: domain.RoleAssistant, Content: "You asked: " + t.q, CreatedAt: fakeNow.Add(time.Second),
 		Citations: []domain.Citation{{DocumentName: t.f.cited, SourceID: "src_1", SourceType: domain.SourceText, Snippet: "snippet of " + t.f.cited, Score: 0.82}},
 		Trace: &domain.RetrievalTrace{Question: t.q, Query: t.q, Method: "hybrid", Verdict: domain.VerdictAnswer, Answerability: 0.9, Threshold: 0.3,
 			Candidates: []domain.TraceCandidate{{DocumentName: t.f.cited, Relevance: 0.9, Kept: true, Reason: domain.TraceKept}}}}
 	if strings.Contains(t.q, "unknown") {
 		reply.Content, reply.Citations, reply.FallbackReason = "Sorry, I do not know.", nil, domain.FallbackNoKnowledge
 	}
+	question := domain.Message{ID: domain.NewID(domain.PrefixMessage), ConversationID: t.conv.ID, Role: domain.RoleUser, Content: t.q, CreatedAt: fakeNow}
 	t.f.convs.mu.Lock()
-	t.f.convs.appendLocked(t.conv.ID, domain.Message{Role: domain.RoleUser, Content: t.q, CreatedAt: fakeNow}, reply)
+	t.f.convs.appendLocked(t.conv.ID, question, reply)
 	t.f.convs.mu.Unlock()
-	return domain.Answer{SessionID: t.conv.ID, IsFallback: reply.FallbackReason != "", FallbackReason: reply.FallbackReason}, nil
+	answer := domain.Answer{SessionID: t.conv.ID, UserMessage: question, Reply: reply, IsFallback: reply.FallbackReason != "", FallbackReason: reply.FallbackReason}
+	t.f.mu.Lock()
+	t.f.runs++
+	if t.key != "" {
+		t.f.keyed[t.key].answer = &answer
+	}
+	t.f.mu.Unlock()
+	if emit != nil {
+		msg := question
+		emit(domain.MessageEvent(msg))
+		half := len(reply.Content) / 2
+		emit(domain.SessionEvent{Type: domain.EventToken, SessionID: t.conv.ID, MessageID: reply.ID, Seq: 1, Content: reply.Content[:half]})
+		emit(domain.SessionEvent{Type: domain.EventToken, SessionID: t.conv.ID, MessageID: reply.ID, Seq: 2, Content: reply.Content[half:]})
+		emit(domain.SessionEvent{Type: domain.EventDone, SessionID: t.conv.ID, MessageID: reply.ID, Seq: 3, Answer: &answer})
+	}
+	return answer, nil
 }

@@ -521,6 +521,15 @@ var text = map[string]string{
 	"play.earlier":                        "Earlier messages are on the conversation's page.",
 	"play.transcript":                     "See it with the other conversations",
 	"play.empty":                          "Ask a first question.",
+	"play.answering":                      "Answering…",
+	"play.answered":                       "Answered. The answer, its sources and its retrieval trace are below.",
+	"play.failed":                         "The question could not be answered.",
+	"play.failed.kept":                    "Your question is kept: send it again.",
+	"play.failed.network":                 "The connection to the console was lost.",
+	"play.busy":                           "This question is still being answered. Wait a moment, then send it again to see the answer.",
+	"play.key.bad":                        "This form is out of date. Reload the page and ask again.",
+	"play.key.reused":                     "This form had already sent another question. Send again to ask this one.",
+	"play.streaming":                      "The answer, as it is written",
 }
 
 // tr returns the text of key, formatted with args when it has verbs. An

@@ -190,3 +190,186 @@ function setUpUpload(form) {
     send(Array.from(event.dataTransfer.files));
   });
 }
+
+// Playground: the answer appears as it is written. The form posts with
+// fetch to its data-stream endpoint, which answers with Server-Sent
+// Events (the question, tokens, then done or error); then the page of the
+// conversation replaces this one's main content, with the answer's
+// sources and retrieval trace. Without this script the form posts and the
+// server redirects to that page when the answer is complete.
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.querySelector("form[data-stream]");
+  if (form) {
+    setUpPlayground(form);
+  }
+});
+
+// shownPage is the address whose page is shown. The answered page is put
+// in place with pushState; going back or forward to another address loads
+// its page (a link to an anchor, like the skip link, stays).
+let shownPage = window.location.pathname + window.location.search;
+window.addEventListener("popstate", () => {
+  if (window.location.pathname + window.location.search !== shownPage) {
+    window.location.reload();
+  }
+});
+
+// newPlaygroundKey makes an idempotency key like the server's: the same
+// key with another question would be refused.
+function newPlaygroundKey() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return "pgq_" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// readEvents calls onEvent with each SSE data object of a fetch response
+// as it arrives; comments (the heartbeat) and ids are skipped.
+async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) {
+      return;
+    }
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = frame.split("\n").filter((line) => line.startsWith("data: ")).map((line) => line.slice(6)).join("\n");
+      if (data) {
+        onEvent(JSON.parse(data));
+      }
+    }
+  }
+}
+
+function setUpPlayground(form) {
+  const button = form.querySelector('button[type="submit"]');
+  const status = form.querySelector("[data-play-status]");
+  const question = form.querySelector('textarea[name="question"]');
+  const key = form.querySelector('input[name="key"]');
+  const token = form.querySelector('input[name="csrf"]');
+  const live = document.querySelector("[data-play-live]");
+  if (!button || !status || !question || !key || !token || !live) {
+    return;
+  }
+  const liveQuestion = live.querySelector("[data-play-question]");
+  const liveAnswer = live.querySelector("[data-play-answer]");
+  // sent is the question the key went with: an edited question gets a
+  // new key, the same one sent again keeps it (and is answered once).
+  let sent = null;
+  let busy = false;
+
+  const setBusy = (on) => {
+    busy = on;
+    button.disabled = on;
+    form.setAttribute("aria-busy", on ? "true" : "false");
+  };
+  const fail = (reason) => {
+    setBusy(false);
+    live.hidden = true;
+    status.textContent = [form.dataset.failed, reason, form.dataset.kept].filter(Boolean).join(" ");
+    question.focus();
+  };
+
+  // show replaces the main content with the conversation's page, as the
+  // redirect without this script would, and says the answer is there.
+  const show = async (session) => {
+    const url = new URL(form.action, window.location.href);
+    url.searchParams.set("session", session);
+    const response = await fetch(url, { credentials: "same-origin" });
+    if (!response.ok) {
+      window.location.assign(url.toString() + "#latest");
+      return;
+    }
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    const main = page.querySelector("main");
+    document.querySelector("main").replaceWith(main);
+    document.title = page.title;
+    shownPage = url.pathname + url.search;
+    window.history.pushState(null, "", shownPage);
+    const next = main.querySelector("form[data-stream]");
+    if (next) {
+      setUpPlayground(next);
+      const done = next.querySelector("[data-play-status]");
+      // Set after the region is in the page, so it is announced.
+      setTimeout(() => { done.textContent = next.dataset.answered; }, 50);
+    }
+    const latest = main.querySelector("#latest");
+    if (latest) {
+      latest.scrollIntoView({ block: "start" });
+    }
+  };
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (busy) {
+      return; // a double click sends one question
+    }
+    if (!form.reportValidity()) {
+      return;
+    }
+    if (sent !== null && sent !== question.value) {
+      key.value = newPlaygroundKey();
+    }
+    sent = question.value;
+    setBusy(true);
+    status.textContent = form.dataset.answering;
+    liveQuestion.textContent = question.value;
+    liveAnswer.textContent = "";
+    liveAnswer.setAttribute("aria-busy", "true");
+    live.hidden = false;
+
+    let response;
+    try {
+      response = await fetch(form.dataset.stream, {
+        method: "POST",
+        body: new URLSearchParams(new FormData(form)),
+        headers: { "X-CSRF-Token": token.value, Accept: "text/event-stream" },
+        credentials: "same-origin",
+      });
+    } catch {
+      fail(form.dataset.network);
+      return;
+    }
+    if (response.redirected && response.url.includes("/sign-in")) {
+      window.location.assign(response.url); // the session ended: sign in again
+      return;
+    }
+    if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      // Refused: the page says why, next to the field or at its top.
+      const page = new DOMParser().parseFromString(await response.text(), "text/html");
+      const message = page.querySelector(".field-error") || page.querySelector(".error p");
+      fail(message ? message.textContent.trim() : String(response.status));
+      return;
+    }
+    const going = form.querySelector('input[name="session"]');
+    let session = going ? going.value : "";
+    let problem = "";
+    try {
+      await readEvents(response, (data) => {
+        if (data.type === "token") {
+          liveAnswer.textContent += data.content;
+        } else if (data.type === "done") {
+          session = data.sessionId || session;
+        } else if (data.type === "error") {
+          problem = data.message || "";
+        }
+      });
+    } catch {
+      problem = problem || form.dataset.network;
+    }
+    liveAnswer.removeAttribute("aria-busy");
+    if (problem || !session) {
+      fail(problem || form.dataset.network);
+      return;
+    }
+    try {
+      await show(session);
+    } catch {
+      window.location.reload();
+    }
+  });
+}

@@ -109,3 +109,20 @@ type ResetStore interface {
 	// UPDATE, so a second use fails even when both race).
 	UseReset(ctx context.Context, tokenHash, passwordHash string, at time.Time) (string, error)
 }
+
+// OneTimeStore keeps small opaque values that are read at most once and
+// expire by themselves: the console keeps a secret it just made (a new API
+// key, an invitation link) there between the POST that made it and the one
+// GET that shows it, so a reload shows it no more and never makes another.
+// Values are opaque bytes: callers encrypt what must stay secret.
+type OneTimeStore interface {
+	// PutOnce stores value under key for ttl (positive), replacing any
+	// value the key had. Returns an error wrapping domain.ErrUnavailable
+	// when the store cannot be reached.
+	PutOnce(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// TakeOnce returns the key's value and deletes it in one step, so of
+	// two concurrent readers only one gets it. Returns domain.ErrNotFound
+	// when the key has no value (never stored, taken, or expired) and an
+	// error wrapping domain.ErrUnavailable when the store cannot be reached.
+	TakeOnce(ctx context.Context, key string) ([]byte, error)
+}

@@ -369,7 +369,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	}
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
-			Conversations: s.conversations, Chat: console.ChatEngine(s.chat)})
+			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis)})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}

@@ -117,7 +117,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
-		reveals: o.Reveals,
+		reveals:   o.Reveals,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -45,6 +45,8 @@ type harness struct {
 type harnessOptions struct {
 	reveals ports.OneTimeStore
 	log     *slog.Logger
+	// noReveals builds the console without a one-time store.
+	noReveals bool
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -55,7 +57,7 @@ func newHarness(t testing.TB, public string) *harness {
 func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	t.Helper()
 	once := newFakeOnce()
-	if o.reveals == nil {
+	if o.reveals == nil && !o.noReveals {
 		o.reveals = once
 	}
 	if o.log == nil {

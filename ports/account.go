@@ -44,7 +44,9 @@ type MemberStore interface {
 	// (an ErrConflict) if the change would leave the workspace without an owner.
 	ChangeMemberRole(ctx context.Context, workspaceID, userID string, role domain.MemberRole, allow func(domain.Member) error) (domain.Member, error)
 	// RemoveMember deletes a membership, with the same allow callback and
-	// errors as ChangeMemberRole.
+	// errors as ChangeMemberRole. In the same transaction it deletes every
+	// console session of the user when no membership is left, so someone
+	// who belongs nowhere any more is signed out everywhere.
 	RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error) error
 }
 
@@ -125,4 +127,19 @@ type OneTimeStore interface {
 	// when the key has no value (never stored, taken, or expired) and an
 	// error wrapping domain.ErrUnavailable when the store cannot be reached.
 	TakeOnce(ctx context.Context, key string) ([]byte, error)
+}
+
+// AccountSweepStore deletes what the console no longer needs, for the
+// worker's sweeper. Every pod may sweep at once: each call deletes at most
+// limit rows, skipping rows another sweep has locked, so sweeps never wait
+// on each other and a row is deleted once.
+type AccountSweepStore interface {
+	// DeleteEndedSessions deletes console sessions whose absolute end is
+	// not after now or that were last used before idleSince, at most limit,
+	// and returns how many it deleted.
+	DeleteEndedSessions(ctx context.Context, now, idleSince time.Time, limit int) (int, error)
+	// DeleteOldLinks deletes invitations accepted or expired before before,
+	// and password resets used or expired before it, at most limit of each,
+	// and returns how many it deleted.
+	DeleteOldLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -138,8 +138,9 @@ type AccountSweepStore interface {
 	// not after now or that were last used before idleSince, at most limit,
 	// and returns how many it deleted.
 	DeleteEndedSessions(ctx context.Context, now, idleSince time.Time, limit int) (int, error)
-	// DeleteOldLinks deletes invitations accepted or expired before before,
-	// and password resets used or expired before it, at most limit of each,
-	// and returns how many it deleted.
+	// DeleteOldLinks deletes invitations and password resets, used or not,
+	// whose expiry is before before, at most limit of each, and returns how
+	// many it deleted. (A link is used before its expiry, so a used link
+	// goes at most one link lifetime after its use.)
 	DeleteOldLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }

@@ -509,14 +509,14 @@ func (s *Store) DeleteEndedSessions(ctx context.Context, now, idleSince time.Tim
 func (s *Store) DeleteOldLinks(ctx context.Context, before time.Time, limit int) (int, error) {
 	at := dbTime(before)
 	inv := s.db.WithContext(ctx).Exec(`DELETE FROM invitations WHERE id IN (
-		SELECT id FROM invitations WHERE accepted_at < ? OR expires_at < ?
-		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, at, limit)
+		SELECT id FROM invitations WHERE expires_at < ?
+		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, limit)
 	if inv.Error != nil {
 		return 0, dbError("delete old invitations", inv.Error)
 	}
 	resets := s.db.WithContext(ctx).Exec(`DELETE FROM password_resets WHERE id IN (
-		SELECT id FROM password_resets WHERE used_at < ? OR expires_at < ?
-		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, at, limit)
+		SELECT id FROM password_resets WHERE expires_at < ?
+		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, limit)
 	if resets.Error != nil {
 		return int(inv.RowsAffected), dbError("delete old password resets", resets.Error)
 	}

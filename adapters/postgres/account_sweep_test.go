@@ -56,7 +56,8 @@ func TestSweepEndedSessionsAndOldLinks(t *testing.T) {
 		}
 		invitations[inv.ID] = kept
 	}
-	// The invitation addMember accepted at t0 is long past the retention.
+	// The invitation addMember accepted at t0 expired long before the
+	// retention's start.
 	var accepted []string
 	if err := pg.Gorm.Raw(`SELECT id FROM invitations`).Scan(&accepted).Error; err != nil || len(accepted) != 1 {
 		t.Fatalf("invitations before: %v, %v", accepted, err)
@@ -68,7 +69,8 @@ func TestSweepEndedSessionsAndOldLinks(t *testing.T) {
 		mkInvitation(recent, nil, true)                 // expired within the retention
 		mkInvitation(old, nil, false)                   // expired long ago
 		mkInvitation(now.Add(time.Hour), &recent, true) // accepted lately
-		mkInvitation(now.Add(time.Hour), &old, false)   // accepted long ago
+		mkInvitation(old, &old, false)                  // accepted, and expired, long ago
+		mkInvitation(recent, &old, true)                // accepted long ago, expired lately
 	}
 	resets := map[string]bool{}
 	mkReset := func(expires time.Time, usedAt *time.Time, kept bool) {
@@ -88,7 +90,8 @@ func TestSweepEndedSessionsAndOldLinks(t *testing.T) {
 		mkReset(now.Add(time.Hour), nil, true)
 		mkReset(recent, nil, true)
 		mkReset(old, nil, false)
-		mkReset(old.Add(time.Hour*2), &old, false) // used long ago (expiry within the retention)
+		mkReset(old, &old, false)                 // used and expired long ago
+		mkReset(old.Add(time.Hour*2), &old, true) // used long ago, expired within the retention
 		mkReset(now.Add(time.Hour), &recent, true)
 	}
 	want := 0

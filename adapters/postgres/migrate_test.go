@@ -84,6 +84,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"inbound_events_idempotency_key_idx", "inbound_events_pending_idx", "agents_workspace_slug_key",
 		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
 		"outbox_due_idx", "outbox_workspace_created_idx",
+		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

@@ -58,8 +58,9 @@ type Options struct {
 	// ResetsPerMinute bounds reset requests per email and per client
 	// address (default 3), so nobody can flood an inbox.
 	ResetsPerMinute int
-	// LinkRetention is how long used or expired invitations and password
-	// resets are kept before SweepEnded deletes them (default 30 days): long
+	// LinkRetention is how long invitations and password resets, used or
+	// not, are kept after their expiry before SweepEnded deletes them
+	// (default 30 days): long
 	// enough to answer "did they accept?" and to look into abuse, short
 	// enough that the tables do not grow with every link ever sent.
 	LinkRetention time.Duration
@@ -300,8 +301,8 @@ const sweepBatch = 500
 
 // SweepEnded deletes console sessions past their idle or absolute end
 // (sessions are otherwise deleted only when presented again or at their
-// user's next sign-in), and invitations and resets used or expired more
-// than LinkRetention ago. It deletes batch after batch until a batch comes
+// user's next sign-in), and invitations and resets that expired more
+// than LinkRetention ago, used or not. It deletes batch after batch until a batch comes
 // back short, and returns how many rows it deleted. Idempotent, and safe
 // on every worker pod at once (AccountSweepStore). Returns an error when
 // built without Deps.Sweep.

@@ -44,7 +44,9 @@ type MemberStore interface {
 	// (an ErrConflict) if the change would leave the workspace without an owner.
 	ChangeMemberRole(ctx context.Context, workspaceID, userID string, role domain.MemberRole, allow func(domain.Member) error) (domain.Member, error)
 	// RemoveMember deletes a membership, with the same allow callback and
-	// errors as ChangeMemberRole.
+	// errors as ChangeMemberRole. In the same transaction it deletes every
+	// console session of the user when no membership is left, so someone
+	// who belongs nowhere any more is signed out everywhere.
 	RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error) error
 }
 
@@ -108,4 +110,37 @@ type ResetStore interface {
 	// the reset is unknown, used or expired at that time (a conditional
 	// UPDATE, so a second use fails even when both race).
 	UseReset(ctx context.Context, tokenHash, passwordHash string, at time.Time) (string, error)
+}
+
+// OneTimeStore keeps small opaque values that are read at most once and
+// expire by themselves: the console keeps a secret it just made (a new API
+// key, an invitation link) there between the POST that made it and the one
+// GET that shows it, so a reload shows it no more and never makes another.
+// Values are opaque bytes: callers encrypt what must stay secret.
+type OneTimeStore interface {
+	// PutOnce stores value under key for ttl (positive), replacing any
+	// value the key had. Returns an error wrapping domain.ErrUnavailable
+	// when the store cannot be reached.
+	PutOnce(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// TakeOnce returns the key's value and deletes it in one step, so of
+	// two concurrent readers only one gets it. Returns domain.ErrNotFound
+	// when the key has no value (never stored, taken, or expired) and an
+	// error wrapping domain.ErrUnavailable when the store cannot be reached.
+	TakeOnce(ctx context.Context, key string) ([]byte, error)
+}
+
+// AccountSweepStore deletes what the console no longer needs, for the
+// worker's sweeper. Every pod may sweep at once: each call deletes at most
+// limit rows, skipping rows another sweep has locked, so sweeps never wait
+// on each other and a row is deleted once.
+type AccountSweepStore interface {
+	// DeleteEndedSessions deletes console sessions whose absolute end is
+	// not after now or that were last used before idleSince, at most limit,
+	// and returns how many it deleted.
+	DeleteEndedSessions(ctx context.Context, now, idleSince time.Time, limit int) (int, error)
+	// DeleteOldLinks deletes invitations and password resets, used or not,
+	// whose expiry is before before, at most limit of each, and returns how
+	// many it deleted. (A link is used before its expiry, so a used link
+	// goes at most one link lifetime after its use.)
+	DeleteOldLinks(ctx context.Context, before time.Time, limit int) (int, error)
 }

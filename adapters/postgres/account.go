@@ -17,6 +17,7 @@ var (
 	_ ports.ConsoleSessionStore = (*Store)(nil)
 	_ ports.InvitationStore     = (*Store)(nil)
 	_ ports.ResetStore          = (*Store)(nil)
+	_ ports.AccountSweepStore   = (*Store)(nil)
 )
 
 // sessionTouchInterval is how stale last_seen_at must be before
@@ -243,9 +244,15 @@ func (s *Store) ChangeMemberRole(ctx context.Context, workspaceID, userID string
 }
 
 // RemoveMember deletes a membership; see changeMember.
+// The user's sessions go too when it was their last membership: in the
+// same transaction, so no request of theirs slips in between.
 func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error) error {
 	return s.changeMember(ctx, workspaceID, userID, true, allow, func(tx *gorm.DB, _ domain.Member) error {
-		return tx.Exec(`DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID).Error
+		if err := tx.Exec(`DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`DELETE FROM console_sessions WHERE user_id = ?
+			AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = ?)`, userID, userID).Error
 	})
 }
 
@@ -482,4 +489,36 @@ func (s *Store) UseReset(ctx context.Context, tokenHash, passwordHash string, at
 		return "", txError("use password reset", err)
 	}
 	return userID, nil
+}
+
+// DeleteEndedSessions deletes up to limit ended console sessions. FOR
+// UPDATE SKIP LOCKED lets sweeps on several pods each take different rows
+// instead of queueing behind one another.
+func (s *Store) DeleteEndedSessions(ctx context.Context, now, idleSince time.Time, limit int) (int, error) {
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM console_sessions WHERE id IN (
+		SELECT id FROM console_sessions WHERE expires_at <= ? OR last_seen_at < ?
+		LIMIT ? FOR UPDATE SKIP LOCKED)`, dbTime(now), dbTime(idleSince), limit)
+	if res.Error != nil {
+		return 0, dbError("delete ended console sessions", res.Error)
+	}
+	return int(res.RowsAffected), nil
+}
+
+// DeleteOldLinks deletes up to limit old invitations and up to limit old
+// password resets, as DeleteEndedSessions does.
+func (s *Store) DeleteOldLinks(ctx context.Context, before time.Time, limit int) (int, error) {
+	at := dbTime(before)
+	inv := s.db.WithContext(ctx).Exec(`DELETE FROM invitations WHERE id IN (
+		SELECT id FROM invitations WHERE expires_at < ?
+		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, limit)
+	if inv.Error != nil {
+		return 0, dbError("delete old invitations", inv.Error)
+	}
+	resets := s.db.WithContext(ctx).Exec(`DELETE FROM password_resets WHERE id IN (
+		SELECT id FROM password_resets WHERE expires_at < ?
+		LIMIT ? FOR UPDATE SKIP LOCKED)`, at, limit)
+	if resets.Error != nil {
+		return int(inv.RowsAffected), dbError("delete old password resets", resets.Error)
+	}
+	return int(inv.RowsAffected + resets.RowsAffected), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"inbound_events_idempotency_key_idx", "inbound_events_pending_idx", "agents_workspace_slug_key",
 		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
 		"outbox_due_idx", "outbox_workspace_created_idx",
+		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)
@@ -203,5 +205,73 @@ func TestTraceStorage(t *testing.T) {
 	}
 	if got.Type != "json" || got.Compression != "l" {
 		t.Errorf("messages.trace is %s compressed with %q, want json with lz4 (l)", got.Type, got.Compression)
+	}
+}
+
+// TestPlaygroundChannelMigration checks that 00014, which swaps the
+// conversations' channel CHECK without a long lock, leaves the schema the
+// plain DROP + ADD did (one validated conversations_channel_check allowing
+// CHAT and PLAYGROUND), and that its Up runs again from any point where it
+// stopped.
+func TestPlaygroundChannelMigration(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	ctx := ctxT(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+
+	checkSchema := func(when string) {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT conname, pg_get_constraintdef(oid), convalidated FROM pg_constraint
+			WHERE conrelid = 'conversations'::regclass AND conname LIKE 'conversations_channel_check%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type check struct {
+			Name, Def string
+			Valid     bool
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[check])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := check{"conversations_channel_check", "CHECK ((channel = ANY (ARRAY['CHAT'::text, 'PLAYGROUND'::text])))", true}
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("%s: channel constraints = %+v, want only %+v", when, got, want)
+		}
+	}
+	checkSchema("after migrating")
+
+	raw, err := postgres.Migrations.ReadFile("migrations/00014_playground_channel.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, up, _ := strings.Cut(string(raw), "-- +goose Up")
+	up, _, _ = strings.Cut(up, "-- +goose Down")
+	var stmts []string
+	for _, s := range strings.Split(up, ";\n") {
+		if s = strings.TrimSpace(s); s != "" {
+			stmts = append(stmts, s)
+		}
+	}
+	if len(stmts) != 5 {
+		t.Fatalf("00014 Up has %d statements, want 5: %q", len(stmts), stmts)
+	}
+	// Stopped after each statement, then run again from the first.
+	for stop := range len(stmts) + 1 {
+		for _, s := range stmts[:stop] {
+			if _, err := conn.Exec(ctx, s); err != nil {
+				t.Fatalf("stop %d: %s: %v", stop, s, err)
+			}
+		}
+		for _, s := range stmts {
+			if _, err := conn.Exec(ctx, s); err != nil {
+				t.Fatalf("stop %d, again: %s: %v", stop, s, err)
+			}
+		}
+		checkSchema("run again after stopping at statement " + strconv.Itoa(stop))
 	}
 }

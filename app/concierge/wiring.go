@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/hibiken/asynq"
@@ -176,7 +177,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 // CONCIERGE_SMTP_URL is set (without it, links are shown, not emailed).
 func accounts(cfg config.Config, store *postgres.Store, limiter ports.RateLimiter, clock ports.Clock, log *slog.Logger) (*account.Service, error) {
 	deps := account.Deps{
-		Users: store, Members: store, Sessions: store, Invitations: store, Resets: store,
+		Users: store, Members: store, Sessions: store, Invitations: store, Resets: store, Sweep: store,
 		Limiter: limiter, Clock: clock, Log: log.With("component", "accounts"),
 	}
 	if cfg.SMTPURL != "" {
@@ -369,7 +370,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	}
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
-			Conversations: s.conversations, Chat: console.ChatEngine(s.chat)})
+			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis)})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}
@@ -414,8 +415,23 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
 		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper("ended console sessions and old links", endedAccounts{s.accounts}, accountSweepPeriod, s.log),
 	}
 	return srv, sweepers
+}
+
+// accountSweepPeriod is how often ended console sessions and old links are
+// deleted: they are refused when presented anyway, so the sweep only keeps
+// the tables small and need not run often.
+const accountSweepPeriod = 10 * time.Minute
+
+// endedAccounts runs the deletion of ended console sessions and old links
+// (account.Service.SweepEnded) as a sweep; the count it reports is rows
+// deleted, not tasks requeued.
+type endedAccounts struct{ accounts *account.Service }
+
+func (e endedAccounts) RequeueStale(ctx context.Context) (int, error) {
+	return e.accounts.SweepEnded(ctx)
 }
 
 // interruptedAnswers runs the answer engine's close of answers whose process

@@ -183,6 +183,13 @@ func (m *memStore) RemoveMember(_ context.Context, workspaceID, userID string, a
 		return domain.ErrLastOwner
 	}
 	m.members = slices.Delete(m.members, i, i+1)
+	// As the port promises: no membership left, no session left.
+	for _, mb := range m.members {
+		if mb.UserID == userID {
+			return nil
+		}
+	}
+	m.deleteSessionsLocked(userID, "")
 	return nil
 }
 
@@ -411,4 +418,14 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+}
+
+// AddMember makes the user a member directly, for tests that need a second
+// workspace without an invitation.
+func (m *memStore) AddMember(workspaceID, userID string, role domain.MemberRole) (domain.Member, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mb := domain.Member{WorkspaceID: workspaceID, UserID: userID, Role: role, CreatedAt: time.Now()}
+	m.members = append(m.members, mb)
+	return mb, nil
 }

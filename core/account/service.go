@@ -25,8 +25,11 @@ type Deps struct {
 	Resets      ports.ResetStore
 	Limiter     ports.RateLimiter
 	Mailer      ports.Mailer
-	Clock       ports.Clock
-	Log         *slog.Logger
+	// Sweep deletes ended sessions and old links (SweepEnded); only the
+	// worker needs it, so it may be nil elsewhere.
+	Sweep ports.AccountSweepStore
+	Clock ports.Clock
+	Log   *slog.Logger
 }
 
 // Options are the Service's knobs. Zero values take the defaults named on
@@ -55,6 +58,12 @@ type Options struct {
 	// ResetsPerMinute bounds reset requests per email and per client
 	// address (default 3), so nobody can flood an inbox.
 	ResetsPerMinute int
+	// LinkRetention is how long invitations and password resets, used or
+	// not, are kept after their expiry before SweepEnded deletes them
+	// (default 30 days): long
+	// enough to answer "did they accept?" and to look into abuse, short
+	// enough that the tables do not grow with every link ever sent.
+	LinkRetention time.Duration
 	// Argon2 are the password hashing costs (default DefaultArgon2Params);
 	// tests pass cheap ones.
 	Argon2 Argon2Params
@@ -75,6 +84,7 @@ func (o Options) withDefaults() Options {
 	def(&o.AbsoluteTimeout, 7*24*time.Hour)
 	def(&o.InvitationTTL, 7*24*time.Hour)
 	def(&o.ResetTTL, time.Hour)
+	def(&o.LinkRetention, 30*24*time.Hour)
 	defInt(&o.SignInPerMinute, 5)
 	defInt(&o.SignInPerMinutePerIP, 20)
 	defInt(&o.ResetsPerMinute, 3)
@@ -283,6 +293,44 @@ func (s *Service) findSession(ctx context.Context, token string) (domain.Console
 // live reports whether a session is within both its idle and absolute ends.
 func (s *Service) live(cs domain.ConsoleSession, now time.Time) bool {
 	return now.Before(cs.ExpiresAt) && now.Sub(cs.LastSeenAt) < s.o.IdleTimeout
+}
+
+// sweepBatch is how many rows one sweep statement deletes: small enough
+// that each statement holds its row locks only briefly.
+const sweepBatch = 500
+
+// SweepEnded deletes console sessions past their idle or absolute end
+// (sessions are otherwise deleted only when presented again or at their
+// user's next sign-in), and invitations and resets that expired more
+// than LinkRetention ago, used or not. It deletes batch after batch until a batch comes
+// back short, and returns how many rows it deleted. Idempotent, and safe
+// on every worker pod at once (AccountSweepStore). Returns an error when
+// built without Deps.Sweep.
+func (s *Service) SweepEnded(ctx context.Context) (int, error) {
+	if s.d.Sweep == nil {
+		return 0, errors.New("account: SweepEnded needs Deps.Sweep")
+	}
+	now := s.d.Clock.Now()
+	total := 0
+	for _, step := range []func() (int, error){
+		func() (int, error) {
+			return s.d.Sweep.DeleteEndedSessions(ctx, now, now.Add(-s.o.IdleTimeout), sweepBatch)
+		},
+		func() (int, error) { return s.d.Sweep.DeleteOldLinks(ctx, now.Add(-s.o.LinkRetention), sweepBatch) },
+	} {
+		for {
+			n, err := step()
+			total += n
+			if err != nil {
+				return total, err
+			}
+			// DeleteOldLinks deletes up to a batch from each of two tables.
+			if n < sweepBatch || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return total, ctx.Err()
 }
 
 // SignOut ends the token's session. An unknown or expired token is not an

@@ -349,10 +349,12 @@ try {
     const out = ctl(keySecret, 'agents', 'list');
     assert.match(out, /SLUG/, out);
     assert.match(out, /\bhelp\b/, `the new agent is listed by conciergectl:\n${out}`);
-    // Opened again (a GET: reloading the POST's answer would send the form
-    // again, which a browser asks about first).
-    await goto(owner, W + '/settings/api-keys');
+    // Reloaded: the POST redirected to a GET (Post/Redirect/Get), so a
+    // reload sends no form again, makes no second key and shows the secret
+    // no more.
+    await owner.reload();
     await heading(owner, 'API keys');
+    await owner.getByText('This secret was shown once already, or waited too long, and is not shown again.').waitFor();
     assert.equal(await owner.locator('tbody tr', { hasText: 'CRM sync' }).count(), 1, 'one key named CRM sync');
     assert.equal(await owner.locator('#key-secret').count(), 0, 'the secret is gone after a reload');
     assert.ok(!(await owner.content()).includes(keySecret), 'the secret is nowhere on the reloaded page');
@@ -384,6 +386,10 @@ try {
     await owner.getByText('The previous secret is still accepted until').waitFor();
     assert.equal(await webhook(fresh), 200, 'the new secret works');
     assert.equal(await webhook(old), 200, 'the old secret still works during the grace period');
+    await owner.reload();
+    await owner.getByText('This secret was shown once already').waitFor();
+    assert.equal(await owner.locator('#webhook-secret').count(), 0, 'hidden after a reload');
+    assert.equal(await webhook(fresh), 200, 'the reload did not rotate the secret again');
     await goto(owner, W + '/settings/webhook-secret');
     await owner.getByText('The secret is hidden.').waitFor();
     assert.equal(await owner.locator('#webhook-secret').count(), 0, 'hidden again when opened again');

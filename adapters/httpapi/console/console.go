@@ -23,6 +23,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/conciergehq/concierge/ports"
 )
 
 // files are the console's templates and static assets. "all:" keeps files
@@ -64,6 +66,10 @@ type Options struct {
 	// those pages answering 503.
 	Conversations Conversations
 	Chat          Chat
+	// Reveals keeps a secret just made between the POST and the one GET
+	// that shows it (reveal.go); nil leaves the pages that make secrets
+	// answering 503 before they make any.
+	Reveals ports.OneTimeStore
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -88,6 +94,8 @@ type Handlers struct {
 	// Conversations: the conversation pages and the playground.
 	conversations Conversations
 	chat          Chat
+
+	reveals ports.OneTimeStore
 }
 
 type asset struct {
@@ -109,6 +117,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
+		reveals:   o.Reveals,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -17,6 +17,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi"
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/ports"
 )
 
 const publicURL = "https://console.example"
@@ -34,10 +35,34 @@ type harness struct {
 	// Conversations
 	convs *fakeConversations
 	chat  *fakeChat
+	// once keeps the secrets between a POST and the GET showing them,
+	// unless the harness was built on another store.
+	once *fakeOnce
+}
+
+// harnessOptions change what newHarnessWith builds on: another one-time
+// store (the real Redis one), a logger to read what was logged.
+type harnessOptions struct {
+	reveals ports.OneTimeStore
+	log     *slog.Logger
+	// noReveals builds the console without a one-time store.
+	noReveals bool
 }
 
 func newHarness(t testing.TB, public string) *harness {
 	t.Helper()
+	return newHarnessWith(t, public, harnessOptions{})
+}
+
+func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
+	t.Helper()
+	once := newFakeOnce()
+	if o.reveals == nil && !o.noReveals {
+		o.reveals = once
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	accounts, agents := newFakeAccounts(), newFakeAgents()
 	settings := newFakeSettings()
 	workspaces := fakeWorkspaces{names: map[string]string{"ws_a": "Acme", "ws_b": "Beta"}, settings: settings}
@@ -45,13 +70,13 @@ func newHarness(t testing.TB, public string) *harness {
 	convs := newFakeConversations(agents)                                      // Conversations
 	chatter := &fakeChat{convs: convs, agents: agents, cited: "Refund policy"} // Conversations
 	h, err := console.New(accounts, workspaces, agents,
-		console.Options{PublicURL: public, Deliveries: deliveries,
+		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter}) // Conversations
 	if err != nil {
 		t.Fatal(err)
 	}
 	app := fiber.New(fiber.Config{
-		ErrorHandler:          httpapi.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		ErrorHandler:          httpapi.ErrorHandler(o.log),
 		DisableStartupMessage: true,
 	})
 	app.Use(func(c *fiber.Ctx) error {
@@ -65,7 +90,17 @@ func newHarness(t testing.TB, public string) *harness {
 		cookie = "concierge_session"
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
-		convs: convs, chat: chatter}
+		convs: convs, chat: chatter, once: once}
+}
+
+// follow GETs a redirect's target as the same user, as a browser does
+// after a 303.
+func (h *harness) follow(t testing.TB, r resp, as string) resp {
+	t.Helper()
+	if r.Status != http.StatusSeeOther || r.location() == "" {
+		t.Fatalf("want a 303 redirect, got %d (Location %q):\n%s", r.Status, r.location(), r.Body)
+	}
+	return h.do(t, req{Path: r.location(), As: as})
 }
 
 // req is one request: as whom (a user id of the fakes, or "" signed out),

@@ -17,7 +17,8 @@ import (
 type membersPage struct {
 	Members     []domain.Member
 	Invitations []account.Invitation
-	// Invited is the invitation just made, whose link is shown once.
+	// Invited is the invitation just made, whose link is shown once after
+	// the redirect from Invite.
 	Invited *account.Invitation
 	// InviteEmail and InviteRole keep the invite form's values.
 	InviteEmail string
@@ -51,33 +52,46 @@ func (h *Handlers) membersView(c *fiber.Ctx) (*view, *membersPage, error) {
 	return v, pg, nil
 }
 
-// MembersPage lists members and open invitations, with the invite form.
+// MembersPage lists members and open invitations, with the invite form,
+// and once after an invitation was made, its link.
 func (h *Handlers) MembersPage(c *fiber.Ctx) error {
-	v, _, err := h.membersView(c)
+	v, pg, err := h.membersView(c)
 	if err != nil {
 		return err
+	}
+	r, err := h.takeReveal(c, v, revealInvite)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		pg.Invited = &account.Invitation{Email: r.Email, ExpiresAt: r.ExpiresAt, Emailed: r.Emailed, Link: r.Secret}
 	}
 	return h.render(c, fiber.StatusOK, "members", v)
 }
 
-// Invite makes an invitation and shows its link, once, to the inviter.
+// Invite makes an invitation and redirects to the page that shows its
+// link, once, to the inviter.
 func (h *Handlers) Invite(c *fiber.Ctx) error {
+	if err := h.revealStore(); err != nil {
+		return err
+	}
 	email := strings.Clone(c.FormValue("email"))
 	role, err := domain.ParseMemberRole(c.FormValue("role"))
 	var inv account.Invitation
 	if err == nil {
 		inv, err = h.accounts.Invite(c.UserContext(), member(c), account.InviteRequest{Email: email, Role: role})
 	}
-	v, pg, verr := h.membersView(c)
-	if verr != nil {
-		return verr
-	}
 	if err != nil {
+		v, pg, verr := h.membersView(c)
+		if verr != nil {
+			return verr
+		}
 		pg.InviteEmail, pg.InviteRole = email, role
 		return h.memberRefusal(c, v, err)
 	}
-	pg.Invited = &inv
-	return h.render(c, fiber.StatusOK, "members", v)
+	ws := member(c).WorkspaceID
+	return h.keepReveal(c, Prefix+"/w/"+ws+"/members", reveal{Kind: revealInvite, WorkspaceID: ws,
+		Secret: inv.Link, Email: inv.Email, ExpiresAt: inv.ExpiresAt, Emailed: inv.Emailed})
 }
 
 // memberRefusal shows the members page again with why the service refused:

@@ -261,12 +261,17 @@ func TestAgentLifecycle(t *testing.T) {
 func TestMembers(t *testing.T) {
 	t.Run("the invite link is shown once to the inviter", func(t *testing.T) {
 		h := newHarness(t, publicURL)
-		r := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/members/invitations", As: "admin", Form: url.Values{"email": {"Nia@Example.com"}, "role": {"agent"}}})
+		posted := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/members/invitations", As: "admin", Form: url.Values{"email": {"Nia@Example.com"}, "role": {"agent"}}})
+		if strings.Contains(posted.Body, "/console/invitations/lt_") {
+			t.Fatalf("the POST answers with the link:\n%s", posted.Body)
+		}
+		r := h.follow(t, posted, "admin")
 		if r.Status != http.StatusOK || !regexp.MustCompile(`<code id="invite-link" class="break">https://console.example/console/invitations/lt_[0-9a-f]+</code>`).MatchString(r.Body) {
 			t.Fatalf("%d, no link:\n%s", r.Status, r.Body)
 		}
-		again := h.do(t, req{Path: "/console/w/ws_a/members", As: "admin"})
-		if strings.Contains(again.Body, "/console/invitations/lt_") || !strings.Contains(again.Body, "nia@example.com") {
+		again := h.do(t, req{Path: posted.location(), As: "admin"})
+		if strings.Contains(again.Body, "/console/invitations/lt_") || !strings.Contains(again.Body, "nia@example.com") ||
+			!strings.Contains(again.Body, "This secret was shown once already") {
 			t.Fatalf("the link is shown again, or the invitation is not listed:\n%s", again.Body)
 		}
 	})

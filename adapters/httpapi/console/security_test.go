@@ -48,7 +48,7 @@ func TestRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_a/agents/support/delete", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/agents/support/delete", nil, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/members", nil, want{ok, ok, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/members/invitations", url.Values{"email": {"x@example.com"}, "role": {"agent"}}, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/members/invitations", url.Values{"email": {"x@example.com"}, "role": {"agent"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/members/agent/role?role=admin", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/members/agent/role", url.Values{"role": {"admin"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/members/agent/remove", nil, want{ok, ok, forbid, nf, see}},

@@ -19,9 +19,10 @@ import (
 // after the password is entered again, so a session left open on a shared
 // screen does not hand out the secret that authenticates inbound webhooks.
 // Every secret (a new API key, the webhook secret, a new signing secret)
-// is rendered in the answer to the POST that made or revealed it and in no
-// other: pages are Cache-Control: no-store, so a reload or the back button
-// does not show it again.
+// is shown by the one GET the POST that made or revealed it redirects to,
+// and by no other answer (reveal.go): a reload neither shows it again nor
+// makes another, and pages are Cache-Control: no-store, so the back button
+// does not show it either.
 
 // maxKeyName is the longest API key name workspace.Service accepts; the
 // form says so before the service has to.
@@ -83,8 +84,8 @@ type apiKeysPage struct {
 	Keys []domain.APIKey
 	// Name keeps the create form's value after a refusal.
 	Name string
-	// Created and Secret are the key just made; the secret is shown only
-	// in this answer.
+	// Created and Secret are the key just made, shown once after the
+	// redirect from CreateAPIKey.
 	Created *domain.APIKey
 	Secret  string
 }
@@ -103,19 +104,31 @@ func (h *Handlers) apiKeysView(c *fiber.Ctx) (*view, *apiKeysPage, error) {
 	return v, pg, nil
 }
 
-// APIKeysPage lists the workspace's keys with the create form.
+// APIKeysPage lists the workspace's keys with the create form, and the
+// secret of the key just made when it is shown for the first time.
 func (h *Handlers) APIKeysPage(c *fiber.Ctx) error {
-	v, _, err := h.apiKeysView(c)
+	v, pg, err := h.apiKeysView(c)
 	if err != nil {
 		return err
+	}
+	r, err := h.takeReveal(c, v, revealAPIKey)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		pg.Created, pg.Secret = &domain.APIKey{Name: r.Name}, r.Secret
 	}
 	return h.render(c, fiber.StatusOK, "apikeys", v)
 }
 
-// CreateAPIKey makes a key and shows its secret, once. The service names
-// an empty name "default"; a person who left the field empty most likely
-// forgot it, so the console asks for one instead.
+// CreateAPIKey makes a key and redirects to the page that shows its
+// secret, once. The service names an empty name "default"; a person who
+// left the field empty most likely forgot it, so the console asks for one
+// instead.
 func (h *Handlers) CreateAPIKey(c *fiber.Ctx) error {
+	if err := h.revealStore(); err != nil {
+		return err
+	}
 	name := strings.TrimSpace(strings.Clone(c.FormValue("name")))
 	var err error
 	switch {
@@ -142,8 +155,9 @@ func (h *Handlers) CreateAPIKey(c *fiber.Ctx) error {
 		}
 		return h.render(c, statusOf(err), "apikeys", v)
 	}
-	pg.Created, pg.Secret = &key, secret
-	return h.render(c, fiber.StatusOK, "apikeys", v)
+	ws := member(c).WorkspaceID
+	return h.keepReveal(c, Prefix+"/w/"+ws+"/settings/api-keys",
+		reveal{Kind: revealAPIKey, WorkspaceID: ws, Secret: secret, Name: key.Name})
 }
 
 // findKey returns the workspace's key with the id in the URL.
@@ -189,7 +203,7 @@ func (h *Handlers) RevokeAPIKey(c *fiber.Ctx) error {
 // Webhook secret
 
 type secretPage struct {
-	// Secret is shown only in the answer that revealed or made it.
+	// Secret is shown only by the GET the reveal or rotation redirected to.
 	Secret string
 	// Rotated says Secret was just made.
 	Rotated bool
@@ -217,13 +231,27 @@ func (h *Handlers) secretView(c *fiber.Ctx, title string) (*view, *secretPage, e
 }
 
 // WebhookSecretPage shows that a secret exists, hidden, with the forms to
-// reveal and rotate it.
+// reveal and rotate it; once after a reveal or a rotation, the secret.
 func (h *Handlers) WebhookSecretPage(c *fiber.Ctx) error {
-	v, _, err := h.secretView(c, mustText("secret.title"))
+	v, pg, err := h.secretView(c, mustText("secret.title"))
 	if err != nil {
 		return err
 	}
+	r, err := h.takeReveal(c, v, revealWebhook)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		pg.Secret, pg.Rotated = r.Secret, r.Notice == "secret.rotated"
+	}
 	return h.render(c, fiber.StatusOK, "webhook-secret", v)
+}
+
+// toWebhookSecret redirects to the page that shows the secret once.
+func (h *Handlers) toWebhookSecret(c *fiber.Ctx, secret, notice string) error {
+	ws := member(c).WorkspaceID
+	return h.keepReveal(c, Prefix+"/w/"+ws+"/settings/webhook-secret",
+		reveal{Kind: revealWebhook, WorkspaceID: ws, Secret: secret, Notice: notice})
 }
 
 // confirmPassword checks the password typed again. Its refusals are shown
@@ -251,9 +279,13 @@ func (h *Handlers) confirmPassword(c *fiber.Ctx, v *view) (ok bool, status int, 
 	return false, 0, err
 }
 
-// RevealWebhookSecret shows the secret after the password is confirmed.
+// RevealWebhookSecret shows the secret, once, after the password is
+// confirmed.
 func (h *Handlers) RevealWebhookSecret(c *fiber.Ctx) error {
-	v, pg, err := h.secretView(c, mustText("secret.title"))
+	if err := h.revealStore(); err != nil {
+		return err
+	}
+	v, _, err := h.secretView(c, mustText("secret.title"))
 	if err != nil {
 		return err
 	}
@@ -264,8 +296,7 @@ func (h *Handlers) RevealWebhookSecret(c *fiber.Ctx) error {
 	if !ok {
 		return h.render(c, status, "webhook-secret", v)
 	}
-	pg.Secret = v.Workspace.WebhookSecret
-	return h.render(c, fiber.StatusOK, "webhook-secret", v)
+	return h.toWebhookSecret(c, v.Workspace.WebhookSecret, "")
 }
 
 // RotateSecretPage asks to confirm a rotation with the chosen grace, and
@@ -294,6 +325,9 @@ func (h *Handlers) RotateSecretPage(c *fiber.Ctx) error {
 // RotateWebhookSecret makes a new secret after the password is confirmed
 // and shows it once; the old one stays valid for the grace period.
 func (h *Handlers) RotateWebhookSecret(c *fiber.Ctx) error {
+	if err := h.revealStore(); err != nil {
+		return err
+	}
 	key := strings.Clone(c.FormValue("grace"))
 	grace, gerr := parseGrace(key)
 	v, pg, err := h.secretView(c, mustText("secret.rotate.title"))
@@ -318,18 +352,7 @@ func (h *Handlers) RotateWebhookSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	v, pg, err = h.secretView(c, mustText("secret.title"))
-	if err != nil {
-		return err
-	}
-	v.Workspace = &ws
-	pg.Secret, pg.Rotated = ws.WebhookSecret, true
-	pg.PreviousUntil = time.Time{}
-	if ws.PreviousWebhookSecret != "" {
-		pg.PreviousUntil = ws.PreviousSecretExpiresAt
-	}
-	v.Notice = mustText("secret.rotated")
-	return h.render(c, fiber.StatusOK, "webhook-secret", v)
+	return h.toWebhookSecret(c, ws.WebhookSecret, "secret.rotated")
 }
 
 // Integrations
@@ -337,7 +360,8 @@ func (h *Handlers) RotateWebhookSecret(c *fiber.Ctx) error {
 type integrationsPage struct {
 	HelpdeskURL, EventsURL string
 	SigningSecretSet       bool
-	// NewSecret is a signing secret made in this answer, shown once.
+	// NewSecret is a signing secret just made, shown once after the
+	// redirect from the POST that made it.
 	NewSecret string
 	// HandoffAllowed says the plan lets handoffs go to a helpdesk URL;
 	// HandoffPlan is the smallest plan that does.
@@ -362,17 +386,33 @@ func (h *Handlers) integrationsView(c *fiber.Ctx, d Deliveries) (*view, *integra
 	return v, pg, &ws, nil
 }
 
-// IntegrationsPage shows where handoffs and events go.
+// IntegrationsPage shows where handoffs and events go, and once after it
+// was made, the new signing secret.
 func (h *Handlers) IntegrationsPage(c *fiber.Ctx) error {
 	d, err := h.deliveryService()
 	if err != nil {
 		return err
 	}
-	v, _, _, err := h.integrationsView(c, d)
+	v, pg, _, err := h.integrationsView(c, d)
 	if err != nil {
 		return err
 	}
+	r, err := h.takeReveal(c, v, revealSigning)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		pg.NewSecret = r.Secret
+	}
 	return h.render(c, fiber.StatusOK, "integrations", v)
+}
+
+// toSigningSecret redirects to the page that shows a new signing secret
+// once.
+func (h *Handlers) toSigningSecret(c *fiber.Ctx, secret, notice string) error {
+	ws := member(c).WorkspaceID
+	return h.keepReveal(c, Prefix+"/w/"+ws+"/settings/integrations",
+		reveal{Kind: revealSigning, WorkspaceID: ws, Secret: secret, Notice: notice})
 }
 
 // SaveIntegrations sets both URLs ("" clears one). The use case checks
@@ -382,6 +422,9 @@ func (h *Handlers) IntegrationsPage(c *fiber.Ctx) error {
 func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 	d, err := h.deliveryService()
 	if err != nil {
+		return err
+	}
+	if err := h.revealStore(); err != nil {
 		return err
 	}
 	helpdesk := strings.TrimSpace(strings.Clone(c.FormValue("helpdeskUrl")))
@@ -397,10 +440,7 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 	case len(events) > maxReceiverURL:
 		err = domain.InvalidField("eventsUrl", tooLong)
 	}
-	var (
-		updated domain.Workspace
-		secret  string
-	)
+	var secret string
 	if err == nil {
 		// Only what changed is sent: a helpdesk URL kept from a larger plan
 		// stays while the events URL is edited after a downgrade.
@@ -411,7 +451,7 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 		if events != ws.EventsURL {
 			change.EventsURL = &events
 		}
-		updated, secret, err = d.SetIntegrations(c.UserContext(), ws, change)
+		_, secret, err = d.SetIntegrations(c.UserContext(), ws, change)
 	}
 	if err != nil {
 		pg.HelpdeskURL, pg.EventsURL = helpdesk, events
@@ -429,9 +469,7 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 	if secret == "" {
 		return redirect(c, Prefix+"/w/"+member(c).WorkspaceID+"/settings/integrations?done=integrations")
 	}
-	pg.HelpdeskURL, pg.EventsURL, pg.SigningSecretSet, pg.NewSecret = updated.HelpdeskURL, updated.EventsURL, true, secret
-	v.Notice = mustText("integrations.saved")
-	return h.render(c, fiber.StatusOK, "integrations", v)
+	return h.toSigningSecret(c, secret, "integrations.saved")
 }
 
 // RotateSigningPage asks to confirm replacing the signing secret.
@@ -450,17 +488,14 @@ func (h *Handlers) RotateSigningSecret(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := h.revealStore(); err != nil {
+		return err
+	}
 	ws, err := d.RotateSigningSecret(c.UserContext(), member(c).WorkspaceID)
 	if err != nil {
 		return err
 	}
-	v, pg, _, err := h.integrationsView(c, d)
-	if err != nil {
-		return err
-	}
-	pg.SigningSecretSet, pg.NewSecret = true, ws.SigningSecret
-	v.Notice = mustText("signing.rotated")
-	return h.render(c, fiber.StatusOK, "integrations", v)
+	return h.toSigningSecret(c, ws.SigningSecret, "signing.rotated")
 }
 
 // Delivery log

@@ -56,17 +56,17 @@ func TestSettingsRoleMatrix(t *testing.T) {
 	}{
 		{"GET", "/console/w/ws_a/settings", nil, want{ok, ok, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/api-keys", nil, want{ok, ok, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/settings/api-keys", url.Values{"name": {"CI"}}, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/api-keys", url.Values{"name": {"CI"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/api-keys/" + seededKeyID + "/revoke", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/settings/api-keys/" + seededKeyID + "/revoke", nil, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/webhook-secret", nil, want{ok, forbid, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/settings/webhook-secret/reveal", pw, want{ok, forbid, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/webhook-secret/reveal", pw, want{see, forbid, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/webhook-secret/rotate?grace=24h", nil, want{ok, forbid, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/settings/webhook-secret/rotate", url.Values{"grace": {"24h"}, "password": {ownerPassword}}, want{ok, forbid, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/webhook-secret/rotate", url.Values{"grace": {"24h"}, "password": {ownerPassword}}, want{see, forbid, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/integrations", nil, want{ok, ok, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/settings/integrations", url.Values{"eventsUrl": {"https://hooks.example.com/c"}}, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/integrations", url.Values{"eventsUrl": {"https://hooks.example.com/c"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/integrations/signing-secret", nil, want{ok, ok, forbid, nf, see}},
-		{"POST", "/console/w/ws_a/settings/integrations/signing-secret", nil, want{ok, ok, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/integrations/signing-secret", nil, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/deliveries", nil, want{ok, ok, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/deliveries/" + failedID, nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/settings/deliveries/" + failedID + "/retry", nil, want{see, see, forbid, nf, see}},
@@ -180,6 +180,9 @@ func TestSettingsEscaping(t *testing.T) {
 	for _, p := range pages {
 		t.Run(p.Method+" "+p.Path, func(t *testing.T) {
 			r := h.do(t, p)
+			if r.Status == http.StatusSeeOther {
+				r = h.follow(t, r, p.As) // a new key's name is shown after the redirect
+			}
 			if r.Status >= 500 {
 				t.Fatalf("status %d:\n%s", r.Status, r.Body)
 			}
@@ -247,6 +250,9 @@ func TestSettingsPagesKeepToTheCSP(t *testing.T) {
 	} {
 		t.Run(p.Method+" "+p.Path+" "+p.As, func(t *testing.T) {
 			r := h.do(t, p)
+			if p.Method == "POST" {
+				r = h.follow(t, r, p.As) // the page showing the secret
+			}
 			if r.Status != http.StatusOK {
 				t.Fatalf("status %d:\n%s", r.Status, r.Body)
 			}
@@ -255,16 +261,21 @@ func TestSettingsPagesKeepToTheCSP(t *testing.T) {
 	}
 }
 
-// A new key's secret is on the answer that made it and on no later page;
-// the list shows name, prefix, creation, last use and revocation.
+// A new key's secret is on the one page the POST that made it redirects
+// to and on no later page, not even a reload of that one; the list shows
+// name, prefix, creation, last use and revocation.
 func TestAPIKeys(t *testing.T) {
 	h := newHarness(t, publicURL)
 	h.seedSettings(t)
 	used := fakeNow.Add(time.Hour)
 	h.settings.keys["ws_a"][0].LastUsedAt = &used
-	r := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/settings/api-keys", As: "admin", Form: url.Values{"name": {"  Nightly export "}}})
+	posted := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/settings/api-keys", As: "admin", Form: url.Values{"name": {"  Nightly export "}}})
+	if posted.Status != http.StatusSeeOther || strings.Contains(posted.Body, "sk_") {
+		t.Fatalf("create: %d\n%s", posted.Status, posted.Body)
+	}
+	r := h.follow(t, posted, "admin")
 	if r.Status != http.StatusOK {
-		t.Fatalf("create: %d\n%s", r.Status, r.Body)
+		t.Fatalf("created page: %d\n%s", r.Status, r.Body)
 	}
 	keys := h.settings.keys["ws_a"]
 	if len(keys) != 2 || keys[0].Name != "Nightly export" {
@@ -279,9 +290,14 @@ func TestAPIKeys(t *testing.T) {
 			t.Errorf("no %q on the created page", want)
 		}
 	}
+	reload := h.do(t, req{Path: posted.location(), As: "admin"})
+	if reload.Status != http.StatusOK || strings.Contains(reload.Body, secret[1]) || strings.Contains(reload.Body, `id="key-secret"`) ||
+		!strings.Contains(reload.Body, "This secret was shown once already") || len(h.settings.keys["ws_a"]) != 2 {
+		t.Fatalf("a reload shows the secret again, or made a key (%d keys):\n%s", len(h.settings.keys["ws_a"]), reload.Body)
+	}
 	list := h.do(t, req{Path: "/console/w/ws_a/settings/api-keys", As: "admin"})
 	if strings.Contains(list.Body, secret[1]) || strings.Contains(list.Body, `id="key-secret"`) {
-		t.Fatal("a reload shows the secret again")
+		t.Fatal("the list shows the secret again")
 	}
 	for _, want := range []string{"Nightly export", keys[0].DisplayPrefix + "…", "CRM sync", "sk_live_abcdef…",
 		"2027-03-01 09:30 UTC", "2027-03-01 10:30 UTC", "never", "Active"} {
@@ -362,12 +378,21 @@ func TestWebhookSecretReveal(t *testing.T) {
 	}
 	h.accounts.confirmLimited = false
 	r = reveal(ownerPassword)
+	if r.Status != http.StatusSeeOther || strings.Contains(r.Body, "whsec_never_shown") {
+		t.Fatalf("the reveal answers with the secret: %d\n%s", r.Status, r.Body)
+	}
+	shown := r.location()
+	r = h.follow(t, r, "owner")
 	if r.Status != http.StatusOK || !strings.Contains(r.Body, `<code id="webhook-secret" class="break">whsec_never_shown</code>`) ||
 		!strings.Contains(r.Body, "reloading hides it again") {
 		t.Fatalf("right password: %d\n%s", r.Status, r.Body)
 	}
+	if again := h.do(t, req{Path: shown, As: "owner"}); strings.Contains(again.Body, "whsec_never_shown") ||
+		!strings.Contains(again.Body, "This secret was shown once already") {
+		t.Fatalf("a reload shows the secret:\n%s", again.Body)
+	}
 	if again := h.do(t, req{Path: "/console/w/ws_a/settings/webhook-secret", As: "owner"}); strings.Contains(again.Body, "whsec_never_shown") {
-		t.Fatal("a reload shows the secret")
+		t.Fatal("the page shows the secret")
 	}
 }
 
@@ -412,8 +437,12 @@ func TestWebhookSecretRotation(t *testing.T) {
 	}
 	h.accounts.confirmLimited = false
 
-	r := post("7d", ownerPassword)
+	posted := post("7d", ownerPassword)
 	sec := h.settings.secrets["ws_a"]
+	if posted.Status != http.StatusSeeOther || strings.Contains(posted.Body, sec.current) {
+		t.Fatalf("the rotation answers with the secret: %d\n%s", posted.Status, posted.Body)
+	}
+	r := h.follow(t, posted, "owner")
 	if r.Status != http.StatusOK || sec.current == "" || sec.previous != "whsec_never_shown" || time.Until(sec.until) < 167*time.Hour {
 		t.Fatalf("rotate: %d %+v\n%s", r.Status, sec, r.Body)
 	}
@@ -422,11 +451,12 @@ func TestWebhookSecretRotation(t *testing.T) {
 		strings.Contains(r.Body, "whsec_never_shown") {
 		t.Fatalf("the new secret or the grace is not shown (or the old secret is):\n%s", r.Body)
 	}
-	after := h.do(t, req{Path: "/console/w/ws_a/settings/webhook-secret", As: "owner"})
-	if strings.Contains(after.Body, sec.current) || !strings.Contains(after.Body, "The previous secret is still accepted until") {
-		t.Fatalf("after a reload:\n%s", after.Body)
+	after := h.do(t, req{Path: posted.location(), As: "owner"})
+	if strings.Contains(after.Body, sec.current) || !strings.Contains(after.Body, "The previous secret is still accepted until") ||
+		h.settings.secrets["ws_a"] != sec {
+		t.Fatalf("after a reload (rotated again: %v):\n%s", h.settings.secrets["ws_a"] != sec, after.Body)
 	}
-	if r := post("none", ownerPassword); r.Status != http.StatusOK || h.settings.secrets["ws_a"].previous != "" ||
+	if r := h.follow(t, post("none", ownerPassword), "owner"); r.Status != http.StatusOK || h.settings.secrets["ws_a"].previous != "" ||
 		strings.Contains(r.Body, "still accepted") {
 		t.Fatalf("no grace: %d %+v", r.Status, h.settings.secrets["ws_a"])
 	}
@@ -467,7 +497,7 @@ func TestIntegrations(t *testing.T) {
 		})
 	}
 
-	r := save("", "https://hooks.example.com/c")
+	r := h.follow(t, save("", "https://hooks.example.com/c"), "admin")
 	first := h.settings.integrations["ws_a"].signing
 	if r.Status != http.StatusOK || first == "" || !strings.Contains(r.Body, `<code id="signing-secret" class="break">`+escaped(first)+`</code>`) ||
 		!strings.Contains(r.Body, "you will not see it again") || !strings.Contains(r.Body, `value="https://hooks.example.com/c"`) {
@@ -499,7 +529,7 @@ func TestIntegrations(t *testing.T) {
 	if !strings.Contains(confirm.Body, "Replace the signing secret?") || h.settings.integrations["ws_a"].signing != first {
 		t.Fatalf("confirmation:\n%s", confirm.Body)
 	}
-	r = h.do(t, req{Method: "POST", Path: "/console/w/ws_a/settings/integrations/signing-secret", As: "admin"})
+	r = h.follow(t, h.do(t, req{Method: "POST", Path: "/console/w/ws_a/settings/integrations/signing-secret", As: "admin"}), "admin")
 	rotated := h.settings.integrations["ws_a"].signing
 	if r.Status != http.StatusOK || rotated == first || !strings.Contains(r.Body, escaped(rotated)) ||
 		strings.Contains(r.Body, escaped(first)) {

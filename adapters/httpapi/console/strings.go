@@ -280,6 +280,7 @@ var text = map[string]string{
 	"nav.deliveries":   "Delivery log",
 	"nav.plan":         "Plan",
 
+	"reveal.gone":        "This secret was shown once already, or waited too long, and is not shown again.",
 	"keys.title":         "API keys",
 	"keys.intro":         "A key lets a program use the API for this workspace. Give each program its own key, so you can revoke one without stopping the others.",
 	"keys.empty":         "No API keys yet. Create one for each program that calls the API.",

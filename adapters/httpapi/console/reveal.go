@@ -115,7 +115,10 @@ func (h *Handlers) keepReveal(c *fiber.Ctx, page string, r reveal) error {
 // shown already, expired, or is not this session's, page's or workspace's.
 func (h *Handlers) takeReveal(c *fiber.Ctx, v *view, kind revealKind) (*reveal, error) {
 	id := c.Query(shownParam)
-	if id == "" {
+	// A HEAD gets no body, so it must not use the secret up: a link
+	// checker or a proxy probing the page would otherwise hide it from
+	// the person it was made for.
+	if id == "" || c.Method() == fiber.MethodHead {
 		return nil, nil
 	}
 	gone := func() (*reveal, error) {

@@ -25,6 +25,7 @@ test: services mock-llm mailpit browser
 BENCH ?= .
 bench: services
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -timeout 30m ./app/concierge/
+	CONCIERGE_SCALE_SEARCH=1 $(GO) test -count=1 -v -run '^TestSearchConversationsScales$$' -timeout 30m ./adapters/postgres/
 
 ## eval: answer quality on the evaluation sets in testdata/eval, per set and
 ## tuning/held-out half: recall@1, recall@5 and MRR for a plain BM25 floor,

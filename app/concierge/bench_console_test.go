@@ -251,7 +251,9 @@ func BenchmarkConsolePages(b *testing.B) {
 	for name, h := range timingHeaders {
 		fmt.Fprintf(&table, "Server-Timing of %s: %s\n", name, h)
 	}
-	b.Log(table.String())
+	// Straight to the output: the testing package keeps only the first ten
+	// lines a benchmark logs, and the table is longer.
+	fmt.Print(table.String())
 	b.ReportMetric(ms(worst), "worst-p99-ms")
 	b.ReportMetric(float64(heaviest)/1000, "heaviest-KB")
 	b.Logf("worst p99 %.2f ms (budget < %.0f ms), heaviest page %.1f KB (budget < %d KB)", ms(worst), ms(consoleBudgetP99), float64(heaviest)/1000, consoleBudgetWeight/1000)
@@ -297,7 +299,20 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 			}
 			numbered.WriteString(part)
 		}
-		if _, err := s.sys.db.Pool.Exec(ctx, numbered.String(), params...); err != nil {
+		// The rows are consistent by construction, so the foreign keys'
+		// per-row checks are skipped (session_replication_role = replica,
+		// for this transaction only): checking a million messages' keys one
+		// by one took longer than inserting them.
+		tx, err := s.sys.db.Pool.Begin(ctx)
+		if err == nil {
+			if _, err = tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err == nil {
+				if _, err = tx.Exec(ctx, numbered.String(), params...); err == nil {
+					err = tx.Commit(ctx)
+				}
+			}
+			_ = tx.Rollback(ctx)
+		}
+		if err != nil {
 			b.Fatalf("seeding the %s workspace: %v\n%s", name, err, query)
 		}
 	}
@@ -355,6 +370,8 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 		FROM generate_series(1, ?::int) AS i
 		JOIN agents a ON a.workspace_id = ? AND a.slug = (ARRAY['support','support','support','support','support','support','billing','sales','onboarding','internal'])[1 + i % 10]`,
 		tag, n, n, n, n, n, tn.ID)
+
+	exec("ANALYZE conversations")
 
 	// Every conversation gets the template's ten messages. Half keep their
 	// traces (the trace is kept with every answer; a retention policy may

@@ -328,8 +328,8 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 	}
 
 	// A template conversation of ten messages from the real chat engine:
-	// answers with citations and traces, an answer from a Q&A source, and
-	// two fallbacks (nothing relevant; a blocked topic).
+	// five questions, some answered with citations, some falling back (one
+	// is a blocked topic), the replies with their retrieval traces.
 	var session string
 	for _, q := range []string{"How long does shipping take?", "How do I reset my password?", "Can I return an item after two weeks?",
 		"What is the airspeed velocity of an unladen swallow?", "What do you think about politics and the election?"} {
@@ -373,11 +373,11 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 
 	exec("ANALYZE conversations")
 
-	// Every conversation gets the template's ten messages. Half keep their
-	// traces (the trace is kept with every answer; a retention policy may
-	// drop old ones, so both kinds are in the table); one in ten has a
-	// thumbs-down on its fallback and one in five a thumbs-up on its
-	// first answer.
+	// Every conversation gets the template's ten messages. Half the
+	// conversations keep their replies' traces, so transcripts with and
+	// without them are both in the table; one in ten has thumbs-down
+	// ratings on its fallbacks and one in five a thumbs-up on its first
+	// answer.
 	exec(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at,
 			trace, token_ends, status, author_name, feedback_rating, feedback_comment, feedback_at, fallback_reason, offer_handoff)
 		SELECT 'msg_' || lpad((?::int)::text || n::text || 'x' || k::text, 26, '0'), workspace_id, id, role, content, citations,

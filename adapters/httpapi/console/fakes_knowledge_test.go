@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -79,12 +80,22 @@ func (f *fakeAgents) ListSources(ctx context.Context, ws, slug string, page doma
 			out = append(out, s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.After(out[j].CreatedAt) })
-	more := false
-	if page.Limit > 0 && len(out) > page.Limit {
-		out, more = out[:page.Limit], true
+	// Newest first, by (created, id), and after the position asked for,
+	// as the store pages.
+	newer := func(a, b domain.Source) bool {
+		return a.CreatedAt.After(b.CreatedAt) || a.CreatedAt.Equal(b.CreatedAt) && a.ID > b.ID
 	}
-	return domain.Page[domain.Source]{Items: out, HasMore: more}, nil
+	sort.Slice(out, func(i, j int) bool { return newer(out[i], out[j]) })
+	if page.After != nil {
+		at := domain.Source{CreatedAt: page.After.Time, ID: page.After.ID}
+		out = slices.DeleteFunc(out, func(s domain.Source) bool { return !newer(at, s) })
+	}
+	p := domain.Page[domain.Source]{Items: out}
+	if page.Limit > 0 && len(out) > page.Limit {
+		p.Items, p.HasMore = out[:page.Limit], true
+		p.Next = &domain.Position{Time: p.Items[page.Limit-1].CreatedAt, ID: p.Items[page.Limit-1].ID}
+	}
+	return p, nil
 }
 
 func (f *fakeAgents) GetSource(ctx context.Context, ws, slug, id string) (domain.Source, error) {

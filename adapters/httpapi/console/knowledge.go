@@ -8,12 +8,14 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
+	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -22,9 +24,8 @@ import (
 // through agent.Service's source calls, the ones the v2 API makes, so a
 // source refused there is refused here with the same words.
 
-// listedSources is how many sources the page shows: the newest, one page
-// of the store. Most agents have far fewer; the page says when there are
-// more.
+// listedSources is how many sources a page of the list shows, newest
+// first; older ones are on the next pages (?cursor=, v2's cursors).
 const listedSources = 100
 
 // maxFilesPerUpload bounds the files of one upload form. With JavaScript
@@ -78,6 +79,10 @@ type sourceList struct {
 	Items  []sourceRow
 	Active int
 	More   bool
+	// Next is the URL of the page of older sources, "" on the last;
+	// Newest that of the first page, "" on it. Poll is the list's own URL,
+	// which htmx polls, on the same page.
+	Next, Newest, Poll string
 	// Summary is the one line read out (aria-live) as statuses change.
 	Summary string
 	// Reindex and Delete are the row actions' labels.
@@ -120,15 +125,29 @@ func (h *Handlers) KnowledgeLanding(c *fiber.Ctx) error {
 	return h.render(c, fiber.StatusOK, "knowledge", v)
 }
 
-// listSources reads the newest sources of the agent.
+// listSources reads a page of the agent's sources, newest first: the
+// first, or the one the request's cursor names.
 func (h *Handlers) listSources(c *fiber.Ctx, slug string) (sourceList, error) {
-	p, err := h.agents.ListSources(c.UserContext(), member(c).WorkspaceID, slug, domain.PageRequest{Limit: listedSources})
+	scope := "console-sources|agent=" + slug
+	page, err := wire.Page(c, scope, domain.PrefixSource)
 	if err != nil {
 		return sourceList{}, err
 	}
-	l := sourceList{Items: make([]sourceRow, len(p.Items)), More: p.HasMore,
-		Reindex: mustText("knowledge.reindex"), Delete: mustText("knowledge.delete")}
+	page.Limit = listedSources
+	p, err := h.agents.ListSources(c.UserContext(), member(c).WorkspaceID, slug, page)
+	if err != nil {
+		return sourceList{}, err
+	}
 	base := Prefix + "/w/" + member(c).WorkspaceID + "/agents/" + slug + "/knowledge"
+	l := sourceList{Items: make([]sourceRow, len(p.Items)), More: p.HasMore, Poll: base + "/list",
+		Reindex: mustText("knowledge.reindex"), Delete: mustText("knowledge.delete")}
+	if raw := c.Query("cursor"); raw != "" {
+		l.Newest = base
+		l.Poll += "?cursor=" + url.QueryEscape(raw)
+	}
+	if list := wire.NewList(p, scope, func(s domain.Source) domain.Source { return s }); list.Meta.NextCursor != nil {
+		l.Next = base + "?cursor=" + url.QueryEscape(*list.Meta.NextCursor)
+	}
 	ready, failed := 0, 0
 	for i, s := range p.Items {
 		l.Items[i] = newSourceRow(base, s)

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -279,12 +280,27 @@ func TestKnowledgeList(t *testing.T) {
 	if t.Failed() {
 		t.Log(page.Body)
 	}
-	// Past one page, the list says it shows the newest.
+	// Past one page, older sources are a link away, and the polled list
+	// stays on the page it is on.
 	for range 100 {
-		h.seedSource(t, "support", domain.Source{Type: domain.SourceText, Name: "n", Status: domain.SourceReady})
+		h.seedSource(t, "support", domain.Source{Type: domain.SourceText, Name: "n", Status: domain.SourcePending})
 	}
-	if more := h.do(t, req{Path: knowledgePath, As: "admin"}); !strings.Contains(more.Body, "Showing the 100 newest sources.") {
-		t.Fatal("no note that the list is cut")
+	first := h.do(t, req{Path: knowledgePath, As: "admin"})
+	older := regexp.MustCompile(`<a href="([^"]+)" rel="next">Older sources</a>`).FindStringSubmatch(first.Body)
+	if older == nil || strings.Contains(first.Body, "Newest sources") || strings.Contains(first.Body, "Manual") {
+		t.Fatalf("the first page holds the oldest source or no link to older ones:\n%s", first.Body)
+	}
+	next := h.do(t, req{Path: html.UnescapeString(older[1]), As: "admin"})
+	if next.Status != http.StatusOK || !strings.Contains(next.Body, "Manual") || !strings.Contains(next.Body, "shop.example/") ||
+		!strings.Contains(next.Body, `<a href="`+knowledgePath+`">Newest sources</a>`) || strings.Contains(next.Body, "Older sources") {
+		t.Fatalf("the second page: %d\n%s", next.Status, next.Body)
+	}
+	// The list's own URL (what htmx polls while a source indexes).
+	if !strings.Contains(html.UnescapeString(next.Body), `data-list="`+knowledgePath+`/list`+html.UnescapeString(older[1])[len(knowledgePath):]+`"`) {
+		t.Fatalf("the second page polls another page:\n%s", next.Body)
+	}
+	if bad := h.do(t, req{Path: knowledgePath + "?cursor=nonsense", As: "admin"}); bad.Status != http.StatusBadRequest {
+		t.Fatalf("a bad cursor: %d", bad.Status)
 	}
 }
 

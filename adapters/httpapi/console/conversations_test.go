@@ -128,31 +128,33 @@ func TestConversationsRoleMatrix(t *testing.T) {
 	}
 }
 
-// Every playground POST needs the session's CSRF token; refused, nothing is
-// asked.
+// Every playground POST, the form's and the stream's, needs the session's
+// CSRF token; refused, nothing is asked.
 func TestConversationsCSRF(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		r    req
-	}{
-		{"no token", req{NoCSRF: true}},
-		{"another session's token", req{CSRF: "csrf_admin"}},
-		{"cross-site", req{Header: map[string]string{"Sec-Fetch-Site": "cross-site"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, publicURL)
-			h.seedAgent(t, "support", "Support", true)
-			r := tc.r
-			r.Method, r.Path, r.As = "POST", "/console/w/ws_a/playground", "owner"
-			r.Form = url.Values{"agent": {"support"}, "question": {"Hello?"}}
-			res := h.do(t, r)
-			if res.Status != http.StatusForbidden {
-				t.Fatalf("status %d, want 403:\n%s", res.Status, res.Body)
-			}
-			if len(h.chat.requests) != 0 || len(h.convs.convs) != 0 {
-				t.Fatalf("a refused POST asked the engine: %+v", h.chat.requests)
-			}
-		})
+	for _, path := range []string{"/console/w/ws_a/playground", streamPath} {
+		for _, tc := range []struct {
+			name string
+			r    req
+		}{
+			{"no token", req{NoCSRF: true}},
+			{"another session's token", req{CSRF: "csrf_admin"}},
+			{"cross-site", req{Header: map[string]string{"Sec-Fetch-Site": "cross-site"}}},
+		} {
+			t.Run(path+" "+tc.name, func(t *testing.T) {
+				h := newHarness(t, publicURL)
+				h.seedAgent(t, "support", "Support", true)
+				r := tc.r
+				r.Method, r.Path, r.As = "POST", path, "owner"
+				r.Form = url.Values{"agent": {"support"}, "question": {"Hello?"}}
+				res := h.do(t, r)
+				if res.Status != http.StatusForbidden {
+					t.Fatalf("status %d, want 403:\n%s", res.Status, res.Body)
+				}
+				if len(h.chat.requests) != 0 || len(h.convs.convs) != 0 {
+					t.Fatalf("a refused POST asked the engine: %+v", h.chat.requests)
+				}
+			})
+		}
 	}
 }
 

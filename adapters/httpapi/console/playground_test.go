@@ -104,34 +104,6 @@ func TestPlaygroundStreamRoleMatrix(t *testing.T) {
 	}
 }
 
-// The stream endpoint needs the session's CSRF token like every POST;
-// refused, nothing is asked.
-func TestPlaygroundStreamCSRF(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		r    req
-	}{
-		{"no token", req{NoCSRF: true}},
-		{"another session's token", req{CSRF: "csrf_admin"}},
-		{"cross-site", req{Header: map[string]string{"Sec-Fetch-Site": "cross-site"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, publicURL)
-			h.seedAgent(t, "support", "Support", true)
-			r := tc.r
-			r.Method, r.Path, r.As = "POST", streamPath, "owner"
-			r.Form = url.Values{"agent": {"support"}, "question": {"Hello?"}}
-			res := h.do(t, r)
-			if res.Status != http.StatusForbidden {
-				t.Fatalf("status %d, want 403:\n%s", res.Status, res.Body)
-			}
-			if len(h.chat.requests) != 0 || len(h.convs.convs) != 0 {
-				t.Fatalf("a refused POST asked the engine: %+v", h.chat.requests)
-			}
-		})
-	}
-}
-
 // The answer streams as the engine writes it: the question, its tokens,
 // then done with the conversation's id, whose playground page then shows
 // the answer with its citation and open trace. The conversation is the

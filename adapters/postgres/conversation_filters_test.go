@@ -397,8 +397,9 @@ func TestConversationFiltersMigrationDownAndUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := provider.Down(ctx); err != nil || r.Source.Version != 15 {
-		t.Fatalf("down: %+v, %v", r, err)
+	// Down to 14, through the later migrations that stand on 00015.
+	if rs, err := provider.DownTo(ctx, 14); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 15 {
+		t.Fatalf("down to 14: %+v, %v", rs, err)
 	}
 	var columns int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.columns

@@ -40,8 +40,9 @@ type consoleWorkspace struct {
 	cookie string
 	// transcript is a chat conversation with a full transcript; playground
 	// one started in the playground; laterCursor the URL of a conversation
-	// list page 1,000 conversations deep.
-	transcript, playground, laterCursor string
+	// list page 1,000 conversations deep; olderSources that of a knowledge
+	// page 5,000 sources deep.
+	transcript, playground, laterCursor, olderSources string
 	// dateFrom and dateTo bound a week of the seeded activity.
 	dateFrom, dateTo string
 }
@@ -67,6 +68,7 @@ var consolePages = []consolePage{
 	// more: it has no later page. Its list fragment, which htmx polls while
 	// sources index, is the other read of the 10,000 sources.
 	{"knowledge (first page)", func(consoleWorkspace) string { return "/agents/support/knowledge" }},
+	{"knowledge 5000 sources deep", func(w consoleWorkspace) string { return w.olderSources }},
 	{"knowledge list fragment", func(consoleWorkspace) string { return "/agents/support/knowledge/list" }},
 	{"conversations", func(consoleWorkspace) string { return "/conversations" }},
 	{"conversations agent+status", func(consoleWorkspace) string { return "/conversations?agent=support&status=RESOLVED" }},
@@ -482,25 +484,31 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 	}
 	mid := time.Now().UTC().AddDate(0, 0, -50)
 	w.dateFrom, w.dateTo = mid.AddDate(0, 0, -6).Format("2006-01-02"), mid.Format("2006-01-02")
-	w.laterCursor = "/conversations"
-	next := regexp.MustCompile(`href="(/console/w/[^"]+/conversations\?[^"]*cursor=[^"]+)"`)
 	jar, _ := cookiejar.New(nil)
 	u, _ := url.Parse(s.base)
 	jar.SetCookies(u, []*http.Cookie{{Name: "concierge_session", Value: w.cookie}})
 	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	for range min(40, n/25) {
-		resp, err := client.Get(s.base + "/console/w/" + tn.ID + w.laterCursor)
-		if err != nil {
-			b.Fatal(err)
+	// follow walks a list from its first page through its own next-page
+	// links, at most pages times, and returns the URL it got to.
+	follow := func(first string, next *regexp.Regexp, pages int) string {
+		at := first
+		for range pages {
+			resp, err := client.Get(s.base + "/console/w/" + tn.ID + at)
+			if err != nil {
+				b.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			m := next.FindStringSubmatch(string(body))
+			if m == nil {
+				break
+			}
+			at = strings.TrimPrefix(html.UnescapeString(m[1]), "/console/w/"+tn.ID)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		m := next.FindStringSubmatch(string(body))
-		if m == nil {
-			break
-		}
-		w.laterCursor = strings.TrimPrefix(html.UnescapeString(m[1]), "/console/w/"+tn.ID)
+		return at
 	}
+	w.laterCursor = follow("/conversations", regexp.MustCompile(`href="(/console/w/[^"]+/conversations\?[^"]*cursor=[^"]+)"`), min(40, n/25))
+	w.olderSources = follow("/agents/support/knowledge", regexp.MustCompile(`href="(/console/w/[^"]+/knowledge\?cursor=[^"]+)" rel="next"`), min(50, size.sources/100))
 	b.Logf("%s workspace: %d conversations, %d messages, %d sources, %d members, %d API keys, %d deliveries in %s",
 		name, n, messages, size.sources, size.members, size.apiKeys, size.deliveries, time.Since(start).Round(time.Millisecond))
 	return w

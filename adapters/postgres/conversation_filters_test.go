@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -439,5 +441,77 @@ func TestConversationFiltersMigrationDownAndUp(t *testing.T) {
 	}
 	if fallbacks != 1 || up != 0 || down != 1 {
 		t.Fatalf("backfilled counters %d, %d, %d; want 1, 0, 1", fallbacks, up, down)
+	}
+}
+
+// A text search walks the newest 2,000 conversations of the list, then
+// reads older matches from the trigram indexes (searchWindow). Across
+// 2,500 conversations, matches only among the oldest (as after a customer
+// left), on both sides of the window's edge, and with a filter, the pages
+// are exactly those one ordered query gives: newest first, none twice,
+// none missed.
+func TestSearchAcrossTheWindowEdge(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	// Conversation g is active at t0 + g minutes: g = 2500 is the newest,
+	// so the window holds g = 501..2500. Every 100th conversation has a
+	// contact at old-corp.example; the oldest 30 mention "legacy widget";
+	// every 10th has a fallback.
+	err := f.db.Exec(`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count,
+			last_activity_at, created_at, contact_name, contact_email, fallback_count)
+		SELECT 'ses_w' || lpad(g::text, 6, '0'), ?, ?, 'support', 'CHAT', 'AI', '', 1, ?::timestamptz + g * interval '1 minute', ?,
+			'', CASE WHEN g % 100 = 0 THEN 'buyer' || g || '@old-corp.example' ELSE '' END, CASE WHEN g % 10 = 0 THEN 1 ELSE 0 END
+		FROM generate_series(1, 2500) AS g`, f.ws.ID, f.agent.ID, micro(t0), micro(t0)).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.Exec(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at)
+		SELECT 'msg_w' || lpad(g::text, 6, '0'), ?, 'ses_w' || lpad(g::text, 6, '0'), 'USER',
+			CASE WHEN g <= 30 THEN 'Where are the docs for the legacy widget' ELSE 'Where is my order' END, '[]', ?
+		FROM generate_series(1, 2500) AS g`, f.ws.ID, micro(t0)).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	newestFirst := func(keep func(g int) bool) []string {
+		var ids []string
+		for g := 2500; g >= 1; g-- {
+			if keep(g) {
+				ids = append(ids, fmt.Sprintf("ses_w%06d", g))
+			}
+		}
+		return ids
+	}
+	for _, tc := range []struct {
+		name   string
+		filter domain.ConversationFilter
+		want   []string
+	}{
+		{"only old matches", domain.ConversationFilter{Query: "legacy widget"}, newestFirst(func(g int) bool { return g <= 30 })},
+		{"matches both sides of the edge", domain.ConversationFilter{Query: "old-corp"}, newestFirst(func(g int) bool { return g%100 == 0 })},
+		{"with a filter", domain.ConversationFilter{Query: "old-corp", Fallback: domain.FallbackFilterSome}, newestFirst(func(g int) bool { return g%100 == 0 })},
+		{"nowhere", domain.ConversationFilter{Query: "zebra"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, size := range []int{2, 25} {
+				var got []string
+				req := domain.PageRequest{Limit: size}
+				for {
+					page, err := f.store.ListConversations(ctxT(t), f.ws.ID, tc.filter, req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, c := range page.Items {
+						got = append(got, c.ID)
+					}
+					if !page.HasMore {
+						break
+					}
+					req.After = page.Next
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("pages of %d: got %d conversations %v\nwant %d %v", size, len(got), got, len(tc.want), tc.want)
+				}
+			}
+		})
 	}
 }

@@ -92,6 +92,15 @@ func (k *keysetQuery) until(column string, at time.Time) {
 	fmt.Fprintf(&k.sql, " AND %s < $%d", column, len(k.args))
 }
 
+// notBefore adds "AND (timeColumn, idColumn) >= pos" unless pos is nil.
+func (k *keysetQuery) notBefore(timeColumn, idColumn string, pos *domain.Position) {
+	if pos == nil {
+		return
+	}
+	k.args = append(k.args, dbTime(pos.Time), pos.ID)
+	fmt.Fprintf(&k.sql, " AND (%s, %s) >= ($%d, $%d)", timeColumn, idColumn, len(k.args)-1, len(k.args))
+}
+
 // page ends the query: rows after the position (when there is one) in the
 // order (timeColumn, idColumn) DESC, at most limit.
 func (k *keysetQuery) page(timeColumn, idColumn string, after *domain.Position, limit int) (string, []any) {

@@ -13,12 +13,12 @@ run: services
 	$(GO) run ./app/concierge dev
 
 ## test: the whole test suite with the race detector (scripts/test.sh: the
-## end-to-end package in two shards beside the other packages), then every
-## fuzz target for FUZZTIME (default 5s) each (scripts/fuzz.sh)
+## end-to-end package in two shards beside the other packages, then every
+## fuzz target for FUZZTIME (default 5s) each (scripts/fuzz.sh) while the
+## shards finish)
 test: services mock-llm mailpit browser
 	$(GO) vet $(PKGS)
 	GO=$(GO) TEST_FLAGS="$(TEST_FLAGS)" bash scripts/test.sh
-	GO=$(GO) bash scripts/fuzz.sh
 
 ## bench: load benchmarks against real PostgreSQL/Redis, each paired with a
 ## baseline in the same run; figures and method in docs/benchmarks.md

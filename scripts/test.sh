@@ -10,7 +10,7 @@
 #
 # TEST_FLAGS (default: -race -count=1 -timeout 14m) are passed to each run.
 # Each run's output is printed whole when it ends; the script fails if any
-# run failed.
+# run failed. It also runs the fuzz targets (scripts/fuzz.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go="${GO:-go}"
@@ -53,9 +53,17 @@ for s in 0 1; do
 	timed "$go" test "${flags[@]}" -run "^(${shard[$s]})\$" "$app" >"$logs/app-shard-$s" 2>&1 &
 	pids[app-shard-$s]=$!
 done
+# The fuzz targets (scripts/fuzz.sh) start when the other packages' tests
+# end, while the app shards, mostly waiting on processes and timeouts, still
+# run: after everything, they added minutes to the suite.
+(
+	while kill -0 "${pids[packages]}" 2>/dev/null; do sleep 1; done
+	timed env GO="$go" bash scripts/fuzz.sh
+) >"$logs/fuzz" 2>&1 &
+pids[fuzz]=$!
 
 failed=0
-for name in packages app-shard-0 app-shard-1; do
+for name in packages app-shard-0 app-shard-1 fuzz; do
 	if wait "${pids[$name]}"; then
 		echo "== $name: ok"
 	else

@@ -30,6 +30,7 @@ import (
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/savedreply"
 	corewidget "github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -49,6 +50,8 @@ type Services struct {
 	// Widgets resolves widget addresses and opens widget sessions.
 	Widgets  *corewidget.Service
 	Feedback *feedback.Service
+	// SavedReplies keeps the workspace's saved replies.
+	SavedReplies *savedreply.Service
 	// Console serves /console; nil leaves the console out.
 	Console *console.Handlers
 }
@@ -142,6 +145,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		deliveries    = v2.NewDeliveryHandlers(s.Deliveries)
 		events        = v2.NewEventHandlers(follower)
 		ratings       = v2.NewFeedbackHandlers(s.Feedback)
+		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
 
 		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
 		sessionEvents   = v1.NewEventHandlers(follower)
@@ -203,6 +207,11 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Get("/deliveries", deliveries.List)
 	v2api.Get("/deliveries/:id", deliveries.Get)
 	v2api.Post("/deliveries/:id/retry", deliveries.Retry)
+	v2api.Get("/saved-replies", replies.List)
+	v2api.Post("/saved-replies", replies.Create)
+	v2api.Get("/saved-replies/:id", replies.Get)
+	v2api.Patch("/saved-replies/:id", replies.Update)
+	v2api.Delete("/saved-replies/:id", replies.Delete)
 
 	v1api := api.Group("/v1", keyed)
 	v1api.Post("/sessions", sessions.CreateSession)

@@ -65,7 +65,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "source_files", "sources", "users", "workspaces"}
+	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "saved_replies", "source_files", "sources", "users", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}
@@ -85,6 +85,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"workspaces_webhook_secret_hash_key", "workspaces_previous_webhook_secret_hash_idx", "api_keys_hash_key",
 		"outbox_due_idx", "outbox_workspace_created_idx",
 		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
+		"saved_replies_workspace_shortcut_key", "saved_replies_created_by_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

@@ -39,6 +39,7 @@ import (
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -67,6 +68,7 @@ type system struct {
 	deliveries    *delivery.Service
 	widgets       *widget.Service
 	feedback      *feedback.Service
+	savedReplies  *savedreply.Service
 	chat          *chat.Service
 	// lifecycle is the Conversation aggregate every capability goes through.
 	lifecycle *conversation.Lifecycle
@@ -139,6 +141,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.widgets = widget.NewService(widget.Deps{
 		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Lifecycle: s.lifecycle, Clock: s.clock,
 	})
+	s.savedReplies = savedreply.NewService(s.store, s.clock)
 	s.feedback = feedback.NewService(feedback.Deps{
 		Agents: s.agentCache, Lifecycle: s.lifecycle, Feedback: s.store, Clock: s.clock,
 	})
@@ -376,7 +379,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	}
 	app, err := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff,
-			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback, Console: con},
+			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
+			SavedReplies: s.savedReplies, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,

@@ -66,11 +66,15 @@ const (
 	PermMembers Permission = "members"
 	// PermSecrets: reveal and rotate the webhook secret.
 	PermSecrets Permission = "secrets"
+	// PermSavedReplies: create, edit and delete the workspace's saved replies.
+	// Every member reads them (the composer offers them to agents), so reading
+	// needs no permission beyond membership.
+	PermSavedReplies Permission = "saved-replies"
 )
 
 var rolePermissions = map[MemberRole]map[Permission]bool{
-	MemberOwner: {PermConversations: true, PermAgents: true, PermSettings: true, PermMembers: true, PermSecrets: true},
-	MemberAdmin: {PermConversations: true, PermAgents: true, PermSettings: true, PermMembers: true},
+	MemberOwner: {PermConversations: true, PermAgents: true, PermSettings: true, PermMembers: true, PermSecrets: true, PermSavedReplies: true},
+	MemberAdmin: {PermConversations: true, PermAgents: true, PermSettings: true, PermMembers: true, PermSavedReplies: true},
 	MemberAgent: {PermConversations: true},
 }
 

@@ -192,3 +192,47 @@ func TestErrorCode(t *testing.T) {
 }
 
 func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+func TestSavedReplyValidate(t *testing.T) {
+	valid := SavedReply{Shortcut: "refund-policy-2", Title: "Refunds", Body: "We refund within 30 days."}
+	tests := []struct {
+		name   string
+		change func(*SavedReply)
+		field  string // "" means valid
+	}{
+		{"valid", func(*SavedReply) {}, ""},
+		{"shortcut of 32", func(r *SavedReply) { r.Shortcut = strings.Repeat("a", 32) }, ""},
+		{"title of 100 runes", func(r *SavedReply) { r.Title = strings.Repeat("é", 100) }, ""},
+		{"body at the message cap", func(r *SavedReply) { r.Body = strings.Repeat("ü", MaxMessageLength) }, ""},
+		{"empty shortcut", func(r *SavedReply) { r.Shortcut = "" }, "shortcut"},
+		{"shortcut of 33", func(r *SavedReply) { r.Shortcut = strings.Repeat("a", 33) }, "shortcut"},
+		{"upper-case shortcut", func(r *SavedReply) { r.Shortcut = "Refund" }, "shortcut"},
+		{"shortcut with a space", func(r *SavedReply) { r.Shortcut = "re fund" }, "shortcut"},
+		{"shortcut with a slash", func(r *SavedReply) { r.Shortcut = "/refund" }, "shortcut"},
+		{"non-ASCII shortcut", func(r *SavedReply) { r.Shortcut = "réponse" }, "shortcut"},
+		{"shortcut with NUL", func(r *SavedReply) { r.Shortcut = "a\x00" }, "shortcut"},
+		{"blank title", func(r *SavedReply) { r.Title = "  " }, "title"},
+		{"title of 101 runes", func(r *SavedReply) { r.Title = strings.Repeat("é", 101) }, "title"},
+		{"invalid UTF-8 title", func(r *SavedReply) { r.Title = "\xff" }, "title"},
+		{"blank body", func(r *SavedReply) { r.Body = "\n" }, "body"},
+		{"body over the cap", func(r *SavedReply) { r.Body = strings.Repeat("a", MaxMessageLength+1) }, "body"},
+		{"body with NUL", func(r *SavedReply) { r.Body = "hi\x00" }, "body"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := valid
+			tt.change(&r)
+			err := r.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Fields[tt.field] == "" {
+				t.Fatalf("Validate() = %v, want a ValidationError on %q", err, tt.field)
+			}
+		})
+	}
+}

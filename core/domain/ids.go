@@ -19,6 +19,7 @@ const (
 	PrefixInboundEvent = "evt_"
 	PrefixChunk        = "chk_"
 	PrefixDelivery     = "dlv_"
+	PrefixSavedReply   = "rpl_"
 	// PrefixAPIKeySecret starts every API key secret, so leaked keys are easy
 	// to recognise in logs and by secret scanners.
 	PrefixAPIKeySecret = "ck_live_"

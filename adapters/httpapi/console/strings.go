@@ -256,6 +256,7 @@ var text = map[string]string{
 	"perm.settings":      "your role does not include the workspace's settings",
 	"perm.secrets":       "only owners see and change the workspace's secrets",
 	"perm.conversations": "your role does not include conversations",
+	"perm.saved-replies": "your role does not include managing saved replies",
 	"err.csrf":           "This form has expired or did not come from this console. Go back, reload the page and try again.",
 	"err.crossorigin":    "This request came from another site, so it was refused.",
 	"err.limited":        "Too many requests. Please wait %d seconds and try again.",

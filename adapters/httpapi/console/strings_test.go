@@ -31,7 +31,7 @@ func TestHandlersNameOnlyKnownTexts(t *testing.T) {
 		}
 	}
 	// Require names the permission's text by its id.
-	for _, p := range []domain.Permission{domain.PermConversations, domain.PermAgents, domain.PermSettings, domain.PermMembers, domain.PermSecrets} {
+	for _, p := range []domain.Permission{domain.PermConversations, domain.PermAgents, domain.PermSettings, domain.PermMembers, domain.PermSecrets, domain.PermSavedReplies} {
 		if _, ok := text["perm."+string(p)]; !ok {
 			t.Errorf("permission %q: no text", p)
 		}

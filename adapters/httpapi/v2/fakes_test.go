@@ -16,6 +16,7 @@ import (
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/savedreply"
 )
 
 // Scripted fakes of v2's use cases: each method records its arguments and
@@ -205,6 +206,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	deliveries := v2.NewDeliveryHandlers(fakeDeliveryLog{s})
 	events := v2.NewEventHandlers(sse.NewFollower(fakeRelay{s}))
 	ratings := v2.NewFeedbackHandlers(fakeRatedAnswers{s})
+	replies := v2.NewSavedReplyHandlers(fakeSavedReplies{s}, d)
 
 	r := app.Group("/api/v2")
 	r.Get("/agents", agents.List)
@@ -232,5 +234,38 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	r.Post("/deliveries/:id/retry", deliveries.Retry)
 	r.Get("/conversations/:id/events", events.Follow)
 	r.Get("/feedback", ratings.List)
+	r.Get("/saved-replies", replies.List)
+	r.Post("/saved-replies", replies.Create)
+	r.Get("/saved-replies/:id", replies.Get)
+	r.Patch("/saved-replies/:id", replies.Update)
+	r.Delete("/saved-replies/:id", replies.Delete)
 	return app
+}
+
+type fakeSavedReplies struct{ *httpapitest.Script }
+
+var _ v2.SavedReplies = fakeSavedReplies{}
+
+func (f fakeSavedReplies) List(_ context.Context, a savedreply.Actor, req savedreply.ListRequest) (domain.Page[domain.SavedReply], error) {
+	r := f.Call("SavedReplies.List", a, req)
+	return httpapitest.Value[domain.Page[domain.SavedReply]](r, 0), r.Err
+}
+
+func (f fakeSavedReplies) Get(_ context.Context, a savedreply.Actor, id string) (domain.SavedReply, error) {
+	r := f.Call("SavedReplies.Get", a, id)
+	return httpapitest.Value[domain.SavedReply](r, 0), r.Err
+}
+
+func (f fakeSavedReplies) Create(_ context.Context, a savedreply.Actor, d savedreply.Draft) (domain.SavedReply, error) {
+	r := f.Call("SavedReplies.Create", a, d)
+	return httpapitest.Value[domain.SavedReply](r, 0), r.Err
+}
+
+func (f fakeSavedReplies) Update(_ context.Context, a savedreply.Actor, id string, p savedreply.Patch) (domain.SavedReply, error) {
+	r := f.Call("SavedReplies.Update", a, id, p)
+	return httpapitest.Value[domain.SavedReply](r, 0), r.Err
+}
+
+func (f fakeSavedReplies) Delete(_ context.Context, a savedreply.Actor, id string) error {
+	return f.Call("SavedReplies.Delete", a, id).Err
 }

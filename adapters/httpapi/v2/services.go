@@ -11,6 +11,7 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
+	"github.com/conciergehq/concierge/core/savedreply"
 )
 
 // The use cases the v2 handlers call, each exactly as much of its service
@@ -136,4 +137,22 @@ type RatedAnswers interface {
 	// unknown agent slug is domain.ErrNotFound; a rating other than up or
 	// down is domain.ErrInvalidInput.
 	List(ctx context.Context, workspaceID string, f feedback.ListFilter, page domain.PageRequest) (domain.Page[domain.RatedAnswer], error)
+}
+
+// SavedReplies manages the workspace's saved replies (savedreply.Service).
+// An API key acts with the whole workspace's access.
+type SavedReplies interface {
+	// List returns a page in shortcut order. Returns domain.ErrInvalidInput
+	// for a bad prefix, cursor or limit.
+	List(ctx context.Context, actor savedreply.Actor, req savedreply.ListRequest) (domain.Page[domain.SavedReply], error)
+	// Get returns domain.ErrNotFound for unknown or foreign ids.
+	Get(ctx context.Context, actor savedreply.Actor, id string) (domain.SavedReply, error)
+	// Create returns domain.ErrInvalidInput for bad fields and
+	// domain.ErrConflict for a taken shortcut or a full workspace.
+	Create(ctx context.Context, actor savedreply.Actor, d savedreply.Draft) (domain.SavedReply, error)
+	// Update returns domain.ErrNotFound, domain.ErrInvalidInput or
+	// domain.ErrConflict (taken shortcut).
+	Update(ctx context.Context, actor savedreply.Actor, id string, p savedreply.Patch) (domain.SavedReply, error)
+	// Delete returns domain.ErrNotFound.
+	Delete(ctx context.Context, actor savedreply.Actor, id string) error
 }

@@ -71,7 +71,45 @@ func QueryLimit(c *fiber.Ctx) (int, error) {
 	return n, nil
 }
 
+// KeyPage reads `limit` and `cursor` for a list ordered by a unique key
+// rather than by time (saved replies by shortcut): the cursor carries the
+// last key of the previous page, which valid must accept. An absent limit
+// is the default one.
+func KeyPage(c *fiber.Ctx, scope string, valid func(string) bool) (limit int, after string, err error) {
+	if limit, err = QueryLimit(c); err != nil {
+		return 0, "", err
+	}
+	if limit, err = domain.ValidatePageLimit(limit); err != nil {
+		return 0, "", err
+	}
+	if raw := c.Query("cursor"); raw != "" {
+		pos, err := decodeCursorWith(raw, scope, valid)
+		if err != nil {
+			return 0, "", err
+		}
+		after = pos.ID
+	}
+	return limit, after, nil
+}
+
+// keyCursorTime is the time key cursors carry: the layout needs a positive
+// one, and a key list has no time to give.
+var keyCursorTime = time.UnixMicro(1)
+
+// NewKeyList maps a page of a key-ordered list (see KeyPage) to the list
+// envelope; page.Next.ID is the last key.
+func NewKeyList[T, D any](page domain.Page[D], scope string, toDTO func(D) T) List[T] {
+	if page.Next != nil {
+		page.Next = &domain.Position{Time: keyCursorTime, ID: page.Next.ID}
+	}
+	return NewList(page, scope, toDTO)
+}
+
 func decodeCursor(raw, scope, idPrefix string) (domain.Position, error) {
+	return decodeCursorWith(raw, scope, func(id string) bool { return domain.ValidID(idPrefix, id) })
+}
+
+func decodeCursorWith(raw, scope string, validID func(string) bool) (domain.Position, error) {
 	bad := func() error {
 		return domain.InvalidField("cursor", "is not a cursor issued by this API; pass meta.nextCursor unchanged")
 	}
@@ -86,7 +124,7 @@ func decodeCursor(raw, scope, idPrefix string) (domain.Position, error) {
 	}
 	micros := int64(binary.BigEndian.Uint64(b[1:9]))
 	id := string(b[cursorHeader:])
-	if micros <= 0 || !domain.ValidID(idPrefix, id) {
+	if micros <= 0 || !validID(id) {
 		return domain.Position{}, bad()
 	}
 	if binary.BigEndian.Uint64(b[9:17]) != scopeTag(scope) {

@@ -43,6 +43,10 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	k.filter("c.agent_id", filter.AgentID)
 	k.filter("c.status", string(filter.Status))
+	k.filter("c.assignee_id", filter.AssigneeID)
+	if filter.Unassigned {
+		k.and("c.assignee_id IS NULL")
+	}
 	k.since("c.last_activity_at", filter.ActiveFrom)
 	k.until("c.last_activity_at", filter.ActiveBefore)
 	switch filter.Fallback {
@@ -82,15 +86,15 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, limit+1)
 	var channel, status string
-	var verified *string
+	var verified, assignee *string
 	for rows.Next() {
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
 		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+			&verified, &c.ContactName, &c.ContactEmail, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
 			return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 		}
-		c.Channel, c.Status, c.VerifiedUserID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
 		c.LastActivityAt, c.CreatedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC()
 	}
 	if err := rows.Err(); err != nil {

@@ -270,6 +270,16 @@ func TestConversations(t *testing.T) {
 				t.Fatalf("List(%+v)", f)
 			}
 		},
+	}, {
+		Name:   "passes assignee as given and shows the conversation's",
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?assignee=none"},
+		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.assigneeId": nil}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			if f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter); f.Assignee != "none" {
+				t.Fatalf("List(%+v)", f)
+			}
+		},
 	}}, httpapitest.BadPages("/api/v2/conversations")...), httpapitest.ErrorCases(list, "Conversations.List", 400, 404, 500)...))
 
 	get := httpapitest.Request{Method: "GET", Path: "/api/v2/conversations/" + sessionID}

@@ -197,6 +197,19 @@ type ConversationStore interface {
 	ConversationWriter
 }
 
+// AssignmentStore keeps who owns a conversation.
+type AssignmentStore interface {
+	// ChangeAssignee applies change in one conditional statement and
+	// returns the conversation as it is afterwards. It returns
+	// domain.ErrNotFound unless the conversation belongs to the workspace;
+	// a domain.ValidationError on field assigneeId when the assignee is not
+	// a member of the workspace (checked in the same statement, so a member
+	// removed meanwhile is never assigned); for a take-over, the
+	// domain.ConflictError of domain.HeldByOther when another member holds
+	// it, or a domain.ConflictError naming the status when it is RESOLVED.
+	ChangeAssignee(ctx context.Context, change domain.AssigneeChange) (domain.Conversation, error)
+}
+
 // InboundEventStore keeps inbound webhook events durably.
 type InboundEventStore interface {
 	// SaveInboundEvent stores the event. If the workspace already has an event with

@@ -22,6 +22,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/widget"
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/assignment"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
@@ -44,6 +45,7 @@ type Services struct {
 	Inbound       *inbound.Service
 	Chat          *chat.Service
 	Handoff       *handoff.Service
+	Assignments   *assignment.Service
 	Deliveries    *delivery.Service
 	// Relay serves the live streams of conversations.
 	Relay *relay.Service
@@ -141,6 +143,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		conversations = v2.NewConversationHandlers(s.Conversations)
 		chats         = v2.NewChatHandlers(turns, s.Chat, decoder)
 		handoffs      = v2.NewHandoffHandlers(s.Handoff, decoder)
+		assignments   = v2.NewAssignmentHandlers(s.Assignments, decoder)
 		integrations  = v2.NewIntegrationHandlers(s.Deliveries, decoder)
 		deliveries    = v2.NewDeliveryHandlers(s.Deliveries)
 		events        = v2.NewEventHandlers(follower)
@@ -199,6 +202,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Get("/conversations/:id/events", events.Follow) // SSE
 	v2api.Post("/conversations/:id/messages", handoffs.PostMessage)
 	v2api.Post("/conversations/:id/status", handoffs.SetStatus)
+	v2api.Put("/conversations/:id/assignee", assignments.SetAssignee)
 	v2api.Get("/conversations/:id/messages/:messageId/trace", conversations.MessageTrace)
 	v2api.Get("/feedback", ratings.List)
 	v2api.Get("/integrations", integrations.Get)

@@ -52,6 +52,8 @@ func (s *Conversations) ListConversations(ctx context.Context, workspaceID strin
 		cv := c.conv
 		if cv.WorkspaceID != workspaceID || (filter.AgentID != "" && cv.AgentID != filter.AgentID) ||
 			(filter.Status != "" && cv.Status != filter.Status) ||
+			(filter.AssigneeID != "" && cv.AssigneeID != filter.AssigneeID) ||
+			(filter.Unassigned && cv.AssigneeID != "") ||
 			(!filter.ActiveFrom.IsZero() && cv.LastActivityAt.Before(dbTime(filter.ActiveFrom))) ||
 			(!filter.ActiveBefore.IsZero() && !cv.LastActivityAt.Before(dbTime(filter.ActiveBefore))) ||
 			!c.matches(filter) {

@@ -251,6 +251,12 @@ func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string, al
 		if err := tx.Exec(`DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID).Error; err != nil {
 			return err
 		}
+		// Nothing stays assigned to someone who is no longer a member; the
+		// conversations' status is left as is, for another member to take.
+		if err := tx.Exec(`UPDATE conversations SET assignee_id = NULL WHERE workspace_id = ? AND assignee_id = ?`,
+			workspaceID, userID).Error; err != nil {
+			return err
+		}
 		return tx.Exec(`DELETE FROM console_sessions WHERE user_id = ?
 			AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = ?)`, userID, userID).Error
 	})

@@ -23,6 +23,7 @@ type conversationRow struct {
 	VerifiedUserID *string   `gorm:"column:verified_user_id"`
 	ContactName    string    `gorm:"column:contact_name"`
 	ContactEmail   string    `gorm:"column:contact_email"`
+	AssigneeID     *string   `gorm:"column:assignee_id"`
 	LastMessage    string    `gorm:"column:last_message"`
 	MessageCount   int       `gorm:"column:message_count"`
 	LastActivityAt time.Time `gorm:"column:last_activity_at"`
@@ -34,12 +35,12 @@ func (conversationRow) TableName() string { return "conversations" }
 // conversationColumns is what conversation reads select: the row without
 // anything else, plus the agent's slug from the join.
 const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 // conversationListColumns is conversationColumns less the workspace id, which
 // a list already knows; in this order for positional scanning.
 const conversationListColumns = `c.id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 func conversationFromDomain(c *domain.Conversation) conversationRow {
 	return conversationRow{
@@ -52,6 +53,7 @@ func conversationFromDomain(c *domain.Conversation) conversationRow {
 		VerifiedUserID: nullString(c.VerifiedUserID),
 		ContactName:    c.ContactName,
 		ContactEmail:   c.ContactEmail,
+		AssigneeID:     nullString(c.AssigneeID),
 		LastMessage:    c.LastMessage,
 		MessageCount:   c.MessageCount,
 		LastActivityAt: dbTime(c.LastActivityAt),
@@ -70,6 +72,7 @@ func (r conversationRow) toDomain() (domain.Conversation, error) {
 		VerifiedUserID: deref(r.VerifiedUserID),
 		ContactName:    r.ContactName,
 		ContactEmail:   r.ContactEmail,
+		AssigneeID:     deref(r.AssigneeID),
 		LastMessage:    r.LastMessage,
 		MessageCount:   r.MessageCount,
 		LastActivityAt: r.LastActivityAt.UTC(),

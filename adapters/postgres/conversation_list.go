@@ -94,6 +94,10 @@ SELECT ` + conversationListColumns + ` FROM conversations AS c JOIN hits ON hits
 func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	k.filter("c.agent_id", filter.AgentID)
 	k.filter("c.status", string(filter.Status))
+	k.filter("c.assignee_id", filter.AssigneeID)
+	if filter.Unassigned {
+		k.and("c.assignee_id IS NULL")
+	}
 	k.since("c.last_activity_at", filter.ActiveFrom)
 	k.until("c.last_activity_at", filter.ActiveBefore)
 	switch filter.Fallback {
@@ -183,15 +187,15 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, capacity)
 	var channel, status string
-	var verified *string
+	var verified, assignee *string
 	for rows.Next() {
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
 		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+			&verified, &c.ContactName, &c.ContactEmail, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
 			return nil, err
 		}
-		c.Channel, c.Status, c.VerifiedUserID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
 		c.LastActivityAt, c.CreatedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC()
 	}
 	return items, rows.Err()

@@ -59,6 +59,7 @@ type conversationSnapshot struct {
 	VerifiedUserID string    `json:"verifiedUserId,omitempty"`
 	ContactName    string    `json:"contactName,omitempty"`
 	ContactEmail   string    `json:"contactEmail,omitempty"`
+	AssigneeID     string    `json:"assigneeId,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
 }
 
@@ -110,7 +111,8 @@ func encodeDeliveryPayload(d domain.Delivery) ([]byte, error) {
 	c := d.Conversation
 	p := deliveryPayload{Conversation: conversationSnapshot{
 		ID: c.ID, AgentID: c.AgentID, AgentSlug: c.AgentSlug, Channel: string(c.Channel), Status: string(c.Status),
-		VerifiedUserID: c.VerifiedUserID, ContactName: c.ContactName, ContactEmail: c.ContactEmail, CreatedAt: c.CreatedAt.UTC(),
+		VerifiedUserID: c.VerifiedUserID, ContactName: c.ContactName, ContactEmail: c.ContactEmail, AssigneeID: c.AssigneeID,
+		CreatedAt: c.CreatedAt.UTC(),
 	}}
 	if d.Message != nil {
 		m := snapshotMessage(*d.Message)
@@ -139,7 +141,7 @@ func decodeDeliveryPayload(raw []byte, d *domain.Delivery) error {
 	d.Conversation = domain.Conversation{
 		ID: c.ID, WorkspaceID: d.WorkspaceID, AgentID: c.AgentID, AgentSlug: c.AgentSlug, Channel: domain.Channel(c.Channel),
 		Status: domain.ConversationStatus(c.Status), VerifiedUserID: c.VerifiedUserID, ContactName: c.ContactName,
-		ContactEmail: c.ContactEmail, CreatedAt: c.CreatedAt,
+		ContactEmail: c.ContactEmail, AssigneeID: c.AssigneeID, CreatedAt: c.CreatedAt,
 	}
 	if p.Message != nil {
 		m := p.Message.toDomain(d.WorkspaceID, c.ID)

@@ -51,12 +51,12 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 	)
 	move := func(q querier) (bool, error) {
 		var channel, status string
-		var verified *string
+		var verified, assignee *string
 		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
 			notice.ID, notice.Content, notice.AuthorName, change.MessageCount,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
-			&conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
@@ -64,7 +64,7 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 			return false, err
 		}
 		changed = true
-		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified)
+		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID, conv.AssigneeID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
 		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
 		return true, nil
 	}

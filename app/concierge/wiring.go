@@ -30,6 +30,7 @@ import (
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
+	"github.com/conciergehq/concierge/core/assignment"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
@@ -65,6 +66,7 @@ type system struct {
 	conversations *conversation.Service
 	inbound       *inbound.Service
 	handoff       *handoff.Service
+	assignments   *assignment.Service
 	deliveries    *delivery.Service
 	widgets       *widget.Service
 	feedback      *feedback.Service
@@ -152,6 +154,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.handoff = handoff.NewService(handoff.Deps{
 		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	}, cfg.MaxMessageChars)
+	s.assignments = assignment.NewService(s.store)
 	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -378,7 +381,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}
 	app, err := httpapi.New(ctx,
-		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff,
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
 			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
 			SavedReplies: s.savedReplies, Console: con},
 		httpapi.Deps{

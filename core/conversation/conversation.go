@@ -53,11 +53,17 @@ type ListFilter struct {
 	Fallback                 domain.FallbackFilter
 	Rating                   domain.Rating
 	Query                    string
+	// Assignee is a member's user id, or AssigneeNone for conversations
+	// assigned to nobody.
+	Assignee string
 }
+
+// AssigneeNone is the assignee filter of unassigned conversations.
+const AssigneeNone = "none"
 
 // List returns a page of the workspace's conversations, newest activity first.
 // A filter value it cannot mean is domain.ErrInvalidInput naming the field
-// (status, activeBefore, fallback, rating, q); an unknown agent slug is
+// (status, activeBefore, fallback, rating, q, assignee); an unknown agent slug is
 // domain.ErrNotFound.
 func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
 	filter, err := f.validate()
@@ -95,6 +101,15 @@ func (f ListFilter) validate() (domain.ConversationFilter, error) {
 	case domain.FallbackFilterAny, domain.FallbackFilterSome, domain.FallbackFilterNone:
 	default:
 		return filter, domain.InvalidField("fallback", "must be yes or no")
+	}
+	switch {
+	case f.Assignee == "":
+	case f.Assignee == AssigneeNone:
+		filter.Unassigned = true
+	case domain.ValidID(domain.PrefixUser, f.Assignee):
+		filter.AssigneeID = f.Assignee
+	default:
+		return filter, domain.InvalidField("assignee", "must be a user id (usr_...) or none")
 	}
 	switch f.Rating {
 	case "", domain.RatingUp, domain.RatingDown:

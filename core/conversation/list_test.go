@@ -32,6 +32,8 @@ func TestListFilters(t *testing.T) {
 	late := domain.NewConversation(w.ws.ID, &w.draft, "", testNow.Add(2*time.Hour))
 	late.Status = domain.StatusHuman
 	late.ContactName, late.ContactEmail = "Ada Lovelace", "ada@example.com"
+	ada := domain.NewID(domain.PrefixUser)
+	late.AssigneeID = ada
 	w.store.Put(late)
 	// The early conversation's answer was the fallback.
 	answer := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: w.ws.ID, ConversationID: early.ID,
@@ -75,13 +77,18 @@ func TestListFilters(t *testing.T) {
 		{"query with agent and status", ListFilter{Query: "handbook", Status: domain.StatusHuman}, nil, nil},
 		{"unknown fallback", ListFilter{Fallback: "maybe"}, nil, domain.ErrInvalidInput},
 		{"unknown rating", ListFilter{Rating: "meh"}, nil, domain.ErrInvalidInput},
+		{"assigned to a member", ListFilter{Assignee: ada}, []string{late.ID}, nil},
+		{"assigned to nobody", ListFilter{Assignee: AssigneeNone}, []string{early.ID}, nil},
+		{"assigned to another user", ListFilter{Assignee: domain.NewID(domain.PrefixUser)}, nil, nil},
+		{"assignee not a user id", ListFilter{Assignee: "ada"}, nil, domain.ErrInvalidInput},
+		{"assignee of another kind of id", ListFilter{Assignee: domain.NewID(domain.PrefixWorkspace)}, nil, domain.ErrInvalidInput},
 		{"query too short", ListFilter{Query: " ab "}, nil, domain.ErrInvalidInput},
 		{"query too long", ListFilter{Query: strings.Repeat("é", domain.MaxConversationQueryLength+1)}, nil, domain.ErrInvalidInput},
 		{"query with a NUL", ListFilter{Query: "abc\x00"}, nil, domain.ErrInvalidInput},
 		{"query not UTF-8", ListFilter{Query: "abc\xff"}, nil, domain.ErrInvalidInput},
 	}
 	// The bad values name their field, for the forms that show them.
-	wantField := map[string]string{"unknown status": "status", "unknown fallback": "fallback", "unknown rating": "rating",
+	wantField := map[string]string{"unknown status": "status", "unknown fallback": "fallback", "unknown rating": "rating", "assignee not a user id": "assignee", "assignee of another kind of id": "assignee",
 		"query too short": "q", "query too long": "q", "query with a NUL": "q", "query not UTF-8": "q",
 		"a range ending where it starts": "activeBefore"}
 	for _, tt := range tests {

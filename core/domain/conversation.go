@@ -37,8 +37,11 @@ type Conversation struct {
 	VerifiedUserID string
 	// ContactName and ContactEmail are what the visitor gave when asking
 	// for a person.
-	ContactName    string
-	ContactEmail   string
+	ContactName  string
+	ContactEmail string
+	// AssigneeID is the user id of the member who owns the conversation,
+	// "" when nobody does.
+	AssigneeID     string
 	LastMessage    string
 	MessageCount   int
 	LastActivityAt time.Time
@@ -71,6 +74,10 @@ type ConversationFilter struct {
 	// ActiveBefore. A range on the list's own order column keeps every
 	// filter shape on its (..., last_activity_at, id) index.
 	ActiveFrom, ActiveBefore time.Time
+	// AssigneeID, when set, keeps only the conversations assigned to that
+	// user; Unassigned keeps only those assigned to nobody.
+	AssigneeID string
+	Unassigned bool
 	// Fallback, when set, keeps only conversations where some ASSISTANT
 	// answer was the agent's fallback (FallbackFilterSome), or where none
 	// was (FallbackFilterNone).

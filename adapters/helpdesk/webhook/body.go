@@ -36,6 +36,7 @@ type conversation struct {
 	VerifiedUserID *string `json:"verifiedUserId"`
 	ContactName    *string `json:"contactName"`
 	ContactEmail   *string `json:"contactEmail"`
+	AssigneeID     *string `json:"assigneeId"`
 	CreatedAt      string  `json:"createdAt"`
 }
 
@@ -106,7 +107,7 @@ func Body(d domain.Delivery) ([]byte, error) {
 		Data: data{Conversation: conversation{
 			ID: id, Agent: c.AgentSlug, Channel: string(c.Channel), Status: string(c.Status),
 			VerifiedUserID: optional(c.VerifiedUserID), ContactName: optional(c.ContactName),
-			ContactEmail: optional(c.ContactEmail), CreatedAt: formatTime(c.CreatedAt),
+			ContactEmail: optional(c.ContactEmail), AssigneeID: optional(c.AssigneeID), CreatedAt: formatTime(c.CreatedAt),
 		}},
 	}
 	if d.Message != nil {

@@ -100,7 +100,7 @@ func TestBodyIsDeterministicAndDocumented(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"type":"handoff.requested","timestamp":"2026-11-21T10:00:00.123Z","data":{` +
-		`"conversation":{"id":"ses_0000000000000000000000000a","agent":"support","channel":"CHAT","status":"HANDOFF_REQUESTED","verifiedUserId":null,"contactName":"Ada Lovelace","contactEmail":"ada@example.com","createdAt":"2026-11-21T09:00:00.123Z"},` +
+		`"conversation":{"id":"ses_0000000000000000000000000a","agent":"support","channel":"CHAT","status":"HANDOFF_REQUESTED","verifiedUserId":null,"contactName":"Ada Lovelace","contactEmail":"ada@example.com","assigneeId":null,"createdAt":"2026-11-21T09:00:00.123Z"},` +
 		`"contact":{"name":"Ada Lovelace","email":"ada@example.com","note":"Invoice question"},` +
 		`"transcript":[{"id":"msg_0000000000000000000000000a","role":"USER","content":"Where is my invoice?","citations":[],"createdAt":"2026-11-21T09:58:00.123Z"},` +
 		`{"id":"msg_0000000000000000000000000b","role":"ASSISTANT","content":"See billing.","citations":[{"documentName":"Billing FAQ","sourceId":"src_0000000000000000000000000a","sourceType":"qa","url":null,"snippet":"Invoices...","score":0.5}],"createdAt":"2026-11-21T09:59:00.123Z"}]}}`

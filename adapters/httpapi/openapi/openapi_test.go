@@ -164,6 +164,7 @@ func TestDocumentOperations(t *testing.T) {
 		"GET /api/chat/{sessionId}/poll":                            {},
 		"POST /api/v2/conversations/{id}/messages":                  {security: "bearer"},
 		"POST /api/v2/conversations/{id}/status":                    {security: "bearer"},
+		"PUT /api/v2/conversations/{id}/assignee":                   {security: "bearer"},
 		"POST /api/webhooks/inbound":                                {security: "webhookSecret"},
 		"GET /api/v2/integrations":                                  {security: "bearer"},
 		"PATCH /api/v2/integrations":                                {security: "bearer"},

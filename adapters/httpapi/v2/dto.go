@@ -182,8 +182,11 @@ type conversationDTO struct {
 	VerifiedUserID *string `json:"verifiedUserId"`
 	// ContactName and ContactEmail are what the visitor gave when asking
 	// for a person; null until then.
-	ContactName    *string `json:"contactName"`
-	ContactEmail   *string `json:"contactEmail"`
+	ContactName  *string `json:"contactName"`
+	ContactEmail *string `json:"contactEmail"`
+	// AssigneeID is the member who owns the conversation; null when
+	// nobody does.
+	AssigneeID     *string `json:"assigneeId"`
 	LastActivityAt string  `json:"lastActivityAt"`
 	CreatedAt      string  `json:"createdAt"`
 }
@@ -199,6 +202,7 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 		VerifiedUserID: wire.OptionalString(c.VerifiedUserID),
 		ContactName:    wire.OptionalString(c.ContactName),
 		ContactEmail:   wire.OptionalString(c.ContactEmail),
+		AssigneeID:     wire.OptionalString(c.AssigneeID),
 		LastActivityAt: wire.Time(c.LastActivityAt),
 		CreatedAt:      wire.Time(c.CreatedAt),
 	}

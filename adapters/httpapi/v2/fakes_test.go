@@ -118,6 +118,20 @@ func (f fakeRetrieval) Retrieve(_ context.Context, req chat.RetrieveRequest) ([]
 	return httpapitest.Value[[]domain.Chunk](r, 0), httpapitest.Value[domain.RetrievalTrace](r, 1), r.Err
 }
 
+type fakeAssignments struct{ *httpapitest.Script }
+
+var _ v2.Assignments = fakeAssignments{}
+
+func (f fakeAssignments) Assign(_ context.Context, ws, id, assignee string, actor *domain.Member) (domain.Conversation, error) {
+	r := f.Call("Assignments.Assign", ws, id, assignee, actor)
+	return httpapitest.Value[domain.Conversation](r, 0), r.Err
+}
+
+func (f fakeAssignments) Unassign(_ context.Context, ws, id string, actor *domain.Member) (domain.Conversation, error) {
+	r := f.Call("Assignments.Unassign", ws, id, actor)
+	return httpapitest.Value[domain.Conversation](r, 0), r.Err
+}
+
 type fakeHumanReplies struct{ *httpapitest.Script }
 
 var _ v2.HumanReplies = fakeHumanReplies{}
@@ -202,6 +216,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	conversations := v2.NewConversationHandlers(fakeConversations{s})
 	chats := v2.NewChatHandlers(fakeChat{s}, fakeRetrieval{s}, d)
 	handoffs := v2.NewHandoffHandlers(fakeHumanReplies{s}, d)
+	assignments := v2.NewAssignmentHandlers(fakeAssignments{s}, d)
 	integrations := v2.NewIntegrationHandlers(fakeIntegrations{s}, d)
 	deliveries := v2.NewDeliveryHandlers(fakeDeliveryLog{s})
 	events := v2.NewEventHandlers(sse.NewFollower(fakeRelay{s}))
@@ -226,6 +241,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	r.Post("/agents/:slug/retrieve", chats.Retrieve)
 	r.Post("/conversations/:id/messages", handoffs.PostMessage)
 	r.Post("/conversations/:id/status", handoffs.SetStatus)
+	r.Put("/conversations/:id/assignee", assignments.SetAssignee)
 	r.Get("/integrations", integrations.Get)
 	r.Patch("/integrations", integrations.Update)
 	r.Post("/integrations/signing-secret", integrations.RotateSigningSecret)

@@ -224,7 +224,7 @@ func (h *AgentHandlers) DeleteSource(c *fiber.Ctx) error {
 }
 
 // List serves GET /api/v2/conversations: filters agent, status,
-// fallback, rating and q (checked by the use case).
+// fallback, rating, q and assignee (checked by the use case).
 func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	filter := conversation.ListFilter{
 		AgentSlug: strings.Clone(c.Query("agent")),
@@ -232,6 +232,7 @@ func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 		Fallback:  domain.FallbackFilter(strings.Clone(c.Query("fallback"))),
 		Rating:    domain.Rating(strings.Clone(c.Query("rating"))),
 		Query:     strings.Clone(c.Query("q")),
+		Assignee:  strings.Clone(c.Query("assignee")),
 	}
 	scope := "conversations|agent=" + filter.AgentSlug + "|status=" + string(filter.Status)
 	// The later filters join the cursor's scope only when set, so the
@@ -239,6 +240,9 @@ func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	// query holding "|" cannot pass for another filter.
 	if later := (url.Values{"fallback": {string(filter.Fallback)}, "rating": {string(filter.Rating)}, "q": {filter.Query}}); filter.Fallback != "" || filter.Rating != "" || filter.Query != "" {
 		scope += "|" + later.Encode()
+	}
+	if filter.Assignee != "" {
+		scope += "|" + url.Values{"assignee": {filter.Assignee}}.Encode()
 	}
 	page, err := wire.Page(c, scope, domain.PrefixSession)
 	if err != nil {

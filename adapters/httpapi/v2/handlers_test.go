@@ -270,6 +270,16 @@ func TestConversations(t *testing.T) {
 				t.Fatalf("List(%+v)", f)
 			}
 		},
+	}, {
+		Name:   "passes assignee as given and shows the conversation's",
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?assignee=none"},
+		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.assigneeId": nil}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			if f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter); f.Assignee != "none" {
+				t.Fatalf("List(%+v)", f)
+			}
+		},
 	}}, httpapitest.BadPages("/api/v2/conversations")...), httpapitest.ErrorCases(list, "Conversations.List", 400, 404, 500)...))
 
 	get := httpapitest.Request{Method: "GET", Path: "/api/v2/conversations/" + sessionID}
@@ -407,6 +417,41 @@ func TestHandoff(t *testing.T) {
 		Name: "wrong type", Req: httpapitest.Request{Method: "POST", Path: status.Path, Body: `{"status":1}`},
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.status": "must be a string"}},
 	}}, httpapitest.BadBodies("POST", status.Path)...), httpapitest.ErrorCases(status, "HumanReplies.SetStatus", 400, 404, 409, 500)...))
+}
+
+func TestSetAssignee(t *testing.T) {
+	path := "/api/v2/conversations/" + sessionID + "/assignee"
+	user := domain.NewID(domain.PrefixUser)
+	assigned := aConversation()
+	assigned.AssigneeID = user
+	assign := httpapitest.Request{Method: "PUT", Path: path, Body: `{"assigneeId":"` + user + `"}`}
+	unassign := httpapitest.Request{Method: "PUT", Path: path, Body: `{"assigneeId":null}`}
+	httpapitest.Run(t, "PUT /conversations/{id}/assignee", newApp, append(append(append([]httpapitest.Case{{
+		Name:   "assigns without an actor",
+		Req:    assign,
+		Script: map[string]httpapitest.Result{"Assignments.Assign": {Values: []any{assigned}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"id": sessionID, "assigneeId": user}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			args := httpapitest.OnlyCall(t, s, "Assignments.Assign")
+			if args[1] != sessionID || args[2] != user || args[3].(*domain.Member) != nil {
+				t.Fatalf("Assign(%v)", args)
+			}
+		},
+	}, {
+		Name:   "null unassigns",
+		Req:    unassign,
+		Script: map[string]httpapitest.Result{"Assignments.Unassign": {Values: []any{aConversation()}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"id": sessionID, "assigneeId": nil}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			if args := httpapitest.OnlyCall(t, s, "Assignments.Unassign"); args[1] != sessionID || args[2].(*domain.Member) != nil {
+				t.Fatalf("Unassign(%v)", args)
+			}
+		},
+	}, {
+		Name: "wrong type", Req: httpapitest.Request{Method: "PUT", Path: path, Body: `{"assigneeId":1}`},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.assigneeId": "must be a string"}},
+	}}, httpapitest.BadBodies("PUT", path)...), httpapitest.ErrorCases(assign, "Assignments.Assign", 400, 404, 500)...),
+		httpapitest.ErrorCases(unassign, "Assignments.Unassign", 404, 500)...))
 }
 
 func TestIntegrations(t *testing.T) {

@@ -98,6 +98,18 @@ type HumanReplies interface {
 	SetStatus(ctx context.Context, ws *domain.Workspace, conversationID string, to domain.ConversationStatus) (domain.Conversation, error)
 }
 
+// Assignments changes who owns a conversation (assignment.Service).
+type Assignments interface {
+	// Assign gives the conversation to a member; actor is nil for an API
+	// key. Returns domain.ErrNotFound for an unknown or foreign
+	// conversation and domain.ErrInvalidInput naming assigneeId when the
+	// assignee is not a member of the workspace.
+	Assign(ctx context.Context, workspaceID, conversationID, assigneeUserID string, actor *domain.Member) (domain.Conversation, error)
+	// Unassign leaves the conversation to nobody. Returns
+	// domain.ErrNotFound for an unknown or foreign conversation.
+	Unassign(ctx context.Context, workspaceID, conversationID string, actor *domain.Member) (domain.Conversation, error)
+}
+
 // Integrations reads and changes where a workspace's deliveries go
 // (delivery.Service).
 type Integrations interface {

@@ -43,6 +43,7 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 		s.mustStatus(s.do("GET", "/api/v2/agents", nil, header{"Authorization": "Bearer " + secret}), 200)
 	}
 	s.mustStatus(s.do("POST", "/api/v2/agents/support/sources", map[string]any{"type": "qa", "question": "Key?", "answer": "Never here."}, tn.auth()), 201)
+	s.mustStatus(s.do("POST", "/api/v2/saved-replies", map[string]any{"shortcut": "keys", "title": "Keys", "body": "We never store keys."}, tn.auth()), 201)
 	s.mustStatus(s.upload(tn, "support", map[string]string{"type": "file"}, "guide.md", []byte("# Guide\n\nKeys are never stored in plain text.")), 201)
 	s.waitIndexed(tn, "support")
 	ack := whMustAck(s, whPost(s, tn.WebhookSecret, whChat(sess, "hello"), nil), tn.ID)

@@ -2,16 +2,11 @@ package postgres_test
 
 import (
 	"errors"
-	"io/fs"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
@@ -218,20 +213,7 @@ func TestAssigneeMigrationDownAndUp(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	ctx := ctxT(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { db.Close() })
-	fsys, err := fs.Sub(postgres.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider, db := migrationProvider(t, dsn)
 	if rs, err := provider.DownTo(ctx, 16); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 17 {
 		t.Fatalf("down to 16: %+v, %v", rs, err)
 	}

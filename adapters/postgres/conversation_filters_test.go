@@ -2,15 +2,10 @@ package postgres_test
 
 import (
 	"fmt"
-	"io/fs"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
@@ -385,20 +380,7 @@ func TestConversationFiltersMigrationDownAndUp(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	ctx := ctxT(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { db.Close() })
-	fsys, err := fs.Sub(postgres.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider, db := migrationProvider(t, dsn)
 	// Down to 14, through the later migrations that stand on 00015.
 	if rs, err := provider.DownTo(ctx, 14); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 15 {
 		t.Fatalf("down to 14: %+v, %v", rs, err)

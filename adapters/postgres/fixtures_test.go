@@ -2,10 +2,15 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
+	"io/fs"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
@@ -125,4 +130,27 @@ func sortedIDs[T any](items []T, id func(T) string, less func(a, b T) bool) []st
 		ids[i] = id(it)
 	}
 	return ids
+}
+
+// migrationProvider returns goose's provider of the project's migrations
+// over the database at dsn, as the migrate command runs them, and the
+// connection it uses (closed when the test ends), for the tests that take
+// a migration down and up again.
+func migrationProvider(t *testing.T, dsn string) (*goose.Provider, *sql.DB) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { db.Close() })
+	migrations, err := fs.Sub(postgres.Migrations, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return provider, db
 }

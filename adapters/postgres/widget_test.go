@@ -3,17 +3,11 @@ package postgres_test
 import (
 	"database/sql"
 	"errors"
-	"io/fs"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/conciergehq/concierge/adapters/postgres"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -131,20 +125,7 @@ func TestWidgetSlugBackfill(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewEmptyDatabase(t)
 	ctx := ctxT(t)
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := stdlib.OpenDB(*cfg)
-	t.Cleanup(func() { db.Close() })
-	migrations, err := fs.Sub(postgres.Migrations, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations, goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
+	provider, db := migrationProvider(t, dsn)
 	if _, err := provider.UpTo(ctx, 5); err != nil {
 		t.Fatalf("migrating to 00005: %v", err)
 	}

@@ -454,6 +454,12 @@ func TestSearchAcrossTheWindowEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Old-corp is also named in a message of 200 (a contact match too: it
+	// is listed once) and of 41 (a message match only, without a fallback).
+	err = f.db.Exec(`UPDATE messages SET content = 'I wrote from my old-corp address' WHERE id IN ('msg_w000200', 'msg_w000041')`).Error
+	if err != nil {
+		t.Fatal(err)
+	}
 	newestFirst := func(keep func(g int) bool) []string {
 		var ids []string
 		for g := 2500; g >= 1; g-- {
@@ -469,8 +475,9 @@ func TestSearchAcrossTheWindowEdge(t *testing.T) {
 		want   []string
 	}{
 		{"only old matches", domain.ConversationFilter{Query: "legacy widget"}, newestFirst(func(g int) bool { return g <= 30 })},
-		{"matches both sides of the edge", domain.ConversationFilter{Query: "old-corp"}, newestFirst(func(g int) bool { return g%100 == 0 })},
+		{"matches both sides of the edge", domain.ConversationFilter{Query: "old-corp"}, newestFirst(func(g int) bool { return g%100 == 0 || g == 41 })},
 		{"with a filter", domain.ConversationFilter{Query: "old-corp", Fallback: domain.FallbackFilterSome}, newestFirst(func(g int) bool { return g%100 == 0 })},
+		{"with a filter no contact match passes", domain.ConversationFilter{Query: "old-corp", Fallback: domain.FallbackFilterNone}, []string{"ses_w000041"}},
 		{"nowhere", domain.ConversationFilter{Query: "zebra"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

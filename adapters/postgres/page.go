@@ -101,13 +101,20 @@ func (k *keysetQuery) notBefore(timeColumn, idColumn string, pos *domain.Positio
 	fmt.Fprintf(&k.sql, " AND (%s, %s) >= ($%d, $%d)", timeColumn, idColumn, len(k.args)-1, len(k.args))
 }
 
+// before adds "AND (timeColumn, idColumn) < pos" unless pos is nil: the
+// rows after the position, in the newest-first order.
+func (k *keysetQuery) before(timeColumn, idColumn string, pos *domain.Position) {
+	if pos == nil {
+		return
+	}
+	k.args = append(k.args, dbTime(pos.Time), pos.ID)
+	fmt.Fprintf(&k.sql, " AND (%s, %s) < ($%d, $%d)", timeColumn, idColumn, len(k.args)-1, len(k.args))
+}
+
 // page ends the query: rows after the position (when there is one) in the
 // order (timeColumn, idColumn) DESC, at most limit.
 func (k *keysetQuery) page(timeColumn, idColumn string, after *domain.Position, limit int) (string, []any) {
-	if after != nil {
-		k.args = append(k.args, dbTime(after.Time), after.ID)
-		fmt.Fprintf(&k.sql, " AND (%s, %s) < ($%d, $%d)", timeColumn, idColumn, len(k.args)-1, len(k.args))
-	}
+	k.before(timeColumn, idColumn, after)
 	k.args = append(k.args, limit)
 	fmt.Fprintf(&k.sql, " ORDER BY %s DESC, %s DESC LIMIT $%d", timeColumn, idColumn, len(k.args))
 	return k.sql.String(), k.args

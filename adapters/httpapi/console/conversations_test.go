@@ -499,48 +499,6 @@ func TestPlayground(t *testing.T) {
 	}
 }
 
-// Bad questions and agents are refused next to their field and ask
-// nothing; the typed question is kept.
-func TestPlaygroundBadInput(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		form   url.Values
-		status int
-		field  string
-		want   string
-	}{
-		{"no agent", url.Values{"question": {"Hello?"}}, 400, "agent", "Choose an agent."},
-		{"unknown agent", url.Values{"agent": {"nobody"}, "question": {"Hello?"}}, 400, "agent", "This agent does not exist in this workspace."},
-		{"another workspace's agent", url.Values{"agent": {"other"}, "question": {"Hello?"}}, 400, "agent", "This agent does not exist in this workspace."},
-		{"empty question", url.Values{"agent": {"support"}, "question": {"  \n "}}, 400, "question", "Type a question."},
-		{"oversize question", url.Values{"agent": {"support"}, "question": {strings.Repeat("é", domain.MaxMessageLength+1)}}, 400, "question", "The question is too long: at most 8000 characters."},
-		{"bad characters", url.Values{"agent": {"support"}, "question": {"Hello\x00?"}}, 400, "question", ""},
-		{"unknown session", url.Values{"session": {"ses_0123456789abcdefghjkmnpqrv"}, "question": {"Hello?"}}, 404, "", "There is nothing here"},
-		{"malformed session", url.Values{"session": {"<script>"}, "question": {"Hello?"}}, 404, "", "There is nothing here"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, publicURL)
-			h.seedAgent(t, "support", "Support", true)
-			if _, err := h.agents.Create(t.Context(), "ws_b", domain.Agent{Slug: "other", Name: "Other"}); err != nil {
-				t.Fatal(err)
-			}
-			r := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/playground", As: "owner", Form: tc.form})
-			if r.Status != tc.status || !strings.Contains(r.Body, tc.want) {
-				t.Fatalf("status %d, want %d with %q:\n%s", r.Status, tc.status, tc.want, r.Body)
-			}
-			if tc.field != "" && !strings.Contains(r.Body, `<p class="field-error" id="f-`+tc.field+`-error">`) {
-				t.Fatalf("no message next to %s:\n%s", tc.field, r.Body)
-			}
-			if len(h.convs.convs) != 0 {
-				t.Fatal("a refused question was stored")
-			}
-			if tc.name == "empty question" && !strings.Contains(r.Body, `<option value="support" selected>`) {
-				t.Error("the chosen agent is lost")
-			}
-		})
-	}
-}
-
 // Every user-supplied field on the conversation pages is escaped: message
 // text, citations (a javascript: URL is neutralised), names, the trace's
 // words, contact details, comments.

@@ -229,10 +229,11 @@ func TestPlaygroundAsksOnce(t *testing.T) {
 	})
 }
 
-// Bad questions, agents, sessions and keys are refused on the stream
-// endpoint as on the form's: the playground page with the field's error
-// (which console.js shows), nothing asked, the question kept.
-func TestPlaygroundStreamBadInput(t *testing.T) {
+// Bad input to either playground form (the plain post and the streaming
+// one) is refused with the same page: the message next to its field, the
+// question and the agent kept, nothing asked or stored, nothing echoed
+// unescaped, and never an event stream.
+func TestPlaygroundBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		form   url.Values
@@ -242,6 +243,7 @@ func TestPlaygroundStreamBadInput(t *testing.T) {
 	}{
 		{"no agent", url.Values{"question": {"Hello?"}}, 400, "agent", "Choose an agent."},
 		{"unknown agent", url.Values{"agent": {"nobody"}, "question": {"Hello?"}}, 400, "agent", "This agent does not exist in this workspace."},
+		{"another workspace's agent", url.Values{"agent": {"other"}, "question": {"Hello?"}}, 400, "agent", "This agent does not exist in this workspace."},
 		{"empty question", url.Values{"agent": {"support"}, "question": {"  \n "}}, 400, "question", "Type a question."},
 		{"oversize question", url.Values{"agent": {"support"}, "question": {strings.Repeat("é", domain.MaxMessageLength+1)}}, 400, "question", "The question is too long: at most 8000 characters."},
 		{"bad characters", url.Values{"agent": {"support"}, "question": {"Hello\x00?"}}, 400, "question", ""},
@@ -250,26 +252,34 @@ func TestPlaygroundStreamBadInput(t *testing.T) {
 		{"malformed key", url.Values{"agent": {"support"}, "question": {"Hello?"}, "key": {"../<b>"}}, 400, "", "This form is out of date."},
 		{"oversize key", url.Values{"agent": {"support"}, "question": {"Hello?"}, "key": {strings.Repeat("k", 300)}}, 400, "", "This form is out of date."},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, publicURL)
-			h.seedAgent(t, "support", "Support", true)
-			r := h.do(t, req{Method: "POST", Path: streamPath, As: "owner", Form: tc.form})
-			if r.Status != tc.status || !strings.Contains(r.Body, tc.want) || strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
-				t.Fatalf("status %d, want %d with %q:\n%s", r.Status, tc.status, tc.want, r.Body)
-			}
-			if tc.field != "" && !strings.Contains(r.Body, `<p class="field-error" id="f-`+tc.field+`-error">`) {
-				t.Fatalf("no message next to %s:\n%s", tc.field, r.Body)
-			}
-			if len(h.convs.convs) != 0 || h.chat.runs != 0 {
-				t.Fatal("a refused question was stored")
-			}
-			if tc.status == 400 && tc.form.Get("question") == "Hello?" && !strings.Contains(r.Body, ">Hello?</textarea>") {
-				t.Errorf("the question is not kept:\n%s", r.Body)
-			}
-			if strings.Contains(r.Body, "<b>") {
-				t.Error("the key is echoed unescaped")
-			}
-		})
+		for _, path := range []string{"/console/w/ws_a/playground", streamPath} {
+			t.Run(tc.name+" "+path, func(t *testing.T) {
+				h := newHarness(t, publicURL)
+				h.seedAgent(t, "support", "Support", true)
+				if _, err := h.agents.Create(t.Context(), "ws_b", domain.Agent{Slug: "other", Name: "Other"}); err != nil {
+					t.Fatal(err)
+				}
+				r := h.do(t, req{Method: "POST", Path: path, As: "owner", Form: tc.form})
+				if r.Status != tc.status || !strings.Contains(r.Body, tc.want) || strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+					t.Fatalf("status %d, want %d with %q:\n%s", r.Status, tc.status, tc.want, r.Body)
+				}
+				if tc.field != "" && !strings.Contains(r.Body, `<p class="field-error" id="f-`+tc.field+`-error">`) {
+					t.Fatalf("no message next to %s:\n%s", tc.field, r.Body)
+				}
+				if len(h.convs.convs) != 0 || h.chat.runs != 0 {
+					t.Fatal("a refused question was asked or stored")
+				}
+				if tc.status == 400 && tc.form.Get("question") == "Hello?" && !strings.Contains(r.Body, ">Hello?</textarea>") {
+					t.Errorf("the question is not kept:\n%s", r.Body)
+				}
+				if tc.name == "empty question" && !strings.Contains(r.Body, `<option value="support" selected>`) {
+					t.Error("the chosen agent is lost")
+				}
+				if strings.Contains(r.Body, "<b>") {
+					t.Error("the key is echoed unescaped")
+				}
+			})
+		}
 	}
 }
 

@@ -422,6 +422,7 @@ func TestAssigneeMigrationDownAndUp(t *testing.T) {
 		t.Fatalf("row stored while down: %+v, %v", got, err)
 	}
 }
+
 // listMessages reads all of a conversation's messages, oldest first.
 func listMessages(t *testing.T, store *postgres.Store, workspaceID, conversationID string) []domain.Message {
 	t.Helper()

@@ -134,6 +134,9 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	if len([]rune(author)) > MaxAuthorNameLength {
 		return domain.Message{}, domain.InvalidField("authorName", "must be at most 200 characters")
 	}
+	if role == domain.RoleNote && author == "" {
+		return domain.Message{}, domain.InvalidField("authorName", "is required for a note")
+	}
 	if m.AuthorID != "" && !domain.ValidID(domain.PrefixUser, m.AuthorID) {
 		return domain.Message{}, domain.InvalidField("authorId", "is not a user id (usr_...)")
 	}

@@ -31,7 +31,9 @@ type Move struct {
 	// conversation over: the move also assigns it to them, in the same
 	// write, and applies only while no other member holds it
 	// (domain.Conversation.HeldByOther); when one does, Move returns
-	// domain.HeldByOther's conflict.
+	// domain.HeldByOther's conflict. A conversation found in To already is
+	// returned as it is, assigned to whoever had it: claiming it is the
+	// caller's (domain.AssigneeChange.TakeOver).
 	TakeOverBy string
 }
 

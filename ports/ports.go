@@ -125,10 +125,11 @@ type ConversationReader interface {
 	// Returns domain.ErrNotFound unless the conversation belongs to the workspace.
 	ListMessages(ctx context.Context, workspaceID, conversationID string, page domain.PageRequest) (domain.Page[domain.Message], error)
 	// RecentMessages returns up to limit of the conversation's latest messages,
-	// oldest first, for the model's context.
+	// oldest first, for the model's context; internal notes
+	// (domain.Role.Internal) are not among them.
 	RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error)
 	// HandoffTranscript returns up to limit of the conversation's latest
-	// messages, oldest first, and how many messages the conversation had
+	// messages but internal notes (domain.Role.Internal), oldest first, and how many messages the conversation had
 	// when they were read (one snapshot), for a domain.StatusChange's MessageCount.
 	// Returns domain.ErrNotFound unless the conversation belongs to the
 	// workspace.
@@ -184,8 +185,11 @@ type ConversationWriter interface {
 	// any) is stored, the notice appended (counted and dated like any message,
 	// without replacing the last message's preview) and the deliveries
 	// written. When the status is not one of them nothing is written and the
-	// conversation is returned as it is, with changed false. Returns
-	// domain.ErrNotFound unless the conversation belongs to the workspace.
+	// conversation is returned as it is, with changed false; so too for a
+	// take-over (change.AssigneeID) of a conversation another member holds.
+	// Returns domain.ErrNotFound unless the conversation belongs to the
+	// workspace, and domain.ErrForbidden for a take-over by a user who is
+	// no member of it.
 	ChangeStatus(ctx context.Context, change domain.StatusChange) (conv domain.Conversation, changed bool, err error)
 }
 
@@ -199,15 +203,18 @@ type ConversationStore interface {
 
 // AssignmentStore keeps who owns a conversation.
 type AssignmentStore interface {
-	// ChangeAssignee applies change in one conditional statement and
-	// returns the conversation as it is afterwards. It returns
+	// ChangeAssignee applies change in one conditional statement, with the
+	// deliveries change.Report builds (only when the assignee changed), in
+	// one transaction, and returns the conversation as it is afterwards and
+	// the deliveries written (to be scheduled). Assigning a conversation to
+	// its assignee changes and writes nothing. It returns
 	// domain.ErrNotFound unless the conversation belongs to the workspace;
 	// a domain.ValidationError on field assigneeId when the assignee is not
 	// a member of the workspace (checked in the same statement, so a member
 	// removed meanwhile is never assigned); for a take-over, the
 	// domain.ConflictError of domain.HeldByOther when another member holds
-	// it, or a domain.ConflictError naming the status when it is RESOLVED.
-	ChangeAssignee(ctx context.Context, change domain.AssigneeChange) (domain.Conversation, error)
+	// it, or domain.ErrStatusChanged when it is not HUMAN.
+	ChangeAssignee(ctx context.Context, change domain.AssigneeChange) (domain.Conversation, []domain.Delivery, error)
 }
 
 // InboundEventStore keeps inbound webhook events durably.

@@ -121,7 +121,7 @@ func (s *Conversations) RecentMessages(ctx context.Context, workspaceID, convers
 	if c == nil {
 		return []domain.Message{}, nil
 	}
-	return latest(c.messages, limit), nil
+	return latest(domain.Public(c.messages), limit), nil
 }
 
 // latest copies up to limit of msgs' last ones (all of them when limit is
@@ -150,7 +150,7 @@ func (s *Conversations) HandoffTranscript(ctx context.Context, workspaceID, conv
 	if c == nil {
 		return domain.HandoffTranscript{}, domain.NotFound("conversation")
 	}
-	return domain.HandoffTranscript{Messages: latest(c.messages, limit), MessageCount: c.conv.MessageCount}, nil
+	return domain.HandoffTranscript{Messages: latest(domain.Public(c.messages), limit), MessageCount: c.conv.MessageCount}, nil
 }
 
 // ListMessages returns a page of a conversation's messages in append

@@ -248,7 +248,10 @@ func (s *Conversations) change(tx *txn, c *conversation, change domain.StatusCha
 		}
 	}
 	conv := c.conv
-	if !slices.Contains(from, conv.Status) || (change.MessageCount != nil && *change.MessageCount != conv.MessageCount) {
+	if !slices.Contains(from, conv.Status) || (change.MessageCount != nil && *change.MessageCount != conv.MessageCount) ||
+		(change.AssigneeID != "" && conv.HeldByOther(change.AssigneeID)) {
+		// This store keeps no memberships: a take-over's member is taken
+		// to be one.
 		return errNotMoved
 	}
 	notice := domain.Message{
@@ -259,6 +262,9 @@ func (s *Conversations) change(tx *txn, c *conversation, change domain.StatusCha
 		return domain.Conflict("a message with this id already exists")
 	}
 	conv.Status = change.To
+	if change.AssigneeID != "" {
+		conv.AssigneeID = change.AssigneeID
+	}
 	if ct := change.Contact; ct != nil {
 		if ct.Name != "" {
 			conv.ContactName = ct.Name

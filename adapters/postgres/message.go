@@ -25,6 +25,7 @@ type messageRow struct {
 	TokenEnds      intArray  `gorm:"column:token_ends;type:integer[]"`
 	Status         *string   `gorm:"column:status"`
 	AuthorName     string    `gorm:"column:author_name"`
+	AuthorID       *string   `gorm:"column:author_id"`
 	FallbackReason string    `gorm:"column:fallback_reason"`
 	OfferHandoff   bool      `gorm:"column:offer_handoff"`
 	ReplyID        *string   `gorm:"column:reply_id"`
@@ -79,6 +80,7 @@ func messageFromDomain(m domain.Message) (messageRow, error) {
 		TokenEnds:      intArray(m.TokenEnds),
 		Status:         nullString(string(m.Status)),
 		AuthorName:     m.AuthorName,
+		AuthorID:       nullString(m.AuthorID),
 		FallbackReason: string(m.FallbackReason),
 		OfferHandoff:   m.OfferHandoff,
 		ReplyID:        nullString(m.ReplyID),
@@ -105,6 +107,7 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		TokenEnds:      []int(r.TokenEnds),
 		Status:         domain.ConversationStatus(deref(r.Status)),
 		AuthorName:     r.AuthorName,
+		AuthorID:       deref(r.AuthorID),
 		FallbackReason: domain.FallbackReason(r.FallbackReason),
 		OfferHandoff:   r.OfferHandoff,
 		ReplyID:        deref(r.ReplyID),
@@ -210,7 +213,7 @@ func (s *Store) checkEmptyMessagePage(ctx context.Context, workspaceID, conversa
 // oldest first. An unknown conversation simply has none.
 func (s *Store) RecentMessages(ctx context.Context, workspaceID, conversationID string, limit int) ([]domain.Message, error) {
 	var rows []messageRow
-	err := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID).
+	err := s.db.WithContext(ctx).Where("workspace_id = ? AND conversation_id = ? AND role <> ?", workspaceID, conversationID, string(domain.RoleNote)).
 		Order("seq DESC").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, dbError("recent messages", err)
@@ -236,7 +239,7 @@ func (s *Store) HandoffTranscript(ctx context.Context, workspaceID, conversation
 			return err
 		}
 		var rows []messageRow
-		if err := tx.Where("workspace_id = ? AND conversation_id = ?", workspaceID, conversationID).
+		if err := tx.Where("workspace_id = ? AND conversation_id = ? AND role <> ?", workspaceID, conversationID, string(domain.RoleNote)).
 			Order("seq DESC").Limit(limit).Find(&rows).Error; err != nil {
 			return err
 		}

@@ -54,7 +54,7 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 		var verified, assignee *string
 		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
-			notice.ID, notice.Content, notice.AuthorName, change.MessageCount,
+			notice.ID, notice.Content, notice.AuthorName, change.MessageCount, nullString(change.AssigneeID),
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
 			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -124,7 +124,20 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 		// Nothing was written: say where the conversation stands, or that it
 		// is not the workspace's.
 		conv, err = s.GetConversation(ctx, change.WorkspaceID, change.ConversationID)
-		return conv, false, err
+		if err != nil || change.AssigneeID == "" {
+			return conv, false, err
+		}
+		// A take-over also fails when the member left the workspace;
+		// retrying would not help.
+		var member bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1 AND user_id = $2)`,
+			change.WorkspaceID, change.AssigneeID).Scan(&member); err != nil {
+			return domain.Conversation{}, false, dbError("change status: membership", err)
+		}
+		if !member {
+			return conv, false, domain.ErrForbidden
+		}
+		return conv, false, nil
 	}
 	return conv, true, nil
 }
@@ -160,8 +173,10 @@ func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.Con
 }
 
 // changeStatusSQL updates the conversation if its status is one of $7 and
-// its message count is $11 (NULL: any) and, only then, inserts the SYSTEM
-// notice; it returns the updated row (conversationListColumns), or no row
+// its message count is $11 (NULL: any) and, for a take-over by the member
+// $12 (NULL: none), the conversation is not held by another member
+// (domain.Conversation.HeldByOther) and $12 is a member of the workspace,
+// assigning it to $12; only then it inserts the SYSTEM notice; it returns the updated row (conversationListColumns), or no row
 // when nothing changed. The conditions are on the updated row itself, so a
 // concurrent append or change that commits first is seen (PostgreSQL
 // re-checks them on the newest version of a row it had to wait for).
@@ -171,9 +186,13 @@ const changeStatusSQL = `WITH upd AS (
 		contact_name = CASE WHEN $4 = '' THEN c.contact_name ELSE $4 END,
 		contact_email = CASE WHEN $5 = '' THEN c.contact_email ELSE $5 END,
 		message_count = c.message_count + 1,
-		last_activity_at = GREATEST(c.last_activity_at, $6)
+		last_activity_at = GREATEST(c.last_activity_at, $6),
+		assignee_id = COALESCE($12::text, c.assignee_id)
 	WHERE c.workspace_id = $1 AND c.id = $2 AND c.status = ANY($7::text[])
 		AND ($11::int IS NULL OR c.message_count = $11::int)
+		AND ($12::text IS NULL OR (
+			(c.assignee_id IS NULL OR c.assignee_id = $12::text OR c.status = 'RESOLVED')
+			AND EXISTS (SELECT 1 FROM memberships AS m WHERE m.workspace_id = $1 AND m.user_id = $12::text)))
 	RETURNING ` + conversationListColumns + `
 ), ins AS (
 	INSERT INTO messages (id, workspace_id, conversation_id, role, content, citations, created_at, status, author_name)

@@ -154,7 +154,9 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.handoff = handoff.NewService(handoff.Deps{
 		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	}, cfg.MaxMessageChars)
-	s.assignments = assignment.NewService(s.store)
+	s.assignments = assignment.NewService(assignment.Deps{
+		Assignments: s.store, Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
+	})
 	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
 		s.close()
 		return nil, err

@@ -292,7 +292,9 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.history = history
+		// The store leaves internal notes out already; the model must never
+		// see one even from a store that did not, so they are dropped here too.
+		t.history = domain.Public(history)
 	}
 	if followUp {
 		var earlier int

@@ -27,6 +27,14 @@ type Move struct {
 	// forbids (domain.ConversationStatus.CanMoveTo); nil gives a
 	// ConflictError naming from and to.
 	Refused func(domain.Conversation) error
+	// TakeOverBy, when not empty, is the member (a user id) taking the
+	// conversation over: the move also assigns it to them, in the same
+	// write, and applies only while no other member holds it
+	// (domain.Conversation.HeldByOther); when one does, Move returns
+	// domain.HeldByOther's conflict. A conversation found in To already is
+	// returned as it is, assigned to whoever had it: claiming it is the
+	// caller's (domain.AssigneeChange.TakeOver).
+	TakeOverBy string
 }
 
 // Moved is what Move did.
@@ -56,6 +64,9 @@ type Moved struct {
 func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.Conversation, m Move) (Moved, error) {
 	store := l.d.Conversations
 	for range StatusAttempts {
+		if m.TakeOverBy != "" && conv.HeldByOther(m.TakeOverBy) {
+			return Moved{Conversation: conv}, domain.HeldByOther(conv.AssigneeID)
+		}
 		if conv.Status == m.To || (m.From != "" && conv.Status != m.From) {
 			return Moved{Conversation: conv}, nil
 		}
@@ -76,7 +87,11 @@ func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.
 			}
 			transcript = &read
 		}
-		change := domain.NewStatusChange(ws, conv, m.To, m.Author, m.Contact, transcript, l.d.Clock.Now())
+		now := l.d.Clock.Now()
+		change := domain.NewStatusChange(ws, conv, m.To, m.Author, m.Contact, transcript, now)
+		if m.TakeOverBy != "" {
+			change = change.WithTakeOver(ws, conv, m.TakeOverBy, now)
+		}
 		if m.Motive != nil {
 			change = change.WithMessage(ws, conv, *m.Motive, false)
 		}

@@ -46,16 +46,41 @@ func (l *Lifecycle) Poll(ctx context.Context, req PollRequest) (PollResult, erro
 	if err != nil {
 		return PollResult{}, err
 	}
-	page := domain.PageRequest{Limit: limit}
-	if req.After != "" {
-		page.After = &domain.Position{ID: req.After}
+	// Internal notes are for the team, never the session's client: they
+	// are left out, and pages are read on until the client's page is full
+	// or the conversation ends, so a run of notes never yields an empty
+	// page that still has more.
+	out := PollResult{Conversation: s.Conversation, Messages: []domain.Message{}}
+	after := req.After
+	for {
+		page := domain.PageRequest{Limit: limit}
+		if after != "" {
+			page.After = &domain.Position{ID: after}
+		}
+		msgs, err := l.d.Conversations.ListMessages(ctx, s.Workspace.ID, s.Conversation.ID, page)
+		if errors.Is(err, domain.ErrInvalidInput) {
+			return PollResult{}, errBadAfter
+		}
+		if err != nil {
+			return PollResult{}, err
+		}
+		for _, m := range msgs.Items {
+			if m.Role.Internal() {
+				continue
+			}
+			if len(out.Messages) == limit {
+				out.HasMore = true
+				return out, nil
+			}
+			out.Messages = append(out.Messages, m)
+		}
+		if !msgs.HasMore || len(msgs.Items) == 0 {
+			return out, nil
+		}
+		if len(out.Messages) == limit {
+			out.HasMore = true
+			return out, nil
+		}
+		after = msgs.Items[len(msgs.Items)-1].ID
 	}
-	msgs, err := l.d.Conversations.ListMessages(ctx, s.Workspace.ID, s.Conversation.ID, page)
-	if errors.Is(err, domain.ErrInvalidInput) {
-		return PollResult{}, errBadAfter
-	}
-	if err != nil {
-		return PollResult{}, err
-	}
-	return PollResult{Conversation: s.Conversation, Messages: msgs.Items, HasMore: msgs.HasMore}, nil
 }

@@ -59,10 +59,15 @@ func (l *Lifecycle) Publish(ctx context.Context, events ...domain.SessionEvent) 
 }
 
 // PublishMessages publishes the live events of stored messages
-// (domain.MessageEvent), in order, as Publish does.
+// (domain.MessageEvent), in order, as Publish does. Internal notes
+// (domain.Role.Internal) are never published to the session: its
+// followers are the visitor and integrations acting for them.
 func (l *Lifecycle) PublishMessages(ctx context.Context, msgs ...domain.Message) {
 	events := make([]domain.SessionEvent, 0, len(msgs))
 	for _, m := range msgs {
+		if m.Role.Internal() {
+			continue
+		}
 		events = append(events, domain.MessageEvent(m))
 	}
 	l.Publish(ctx, events...)

@@ -8,17 +8,25 @@ type AssigneeChange struct {
 	ConversationID string
 	// AssigneeID is the member the conversation goes to; "" unassigns.
 	AssigneeID string
-	// TakeOver makes the change apply only while nobody else holds the
-	// conversation, and moves it to HUMAN: a member taking a conversation
-	// answers it. A resolved conversation is not taken over: it is
-	// reopened first, so a take-over never silently revives a closed case.
+	// TakeOver makes the change a member's claim of a conversation a person
+	// already answers: it applies only while the conversation is HUMAN and
+	// not held by another member. A take-over from any other state is a
+	// move of the lifecycle (StatusChange.AssigneeID), with its notice.
 	TakeOver bool
+	// Report, when not nil, builds the deliveries of the change from the
+	// conversation as the change left it (AssignedDeliveries); the store
+	// writes them in the change's transaction, and only when the assignee
+	// changed.
+	Report func(after Conversation) []Delivery
 }
 
-// TakeOverFrom lists the states a take-over moves from. HUMAN is among
-// them because a conversation someone else released (unassigned) while a
-// person answered it can be taken by another member.
-var TakeOverFrom = []ConversationStatus{StatusAI, StatusHandoffRequested, StatusHuman}
+// HeldByOther reports whether a member other than userID holds conv, so
+// that userID may not take it over. A RESOLVED conversation's assignee
+// holds it no more: the case is closed, and whoever reopens it by taking
+// it over becomes its assignee.
+func (c Conversation) HeldByOther(userID string) bool {
+	return c.AssigneeID != "" && c.AssigneeID != userID && c.Status != StatusResolved
+}
 
 // HeldByOther is the conflict of a take-over of a conversation another
 // member holds: its details name the holder, so the loser can see who won.

@@ -18,7 +18,7 @@ func (s DeliveryStatus) Valid() bool {
 }
 
 // EventTypes lists every outbound event type, in the order the API documents them.
-var EventTypes = []string{EventConversationCreated, EventMessageCreated, EventHandoffRequested, EventHandoffResolved}
+var EventTypes = []string{EventConversationCreated, EventMessageCreated, EventHandoffRequested, EventHandoffResolved, EventConversationAssigned}
 
 // ValidEventType reports whether s is one of EventTypes.
 func ValidEventType(s string) bool { return slices.Contains(EventTypes, s) }

@@ -150,6 +150,9 @@ const (
 	EventMessageCreated      = "message.created"
 	EventHandoffRequested    = "handoff.requested"
 	EventHandoffResolved     = "handoff.resolved"
+	// EventConversationAssigned reports a change of a conversation's
+	// assignee (its assigneeId and status are in the conversation).
+	EventConversationAssigned = "conversation.assigned"
 )
 
 // Delivery is one thing to send to a workspace's receiver, written to the

@@ -79,8 +79,12 @@ func StatusDeliveries(ws *Workspace, conv Conversation, from ConversationStatus,
 // message.created to the helpdesk for a USER message of a conversation a
 // person owns (the person answers it there), and as an event for any USER,
 // ASSISTANT or HUMAN message when the workspace has an events URL. SYSTEM
-// notices are delivered as the status change they record.
+// notices are delivered as the status change they record, and internal
+// notes (Role.Internal) never leave the team.
 func MessageDeliveries(ws *Workspace, conv Conversation, m Message, now time.Time) []Delivery {
+	if m.Role.Internal() {
+		return nil
+	}
 	var out []Delivery
 	if m.Role == RoleUser && conv.Status.HumanOwned() {
 		d := NewDelivery(TargetHelpdesk, EventMessageCreated, conv, now)
@@ -102,4 +106,15 @@ func ConversationDeliveries(ws *Workspace, conv Conversation, now time.Time) []D
 		return nil
 	}
 	return []Delivery{NewDelivery(TargetEvents, EventConversationCreated, conv, now)}
+}
+
+// AssignedDeliveries returns the deliveries of a change of conv's assignee
+// (conv as it is after the change): conversation.assigned as an event when
+// the workspace has an events URL. The helpdesk is not told: it keeps its
+// own assignment.
+func AssignedDeliveries(ws *Workspace, conv Conversation, now time.Time) []Delivery {
+	if ws.EventsURL == "" {
+		return nil
+	}
+	return []Delivery{NewDelivery(TargetEvents, EventConversationAssigned, conv, now)}
 }

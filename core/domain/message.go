@@ -14,7 +14,34 @@ const (
 	RoleAssistant Role = "ASSISTANT"
 	RoleHuman     Role = "HUMAN"
 	RoleSystem    Role = "SYSTEM"
+	// RoleNote is an internal note: members and API keys write and read
+	// it, and it never leaves the team (Internal).
+	RoleNote Role = "NOTE"
 )
+
+// Internal reports whether a message of role r stays with the team: it is
+// never published to the session's followers, polled, replayed, put in
+// the answer engine's history, nor delivered to the helpdesk or the
+// events URL. Every path that shows a conversation to its visitor or sends
+// it out asks this, so a new path cannot forget one role.
+func (r Role) Internal() bool { return r == RoleNote }
+
+// Public returns msgs without the internal ones (Role.Internal), in order;
+// msgs itself when there are none.
+func Public(msgs []Message) []Message {
+	for i, m := range msgs {
+		if m.Role.Internal() {
+			out := append(make([]Message, 0, len(msgs)-1), msgs[:i]...)
+			for _, m := range msgs[i+1:] {
+				if !m.Role.Internal() {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+	}
+	return msgs
+}
 
 // MaxMessageLength is the default cap on a message's characters.
 const MaxMessageLength = 8000
@@ -40,8 +67,13 @@ type Message struct {
 	// Status is, for a SYSTEM notice of a status change, the state the
 	// conversation entered; its live event is a status event.
 	Status ConversationStatus
-	// AuthorName is a HUMAN reply's author as the helpdesk named them.
+	// AuthorName is a HUMAN reply's or a NOTE's author as the helpdesk,
+	// the integration or the console named them.
 	AuthorName string
+	// AuthorID is the member (usr_...) who wrote a HUMAN reply or a NOTE
+	// from the console; "" for API keys and the helpdesk, which are no
+	// member.
+	AuthorID string
 	// Trace is how the answer's knowledge was retrieved (ASSISTANT messages
 	// that retrieved); stored with the message, read only by the trace API.
 	Trace *RetrievalTrace

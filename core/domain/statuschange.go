@@ -42,6 +42,13 @@ type StatusChange struct {
 	// gets. A conversation that changed this way is returned with changed
 	// false, like one in another state; the caller reads again.
 	MessageCount *int
+	// AssigneeID, when not empty, makes the move a member's take-over
+	// (WithTakeOver): it applies only while the conversation is not held
+	// by another member (Conversation.HeldByOther) and the member belongs
+	// to the workspace, and assigns the conversation to them, in the same
+	// statement as the move, so two members racing serialize on the
+	// conversation's row and exactly one wins.
+	AssigneeID string
 }
 
 // HandoffTranscript is a conversation's latest messages, oldest first, and
@@ -86,5 +93,20 @@ func (c StatusChange) WithMessage(ws *Workspace, conv Conversation, msg Message,
 	}
 	c.Message, c.MessageFirst = &msg, first
 	c.Deliveries = append(slices.Clip(c.Deliveries), MessageDeliveries(ws, under, msg, msg.CreatedAt)...)
+	return c
+}
+
+// WithTakeOver returns the change as the take-over of conv (as it was read)
+// by the member userID (StatusChange.AssigneeID), with conversation.assigned
+// added to its deliveries when the assignee changes.
+func (c StatusChange) WithTakeOver(ws *Workspace, conv Conversation, userID string, now time.Time) StatusChange {
+	c.AssigneeID = userID
+	if conv.AssigneeID == userID {
+		return c
+	}
+	next := conv
+	next.Status, next.AssigneeID = c.To, userID
+	c.Contact.ApplyTo(&next)
+	c.Deliveries = append(slices.Clip(c.Deliveries), AssignedDeliveries(ws, next, now)...)
 	return c
 }

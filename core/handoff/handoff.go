@@ -86,24 +86,38 @@ func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conve
 	return moved.Conversation, err
 }
 
-// HumanMessage is a person's reply from the helpdesk or the inbox.
+// HumanMessage is a person's reply or internal note from the helpdesk,
+// the inbox or an integration.
 type HumanMessage struct {
-	// Role must be HUMAN: the endpoint is for people, and saying so keeps
-	// room for other roles later.
+	// Role is HUMAN (a reply to the visitor) or NOTE (an internal note,
+	// for the team only).
 	Role       string
 	Content    string
 	AuthorName string
+	// AuthorID is the member (usr_...) writing from the console; "" for
+	// an API key or the helpdesk, which are no member.
+	AuthorID string
 }
 
-// PostHumanMessage stores a person's reply. A person replying takes the
-// conversation over: from any other state it moves to HUMAN first, with a
-// notice. The reply is published to the session's followers and, when the
-// workspace has an events URL, delivered as message.created. Returns
-// domain.ErrInvalidInput for a bad message and domain.ErrNotFound unless
-// the conversation belongs to the workspace.
+// PostHumanMessage stores a person's reply or internal note.
+//
+// A reply (HUMAN) takes the conversation over: from any other state it
+// moves to HUMAN first, with a notice. The reply is published to the
+// session's followers and, when the workspace has an events URL, delivered
+// as message.created.
+//
+// A note (NOTE) is only stored (and published, which keeps it from the
+// session: conversation.Lifecycle.PublishMessages): it changes no state,
+// takes nothing over and is delivered nowhere, since it never leaves the
+// team. Its author is required, as a reply's is: a note nobody signed
+// tells the team nothing.
+//
+// Returns domain.ErrInvalidInput for a bad message and domain.ErrNotFound
+// unless the conversation belongs to the workspace.
 func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, conversationID string, m HumanMessage) (domain.Message, error) {
-	if m.Role != string(domain.RoleHuman) {
-		return domain.Message{}, domain.InvalidField("role", "must be HUMAN")
+	role := domain.Role(m.Role)
+	if role != domain.RoleHuman && role != domain.RoleNote {
+		return domain.Message{}, domain.InvalidField("role", "must be HUMAN or NOTE")
 	}
 	if err := domain.ValidateMessageText(m.Content, s.maxMessage); err != nil {
 		var verr *domain.ValidationError
@@ -120,6 +134,12 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	if len([]rune(author)) > MaxAuthorNameLength {
 		return domain.Message{}, domain.InvalidField("authorName", "must be at most 200 characters")
 	}
+	if role == domain.RoleNote && author == "" {
+		return domain.Message{}, domain.InvalidField("authorName", "is required for a note")
+	}
+	if m.AuthorID != "" && !domain.ValidID(domain.PrefixUser, m.AuthorID) {
+		return domain.Message{}, domain.InvalidField("authorId", "is not a user id (usr_...)")
+	}
 	if err := ws.Require(domain.FeatureHandoff); err != nil {
 		return domain.Message{}, err
 	}
@@ -129,7 +149,14 @@ func (s *Service) PostHumanMessage(ctx context.Context, ws *domain.Workspace, co
 	}
 	msg := domain.Message{
 		ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
-		Role: domain.RoleHuman, Content: m.Content, AuthorName: author, CreatedAt: s.clock.Now(),
+		Role: role, Content: m.Content, AuthorName: author, AuthorID: m.AuthorID, CreatedAt: s.clock.Now(),
+	}
+	if role == domain.RoleNote {
+		if msg, _, err = s.conversations.AppendMessage(ctx, msg, ""); err != nil {
+			return domain.Message{}, err
+		}
+		s.lifecycle.PublishMessages(ctx, msg)
+		return msg, nil
 	}
 	// The takeover and the reply are stored together or not at all: a
 	// reply that fails must not leave the conversation taken from the

@@ -389,6 +389,54 @@ func TestPostHumanMessage(t *testing.T) {
 	}
 }
 
+// A note is stored with its author and nothing else happens: no move, no
+// takeover, nothing published to the session, nothing delivered, in every
+// state and whether or not the workspace has an events URL.
+func TestPostNote(t *testing.T) {
+	for _, from := range []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved} {
+		t.Run(string(from), func(t *testing.T) {
+			r := newRig(t)
+			r.setEventsURL(domain.PlanStandard, "https://hooks.example/e")
+			sess := r.session(domain.PlanStandard, from)
+			author := domain.NewID(domain.PrefixUser)
+			msg, err := r.svc.PostHumanMessage(t.Context(), r.ws[domain.PlanStandard], sess,
+				HumanMessage{Role: "NOTE", Content: "VIP: refund without asking.", AuthorName: " Marta ", AuthorID: author})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg.Role != domain.RoleNote || msg.AuthorName != "Marta" || msg.AuthorID != author || msg.ConversationID != sess {
+				t.Errorf("note %+v", msg)
+			}
+			if c := r.convs.conv(sess); c.Status != from || c.AssigneeID != "" {
+				t.Errorf("conversation %s %q, want %s unassigned", c.Status, c.AssigneeID, from)
+			}
+			if msgs := r.convs.of(sess); len(msgs) != 2 || msgs[1].ID != msg.ID || msgs[1].AuthorID != author {
+				t.Errorf("stored %+v, want the USER message and the note", msgs)
+			}
+			if got := r.bus.types(); len(got) != 0 {
+				t.Errorf("published %v to the session", got)
+			}
+			if got := describe(r.convs.written()); len(got) != 0 {
+				t.Errorf("deliveries %v", got)
+			}
+		})
+	}
+}
+
+// A reply from the console carries its member.
+func TestPostHumanMessageAuthorID(t *testing.T) {
+	r := newRig(t)
+	sess := r.session(domain.PlanStandard, domain.StatusHuman)
+	author := domain.NewID(domain.PrefixUser)
+	msg, err := r.svc.PostHumanMessage(t.Context(), r.ws[domain.PlanStandard], sess, HumanMessage{Role: "HUMAN", Content: "Hi", AuthorName: "Marta", AuthorID: author})
+	if err != nil || msg.AuthorID != author {
+		t.Fatalf("reply %+v, %v", msg, err)
+	}
+	if msgs := r.convs.of(sess); msgs[len(msgs)-1].AuthorID != author {
+		t.Fatalf("stored %+v", msgs[len(msgs)-1])
+	}
+}
+
 func TestPostHumanMessageRefusals(t *testing.T) {
 	r := newRig(t)
 	ws := r.ws[domain.PlanStandard]
@@ -409,6 +457,10 @@ func TestPostHumanMessageRefusals(t *testing.T) {
 		{"blank content", sess, HumanMessage{Role: "HUMAN", Content: " \n "}, domain.ErrInvalidInput, "content"},
 		{"content too long", sess, HumanMessage{Role: "HUMAN", Content: strings.Repeat("a", 51)}, domain.ErrInvalidInput, "content"},
 		{"author too long", sess, HumanMessage{Role: "HUMAN", Content: "Hello", AuthorName: strings.Repeat("é", 201)}, domain.ErrInvalidInput, "authorName"},
+		{"note without an author", sess, HumanMessage{Role: "NOTE", Content: "VIP"}, domain.ErrInvalidInput, "authorName"},
+		{"note with a blank author", sess, HumanMessage{Role: "NOTE", Content: "VIP", AuthorName: "  "}, domain.ErrInvalidInput, "authorName"},
+		{"malformed author id", sess, HumanMessage{Role: "HUMAN", Content: "Hello", AuthorID: "bob"}, domain.ErrInvalidInput, "authorId"},
+		{"role SYSTEM", sess, HumanMessage{Role: "SYSTEM", Content: "Hello"}, domain.ErrInvalidInput, "role"},
 		{"unknown conversation", domain.NewID(domain.PrefixSession), ok, domain.ErrNotFound, ""},
 		{"malformed id", "nope", ok, domain.ErrNotFound, ""},
 		{"another workspace's conversation", foreign, ok, domain.ErrNotFound, ""},

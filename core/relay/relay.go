@@ -521,9 +521,16 @@ func (st *Stream) storedFrom(ctx context.Context, page []domain.Message) error {
 	}
 }
 
-// deliverStored sends what the client has not seen of a stored message.
+// deliverStored sends what the client has not seen of a stored message
+// (nothing of an internal note).
 // The stored copy is complete, so it also fills a held message's hole.
 func (st *Stream) deliverStored(m domain.Message) error {
+	if m.Role.Internal() {
+		// An internal note never reaches a session's stream; it still
+		// marks how far the stored messages were read.
+		st.lastStored = m.ID
+		return nil
+	}
 	for _, ev := range StoredEvents(m) {
 		if ev.Seq <= st.seen[m.ID] {
 			continue

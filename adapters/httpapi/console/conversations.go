@@ -319,9 +319,9 @@ func (h *Handlers) messageRows(c *fiber.Ctx, convs Conversations, ws, convID str
 		r := messageRow{Message: m, Kind: strings.ToLower(string(m.Role)), RoleText: mustText("msg.role." + string(m.Role)),
 			Time: m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), TimeISO: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
 		switch m.Role {
-		case domain.RoleHuman:
+		case domain.RoleHuman, domain.RoleNote:
 			if m.AuthorName != "" {
-				r.RoleText = mustText("msg.role.HUMAN.named", m.AuthorName)
+				r.RoleText = mustText("msg.role."+string(m.Role)+".named", m.AuthorName)
 			}
 		case domain.RoleSystem:
 			if m.Status != "" {

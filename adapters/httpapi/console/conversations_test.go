@@ -52,6 +52,7 @@ func (h *harness) seedConversations(t testing.TB) {
 		domain.Message{Role: domain.RoleAssistant, Content: "I do not know that.", FallbackReason: domain.FallbackNoKnowledge, OfferHandoff: true},
 		domain.Message{Role: domain.RoleSystem, Content: "", Status: domain.StatusHuman},
 		domain.Message{Role: domain.RoleHuman, Content: "Hi, Hugo here, I will help.", AuthorName: "Hugo Helper"},
+		domain.Message{Role: domain.RoleNote, Content: "Refund approved by finance.", AuthorName: "Hugo Helper", AuthorID: "usr_hugo"},
 	)
 }
 
@@ -178,6 +179,8 @@ func TestTranscript(t *testing.T) {
 		"Fallback answer: nothing in the knowledge answers the question", "A person was offered.",
 		"The conversation is now: With a person.",
 		"Person: Hugo Helper", "Hi, Hugo here, I will help.",
+		// Members see internal notes, marked as such.
+		`<li class="msg msg-note"`, "Internal note: Hugo Helper", "Refund approved by finance.",
 		// The trace, collapsed, in words and percentages.
 		`<details class="trace">`, "Why this answer (retrieval trace): " + domain.VerdictAnswer,
 		"How do refunds work? shipping", "widened with 1 earlier question", "87%", "least chance the agent answers with: 35%",

@@ -460,6 +460,8 @@ var text = map[string]string{
 	"msg.role.HUMAN":                      "Person",
 	"msg.role.HUMAN.named":                "Person: %s",
 	"msg.role.SYSTEM":                     "Notice",
+	"msg.role.NOTE":                       "Internal note",
+	"msg.role.NOTE.named":                 "Internal note: %s",
 	"msg.status":                          "The conversation is now: %s.",
 	"msg.citations":                       "Sources cited",
 	"msg.citation.score":                  "score %s",

@@ -35,14 +35,15 @@ func (h *AssignmentHandlers) SetAssignee(c *fiber.Ctx) error {
 		return err
 	}
 	id := strings.Clone(c.Params("id"))
+	p, _ := wire.Principal(c)
 	if body.AssigneeID == nil {
-		conv, err := h.assignments.Unassign(c.UserContext(), workspaceID(c), id, nil)
+		conv, err := h.assignments.Unassign(c.UserContext(), &p.Workspace, id, nil)
 		if err != nil {
 			return err
 		}
 		return c.JSON(toConversationDTO(conv))
 	}
-	conv, err := h.assignments.Assign(c.UserContext(), workspaceID(c), id, *body.AssigneeID, nil)
+	conv, err := h.assignments.Assign(c.UserContext(), &p.Workspace, id, *body.AssigneeID, nil)
 	if err != nil {
 		return err
 	}

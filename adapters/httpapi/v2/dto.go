@@ -210,7 +210,20 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 
 type conversationWithMessagesDTO struct {
 	conversationDTO
-	Messages wire.List[wire.MessageDTO] `json:"messages"`
+	Messages wire.List[messageDTO] `json:"messages"`
+}
+
+// messageDTO is a message as v2 shows it to the team: the one message
+// shape, with the member who wrote a HUMAN reply or a NOTE from the
+// console. Only v2 shows authorId: the widget and v1 serve visitors, who
+// have no use for a member's user id.
+type messageDTO struct {
+	wire.MessageDTO
+	AuthorID string `json:"authorId,omitempty"`
+}
+
+func toMessageDTO(m domain.Message) messageDTO {
+	return messageDTO{MessageDTO: wire.Message(m), AuthorID: m.AuthorID}
 }
 
 // ratedAnswerDTO is one item of GET /api/v2/feedback.

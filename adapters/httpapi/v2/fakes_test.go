@@ -122,13 +122,13 @@ type fakeAssignments struct{ *httpapitest.Script }
 
 var _ v2.Assignments = fakeAssignments{}
 
-func (f fakeAssignments) Assign(_ context.Context, ws, id, assignee string, actor *domain.Member) (domain.Conversation, error) {
-	r := f.Call("Assignments.Assign", ws, id, assignee, actor)
+func (f fakeAssignments) Assign(_ context.Context, ws *domain.Workspace, id, assignee string, actor *domain.Member) (domain.Conversation, error) {
+	r := f.Call("Assignments.Assign", ws.ID, id, assignee, actor)
 	return httpapitest.Value[domain.Conversation](r, 0), r.Err
 }
 
-func (f fakeAssignments) Unassign(_ context.Context, ws, id string, actor *domain.Member) (domain.Conversation, error) {
-	r := f.Call("Assignments.Unassign", ws, id, actor)
+func (f fakeAssignments) Unassign(_ context.Context, ws *domain.Workspace, id string, actor *domain.Member) (domain.Conversation, error) {
+	r := f.Call("Assignments.Unassign", ws.ID, id, actor)
 	return httpapitest.Value[domain.Conversation](r, 0), r.Err
 }
 

@@ -270,6 +270,6 @@ func (h *ConversationHandlers) Get(c *fiber.Ctx) error {
 	}
 	return c.JSON(conversationWithMessagesDTO{
 		conversationDTO: toConversationDTO(conv),
-		Messages:        wire.NewList(msgs, scope, wire.Message),
+		Messages:        wire.NewList(msgs, scope, toMessageDTO),
 	})
 }

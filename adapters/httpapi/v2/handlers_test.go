@@ -289,6 +289,16 @@ func TestConversations(t *testing.T) {
 		Script: map[string]httpapitest.Result{"Conversations.Get": {Values: []any{aConversation(),
 			page(aMessage(messageID, domain.RoleUser, "Hi"), aMessage(replyID, domain.RoleAssistant, "Hello"))}}},
 		Want: httpapitest.Want{Status: 200, Fields: map[string]any{"id": sessionID, "messages.data.0.role": "USER", "messages.data.1.content": "Hello", "messages.meta.hasMore": false}},
+	}, {
+		Name: "shows a console reply and note with their author",
+		Req:  get,
+		Script: map[string]httpapitest.Result{"Conversations.Get": {Values: []any{aConversation(),
+			page(authored(replyID, domain.RoleHuman, "On it."), authored(messageID, domain.RoleNote, "Refund approved."))}}},
+		Want: httpapitest.Want{Status: 200, Fields: map[string]any{
+			"messages.data.0.role": "HUMAN", "messages.data.0.authorName": "Ann", "messages.data.0.authorId": memberID,
+			"messages.data.1.role": "NOTE", "messages.data.1.authorName": "Ann", "messages.data.1.authorId": memberID,
+			"messages.data.1.content": "Refund approved.",
+		}},
 	}}, httpapitest.BadPages("/api/v2/conversations/"+sessionID)...), httpapitest.ErrorCases(get, "Conversations.Get", 404, 500)...))
 
 	trace := httpapitest.Request{Method: "GET", Path: "/api/v2/conversations/" + sessionID + "/messages/" + replyID + "/trace"}
@@ -383,10 +393,22 @@ func TestChat(t *testing.T) {
 	}}, httpapitest.BadBodies("POST", "/api/v2/agents/support/retrieve")...), httpapitest.ErrorCases(retrieve, "Retrieval.Retrieve", 400, 404, 500)...))
 }
 
+// memberID is the member who wrote authored messages from the console.
+const memberID = "usr_01hzy3q3q3q3q3q3q3q3q3q3q3"
+
+// authored is a message a member wrote from the console.
+func authored(id string, role domain.Role, content string) domain.Message {
+	m := aMessage(id, role, content)
+	m.AuthorName, m.AuthorID = "Ann", memberID
+	return m
+}
+
 func TestHandoff(t *testing.T) {
 	post := httpapitest.Request{Method: "POST", Path: "/api/v2/conversations/" + sessionID + "/messages", Body: `{"role":"HUMAN","content":"I can help.","authorName":"Ann"}`}
 	reply := aMessage(replyID, domain.RoleHuman, "I can help.")
 	reply.AuthorName = "Ann"
+	note := aMessage(messageID, domain.RoleNote, "VIP customer.")
+	note.AuthorName = "Ann"
 	httpapitest.Run(t, "POST /conversations/{id}/messages", newApp, append(append([]httpapitest.Case{{
 		Name:   "posts",
 		Req:    post,
@@ -395,6 +417,17 @@ func TestHandoff(t *testing.T) {
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			args := httpapitest.OnlyCall(t, s, "HumanReplies.PostHumanMessage")
 			if m := args[2].(handoff.HumanMessage); args[0] != "ws_test" || args[1] != sessionID || m.Role != "HUMAN" || m.AuthorName != "Ann" {
+				t.Fatalf("PostHumanMessage(%v)", args)
+			}
+		},
+	}, {
+		Name:   "posts a note, passed on with its role and author",
+		Req:    httpapitest.Request{Method: "POST", Path: "/api/v2/conversations/" + sessionID + "/messages", Body: `{"role":"NOTE","content":"VIP customer.","authorName":"Ann"}`},
+		Script: map[string]httpapitest.Result{"HumanReplies.PostHumanMessage": {Values: []any{note}}},
+		Want:   httpapitest.Want{Status: 201, Fields: map[string]any{"id": messageID, "role": "NOTE", "authorName": "Ann"}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			args := httpapitest.OnlyCall(t, s, "HumanReplies.PostHumanMessage")
+			if m := args[2].(handoff.HumanMessage); m.Role != "NOTE" || m.Content != "VIP customer." || m.AuthorName != "Ann" || m.AuthorID != "" {
 				t.Fatalf("PostHumanMessage(%v)", args)
 			}
 		},
@@ -450,6 +483,15 @@ func TestSetAssignee(t *testing.T) {
 	}, {
 		Name: "wrong type", Req: httpapitest.Request{Method: "PUT", Path: path, Body: `{"assigneeId":1}`},
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.assigneeId": "must be a string"}},
+	}, {
+		// PUT never takes over, so this conflict is for a service that
+		// refuses the change; the holder reaches the client as details.
+		Name:   "a conflict names the holder",
+		Req:    assign,
+		Script: map[string]httpapitest.Result{"Assignments.Assign": {Err: domain.HeldByOther(user)}},
+		Want: httpapitest.Want{Status: 409, Code: domain.CodeConflict, Fields: map[string]any{
+			"error.message": "the conversation is assigned to another member", "error.details.assigneeId": user,
+		}},
 	}}, httpapitest.BadBodies("PUT", path)...), httpapitest.ErrorCases(assign, "Assignments.Assign", 400, 404, 500)...),
 		httpapitest.ErrorCases(unassign, "Assignments.Unassign", 404, 500)...))
 }

@@ -30,7 +30,9 @@ type humanMessageCreate struct {
 	AuthorName string `json:"authorName"`
 }
 
-// PostMessage serves POST /api/v2/conversations/{id}/messages: a person's reply.
+// PostMessage serves POST /api/v2/conversations/{id}/messages: a person's
+// reply (role HUMAN) or an internal note (role NOTE). An API key is no
+// member, so what it writes has no authorId; authorName says who wrote it.
 func (h *HandoffHandlers) PostMessage(c *fiber.Ctx) error {
 	var body humanMessageCreate
 	if err := h.decoder.Decode(c, &body, false); err != nil {
@@ -43,7 +45,7 @@ func (h *HandoffHandlers) PostMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(wire.Message(msg))
+	return c.Status(fiber.StatusCreated).JSON(toMessageDTO(msg))
 }
 
 // statusChange is the body of POST /api/v2/conversations/{id}/status.

@@ -88,9 +88,9 @@ type Retrieval interface {
 // (handoff.Service). Both return domain.ErrNotFound unless the
 // conversation belongs to the workspace.
 type HumanReplies interface {
-	// PostHumanMessage stores a person's reply. Returns
-	// domain.ErrInvalidInput for a bad message and a domain.ConflictError
-	// when the conversation changed under it.
+	// PostHumanMessage stores a person's reply (HUMAN) or internal note
+	// (NOTE). Returns domain.ErrInvalidInput for a bad message and a
+	// domain.ConflictError when the conversation changed under it.
 	PostHumanMessage(ctx context.Context, ws *domain.Workspace, conversationID string, m handoff.HumanMessage) (domain.Message, error)
 	// SetStatus moves the conversation. Returns domain.ErrInvalidInput
 	// for an unknown state and a domain.ConflictError for a move the
@@ -104,10 +104,10 @@ type Assignments interface {
 	// key. Returns domain.ErrNotFound for an unknown or foreign
 	// conversation and domain.ErrInvalidInput naming assigneeId when the
 	// assignee is not a member of the workspace.
-	Assign(ctx context.Context, workspaceID, conversationID, assigneeUserID string, actor *domain.Member) (domain.Conversation, error)
+	Assign(ctx context.Context, ws *domain.Workspace, conversationID, assigneeUserID string, actor *domain.Member) (domain.Conversation, error)
 	// Unassign leaves the conversation to nobody. Returns
 	// domain.ErrNotFound for an unknown or foreign conversation.
-	Unassign(ctx context.Context, workspaceID, conversationID string, actor *domain.Member) (domain.Conversation, error)
+	Unassign(ctx context.Context, ws *domain.Workspace, conversationID string, actor *domain.Member) (domain.Conversation, error)
 }
 
 // Integrations reads and changes where a workspace's deliveries go

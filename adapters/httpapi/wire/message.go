@@ -8,7 +8,7 @@ type MessageDTO struct {
 	Role      string        `json:"role"`
 	Content   string        `json:"content"`
 	Citations []CitationDTO `json:"citations"`
-	// AuthorName is a HUMAN reply's author, when the helpdesk named one.
+	// AuthorName is a HUMAN reply's or a NOTE's author.
 	AuthorName string `json:"authorName,omitempty"`
 	// Status is, on a SYSTEM notice, the state the conversation entered.
 	Status string `json:"status,omitempty"`

@@ -17,7 +17,7 @@ var readCases = []contractCase{
 		turn := exchange(f.ws, f.conv.ID, t0.Add(time.Second))
 		turn[0].IdempotencyKey, turn[0].RequestHash = "api:k", "hash"
 		human := f.msg(domain.RoleHuman, "Ana here.", t0.Add(time.Minute))
-		human.AuthorName = "Ana"
+		human.AuthorName, human.AuthorID = "Ana", domain.NewID(domain.PrefixUser)
 		notice := f.msg(domain.RoleSystem, "A person will answer.", t0.Add(time.Minute))
 		notice.Status = domain.StatusHandoffRequested
 		inbound := f.msg(domain.RoleUser, "from the CRM", t0.Add(time.Hour))
@@ -49,6 +49,30 @@ var readCases = []contractCase{
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Errorf("%s = %v\n%+v\nwant\n%+v", name, err, got, want)
 			}
+		}
+	}},
+
+	{"notes are read with the conversation, never for the model or the helpdesk", func(t *testing.T, f *fixture) {
+		question := f.append(t, f.msg(domain.RoleUser, "Where is my order?", t0.Add(time.Second)))
+		note := f.msg(domain.RoleNote, "VIP: refund without asking.", t0.Add(2*time.Second))
+		note.AuthorName, note.AuthorID = "Ana", domain.NewID(domain.PrefixUser)
+		note = f.append(t, note)
+		reply := f.append(t, f.msg(domain.RoleAssistant, "On its way.", t0.Add(3*time.Second)))
+		f.append(t, f.msg(domain.RoleNote, "second note", t0.Add(4*time.Second)))
+		all, err := f.Store.ListMessages(f.ctx, f.ws, f.conv.ID, domain.PageRequest{})
+		if err != nil || len(all.Items) != 4 || !reflect.DeepEqual(all.Items[1], asRead(note)) {
+			t.Fatalf("ListMessages = %v, %+v; want every message, the note as written", err, all.Items)
+		}
+		if from, err := f.Store.MessagesFrom(f.ctx, f.ws, f.conv.ID, "", 10); err != nil || len(from) != 4 {
+			t.Fatalf("MessagesFrom = %v, %d messages; want all 4 (the relay skips notes)", err, len(from))
+		}
+		public := []string{question.ID, reply.ID}
+		if recent, err := f.Store.RecentMessages(f.ctx, f.ws, f.conv.ID, 2); err != nil || !slices.Equal(ids(recent), public) {
+			t.Fatalf("RecentMessages(2) = %v, %v; want %v", err, ids(recent), public)
+		}
+		tr, err := f.Store.HandoffTranscript(f.ctx, f.ws, f.conv.ID, 2)
+		if err != nil || !slices.Equal(ids(tr.Messages), public) || tr.MessageCount != 4 {
+			t.Fatalf("HandoffTranscript(2) = %v, %v (count %d); want %v, count 4", err, ids(tr.Messages), tr.MessageCount, public)
 		}
 	}},
 

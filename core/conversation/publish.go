@@ -223,6 +223,11 @@ func (l *Lifecycle) appendWorkspace(ctx context.Context, events []domain.Workspa
 		if ev.At.IsZero() {
 			ev.At = l.d.Clock.Now()
 		}
+		if ev.Message != nil && ev.Message.CreatedAt.IsZero() {
+			m := *ev.Message
+			m.CreatedAt = ev.At
+			ev.Message = &m
+		}
 		out = append(out, ev)
 	}
 	if len(out) == 0 {

@@ -62,6 +62,8 @@ func (l *Lifecycle) Publish(ctx context.Context, events ...domain.SessionEvent) 
 // PublishMessages publishes the live events of stored messages
 // (domain.MessageEvent), in order, as Publish does; like every publication
 // it also publishes their workspace events (domain.MessageWorkspaceEvent).
+// A message kept off the session channel (an internal note) must still
+// reach the workspace: give its MessageWorkspaceEvent to PublishWorkspace.
 func (l *Lifecycle) PublishMessages(ctx context.Context, msgs ...domain.Message) {
 	events := make([]domain.SessionEvent, 0, len(msgs))
 	for _, m := range msgs {

@@ -36,11 +36,12 @@ func wsEvent(t *testing.T, ev sseEvent, typ, conversation, status, role string) 
 // The workspace event stream end to end, across two pods sharing
 // PostgreSQL and Redis: an integration follows GET /api/v2/events on pod
 // B while a visitor talks and asks for a person on pod A, and a person
-// replies; each change arrives, in order. Another workspace's key never
+// replies, and the visitor writes again through the inbound webhook; each
+// change arrives, in order. Another workspace's key never
 // sees them. Resuming with Last-Event-ID gives only newer events; a
 // position the log no longer keeps starts with a reset.
 func TestWorkspaceEventsAcrossPods(t *testing.T) {
-	c := newCluster(t, clusterOptions{pods: 2})
+	c := newCluster(t, clusterOptions{pods: 2, workers: 1})
 	a, b := c.pods[0], c.pods[1]
 	tn, other := c.newTenant(domain.PlanStandard), c.newTenant(domain.PlanStandard)
 	c.must(c.do(a, "POST", "/api/v2/agents", map[string]any{"slug": "support", "name": "Acme Support"}, tn.auth()), 201)
@@ -75,6 +76,17 @@ func TestWorkspaceEventsAcrossPods(t *testing.T) {
 		t.Fatalf("the reply: %v", msg)
 	}
 
+	// The visitor writes through the inbound webhook (stored and published
+	// by the worker): it arrives too.
+	r := c.do(a, "POST", "/api/webhooks/inbound", map[string]any{"event": "chat.message", "sessionId": session, "message": "Thanks, Marta."},
+		header{"x-webhook-secret": tn.WebhookSecret})
+	if r.Status != 200 && r.Status != 202 {
+		t.Fatalf("inbound webhook: %d %s", r.Status, r.Body)
+	}
+	if msg := wsEvent(t, inbox.next(), "message.created", session, "", "USER"); msg["content"] != "Thanks, Marta." {
+		t.Fatalf("the inbound message: %v", msg)
+	}
+
 	// The other workspace saw none of it, and sees its own.
 	stranger.quiet(500 * time.Millisecond)
 	otherSession := c.startSession(a, other)
@@ -85,8 +97,8 @@ func TestWorkspaceEventsAcrossPods(t *testing.T) {
 	// Resuming after the handoff, on pod A: only what came after it.
 	resumed := openLive(t, "GET", a.base+"/api/v2/events", nil, withHeader(tn.auth(), "Last-Event-ID", handoff.ID))
 	defer resumed.close()
-	if got := resumed.nextN(2); got[0].ID != human.ID || got[1].ID != reply.ID {
-		t.Fatalf("resumed after %s: %v, want %s then %s", handoff.ID, eventIDs(got), human.ID, reply.ID)
+	if got := resumed.nextN(3); got[0].ID != human.ID || got[1].ID != reply.ID || got[2].Data["type"] != "message.created" {
+		t.Fatalf("resumed after %s: %v, want %s, %s, then the inbound message", handoff.ID, eventIDs(got), human.ID, reply.ID)
 	}
 	resumed.quiet(300 * time.Millisecond)
 	// The query parameter does the same, for a client opening a new URL.
@@ -107,7 +119,7 @@ func TestWorkspaceEventsAcrossPods(t *testing.T) {
 	wsEvent(t, inbox.next(), "conversation.status", session, "RESOLVED", "")
 
 	// Not a position at all: 400 with the error body; no key: 401.
-	r := c.do(b, "GET", "/api/v2/events", nil, withHeader(tn.auth(), "Last-Event-ID", "msg_1:1"))
+	r = c.do(b, "GET", "/api/v2/events", nil, withHeader(tn.auth(), "Last-Event-ID", "msg_1:1"))
 	c.must(r, 400)
 	c.must(c.do(b, "GET", "/api/v2/events", nil, nil), 401)
 }

@@ -111,7 +111,7 @@ func TestWorkspaceLogRejectsBadInput(t *testing.T) {
 		{Type: domain.WorkspaceEventMessageCreated, WorkspaceID: ws, ConversationID: "ses_a"}, // no message
 		{Type: "conversation.deleted", WorkspaceID: ws, ConversationID: "ses_a"},
 		{Type: domain.WorkspaceEventConversationStatus, WorkspaceID: ws, ConversationID: "ses_a"}, // no status
-		{Type: domain.WorkspaceEventConversationAssigned, ConversationID: "ses_a"},               // no workspace
+		{Type: domain.WorkspaceEventConversationAssigned, ConversationID: "ses_a"},                // no workspace
 	}
 	for _, ev := range bad {
 		if err := log.Append(t.Context(), []domain.WorkspaceEvent{wsMessage(ws, "ses_a", 1), ev}); err == nil || errors.Is(err, domain.ErrUnavailable) {

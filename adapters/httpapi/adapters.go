@@ -32,3 +32,11 @@ func (r relayStreams) Open(ctx context.Context, req relay.Request) (sse.LiveStre
 	}
 	return st, nil
 }
+
+func (r relayStreams) OpenWorkspace(ctx context.Context, workspaceID, lastEventID string) (sse.WorkspaceStream, error) {
+	st, err := r.relay.OpenWorkspace(ctx, workspaceID, lastEventID)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}

@@ -147,6 +147,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		integrations  = v2.NewIntegrationHandlers(s.Deliveries, decoder)
 		deliveries    = v2.NewDeliveryHandlers(s.Deliveries)
 		events        = v2.NewEventHandlers(follower)
+		wsEvents      = v2.NewWorkspaceEventHandlers(relayStreams{s.Relay})
 		ratings       = v2.NewFeedbackHandlers(s.Feedback)
 		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
 
@@ -200,6 +201,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Get("/conversations", conversations.List)
 	v2api.Get("/conversations/:id", conversations.Get)
 	v2api.Get("/conversations/:id/events", events.Follow) // SSE
+	v2api.Get("/events", wsEvents.Follow)                 // SSE: the workspace's events
 	v2api.Post("/conversations/:id/messages", handoffs.PostMessage)
 	v2api.Post("/conversations/:id/status", handoffs.SetStatus)
 	v2api.Put("/conversations/:id/assignee", assignments.SetAssignee)
@@ -336,6 +338,7 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
 	ws.Post("/playground/stream", convs, h.PlaygroundStream)
+	ws.Get("/inbox/events", convs, h.InboxEvents) // SSE: the workspace's events
 
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })

@@ -102,7 +102,10 @@ type Hub struct {
 	wg   sync.WaitGroup
 }
 
-var _ ports.EventFeed = (*Hub)(nil)
+var (
+	_ ports.EventFeed     = (*Hub)(nil)
+	_ ports.WorkspaceFeed = (*Hub)(nil)
+)
 
 // hubChannel is one subscribed channel and its local followers.
 type hubChannel struct {
@@ -169,7 +172,18 @@ func NewHub(client goredis.UniversalClient, log *slog.Logger, opts HubOptions) *
 // the hub has lost Redis, and if the confirmation takes longer than the
 // confirmation timeout or ctx; ports.ErrFeedClosed after Close.
 func (h *Hub) Subscribe(ctx context.Context, sessionID string) (ports.Subscription, error) {
-	name := ChannelFor(sessionID)
+	return h.subscribe(ctx, ChannelFor(sessionID))
+}
+
+// Watch follows a workspace's events (ports.WorkspaceFeed) on the same
+// connection as the sessions: every message on the workspace's wake-up
+// channel, and every lost connection, gives its followers a Gap marker, on
+// which they read the workspace's log. Errors as Subscribe.
+func (h *Hub) Watch(ctx context.Context, workspaceID string) (ports.Subscription, error) {
+	return h.subscribe(ctx, WorkspaceChannelFor(workspaceID))
+}
+
+func (h *Hub) subscribe(ctx context.Context, name string) (ports.Subscription, error) {
 	// One slot more than the buffer: it is kept for the Gap of a follower
 	// that fell behind.
 	sub := &hubSub{hub: h, buffer: h.opts.Buffer, events: make(chan *domain.LiveEvent, h.opts.Buffer+1), done: make(chan struct{})}
@@ -484,6 +498,13 @@ func (h *Hub) dispatch(m *goredis.Message) {
 	}
 	h.mu.Unlock()
 	if len(subs) == 0 {
+		return
+	}
+	if strings.HasPrefix(m.Channel, workspaceChannelPrefix) {
+		// A wake-up: the followers read the workspace's log.
+		for _, s := range subs {
+			s.send(gapMarker)
+		}
 		return
 	}
 	ev, err := decodeEvent([]byte(m.Payload), "")

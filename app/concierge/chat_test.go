@@ -195,8 +195,10 @@ func (s *stack) readStream(resp *http.Response) []sseEvent {
 
 // sseEvent is one event as a client reads it off the wire.
 type sseEvent struct {
-	ID   string
-	Data map[string]any
+	ID string
+	// Event is the event line's type; "" without one (the message event).
+	Event string
+	Data  map[string]any
 }
 
 // readSSE reads a stream line by line, as a browser's EventSource would, and
@@ -249,6 +251,8 @@ func scanSSE(body io.Reader, line func(string), event func(sseEvent) bool) error
 			// comment (heartbeat)
 		case strings.HasPrefix(text, "id: "):
 			cur.ID = strings.TrimPrefix(text, "id: ")
+		case strings.HasPrefix(text, "event: "):
+			cur.Event = strings.TrimPrefix(text, "event: ")
 		case strings.HasPrefix(text, "data: "):
 			data.WriteString(strings.TrimPrefix(text, "data: "))
 		default:

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
+
+	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
+	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/relay"
 )
 
@@ -16,6 +21,24 @@ func (s *system) startRelay() *redisadapter.Hub {
 	s.relay = relay.NewService(relay.Deps{
 		Feed: hub, Recent: redisadapter.NewEventLog(s.redis), Transcript: s.store,
 		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock, Log: s.log,
+		Workspace: relay.WorkspaceDeps{
+			Log: redisadapter.NewWorkspaceLog(s.redis, redisadapter.DefaultWorkspaceLogRetention), Feed: hub,
+		},
 	}, relay.Options{OutageLimit: s.cfg.RelayOutageLimit})
 	return hub
+}
+
+// consoleEvents opens the inbox's workspace event streams on the relay;
+// without a relay (a process that serves no streams) they answer 503.
+type consoleEvents struct{ relay *relay.Service }
+
+func (e consoleEvents) OpenWorkspace(ctx context.Context, workspaceID, lastEventID string) (sse.WorkspaceStream, error) {
+	if e.relay == nil {
+		return nil, domain.Unavailable("workspace events", errors.New("this process serves no live streams"))
+	}
+	st, err := e.relay.OpenWorkspace(ctx, workspaceID, lastEventID)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
@@ -49,6 +50,8 @@ func TestTakeOverEndToEnd(t *testing.T) {
 	session := s.startSession(tn, "support")
 	s.sendMessage(session, "How long does shipping take?")
 	widget := openLive(t, "GET", s.base+"/api/chat/"+session+"/events", nil, nil)
+	inbox := openLive(t, "GET", s.base+"/api/v2/events", nil, tn.auth())
+	defer inbox.close()
 	ctx := context.Background()
 	ws, err := s.sys.store.GetWorkspace(ctx, tn.ID)
 	if err != nil {
@@ -66,6 +69,17 @@ func TestTakeOverEndToEnd(t *testing.T) {
 	if last := p.Messages[len(p.Messages)-1]; last.Role != "SYSTEM" || last.Content != "Ada joined the conversation." {
 		t.Fatalf("notice %+v", last)
 	}
+	// The team's inbox sees the move and who took it, in either order.
+	seen := map[string]any{}
+	for _, ev := range inbox.nextN(2) {
+		seen[ev.Event] = ev.Data
+	}
+	if st, _ := seen["conversation.status"].(map[string]any); st == nil || st["status"] != "HUMAN" {
+		t.Fatalf("inbox after the take-over: %v", seen)
+	}
+	if as, _ := seen["conversation.assigned"].(map[string]any); as == nil || as["assigneeId"] != ada.UserID || as["status"] != "HUMAN" {
+		t.Fatalf("inbox after the take-over: %v", seen)
+	}
 	_, err = s.sys.assignments.TakeOver(ctx, &ws, session, bob)
 	var c *domain.ConflictError
 	if !errors.As(err, &c) || c.Details["assigneeId"] != ada.UserID {
@@ -80,6 +94,20 @@ func TestTakeOverEndToEnd(t *testing.T) {
 			t.Fatalf("PUT assignee: %v", got)
 		}
 	}
+	if ev := inbox.next(); ev.Event != "conversation.assigned" || ev.Data["assigneeId"] != bob.UserID {
+		t.Fatalf("inbox after assigning Bob: %s %v", ev.Event, ev.Data)
+	}
+	inbox.quiet(300 * time.Millisecond) // assigning Bob again told nobody
+
+	// A note reaches the team's stream, with its author.
+	r = s.do("POST", "/api/v2/conversations/"+session+"/messages", map[string]any{"role": "NOTE", "content": "VIP customer", "authorName": "Bob"}, tn.auth())
+	s.mustStatus(r, 201)
+	if ev := inbox.next(); ev.Event != "message.created" {
+		t.Fatalf("inbox after a note: %s %v", ev.Event, ev.Data)
+	} else if m, _ := ev.Data["message"].(map[string]any); m["role"] != "NOTE" || m["authorName"] != "Bob" || m["content"] != "VIP customer" {
+		t.Fatalf("the note's event: %v", ev.Data)
+	}
+
 	var assigned []string
 	for _, row := range s.outbox(session) {
 		if row.EventType != domain.EventConversationAssigned {

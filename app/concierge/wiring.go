@@ -137,7 +137,8 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	// conversations through this one lifecycle.
 	s.lifecycle = conversation.New(conversation.Deps{
 		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Deliveries: s.enqueuer, Bus: bus,
-		Clock: s.clock, Log: log,
+		WorkspaceEvents: redisadapter.NewWorkspaceLog(rdb, redisadapter.DefaultWorkspaceLogRetention),
+		Clock:           s.clock, Log: log,
 	})
 	s.conversations = conversation.NewService(s.store, s.store, s.lifecycle)
 	s.widgets = widget.NewService(widget.Deps{
@@ -378,7 +379,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	}
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
-			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis)})
+			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
+			Events: consoleEvents{s.relay}})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}

@@ -88,6 +88,9 @@ func (s *Service) TakeOver(ctx context.Context, ws *domain.Workspace, conversati
 			}
 			if moved.Notice != nil {
 				s.d.Lifecycle.PublishMessages(ctx, *moved.Notice)
+				if conv.AssigneeID != actor.UserID {
+					s.publishAssigned(ctx, moved.Conversation)
+				}
 				return moved.Conversation, nil
 			}
 			// Someone else moved it to HUMAN first: claim it, if nobody
@@ -151,7 +154,9 @@ func (s *Service) Unassign(ctx context.Context, ws *domain.Workspace, conversati
 // delivery, and schedules what was written.
 func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (domain.Conversation, error) {
 	now := s.d.Clock.Now()
+	changed := false
 	change.Report = func(after domain.Conversation) []domain.Delivery {
+		changed = true
 		return domain.AssignedDeliveries(ws, after, now)
 	}
 	after, deliveries, err := s.d.Assignments.ChangeAssignee(ctx, change)
@@ -159,7 +164,19 @@ func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domai
 		return after, err
 	}
 	s.d.Lifecycle.EnqueueDeliveries(ctx, deliveries)
+	if changed {
+		s.publishAssigned(ctx, after)
+	}
 	return after, nil
+}
+
+// publishAssigned tells the workspace's followers (every member's inbox)
+// who holds the conversation now.
+func (s *Service) publishAssigned(ctx context.Context, conv domain.Conversation) {
+	s.d.Lifecycle.PublishWorkspace(ctx, domain.WorkspaceEvent{
+		Type: domain.WorkspaceEventConversationAssigned, WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
+		AgentID: conv.AgentID, Status: conv.Status, AssigneeID: conv.AssigneeID, At: s.d.Clock.Now(),
+	})
 }
 
 // checkActor refuses a member of another workspace: the edges resolve the

@@ -27,9 +27,13 @@ type Deps struct {
 	// messages and state changes.
 	Deliveries ports.DeliveryQueue
 	// Bus carries every session event to the followers of the session.
-	Bus   ports.EventBus
-	Clock ports.Clock
-	Log   *slog.Logger
+	Bus ports.EventBus
+	// WorkspaceEvents is the workspaces' event logs, which every
+	// publication also feeds (Publication, PublishWorkspace); nil publishes
+	// no workspace events.
+	WorkspaceEvents ports.WorkspaceEventLog
+	Clock           ports.Clock
+	Log             *slog.Logger
 }
 
 // Lifecycle owns the Conversation aggregate: it finds a session for a
@@ -42,6 +46,9 @@ type Lifecycle struct {
 	d Deps
 	// publish is the publish policy (PublishBudget, PublishWait); tests shorten it.
 	publish publishPolicy
+	// owners remembers the workspace and agent of conversations whose
+	// workspace events were published.
+	owners owners
 }
 
 // New returns a Lifecycle over d.

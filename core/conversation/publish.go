@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -59,30 +60,53 @@ func (l *Lifecycle) Publish(ctx context.Context, events ...domain.SessionEvent) 
 }
 
 // PublishMessages publishes the live events of stored messages
-// (domain.MessageEvent), in order, as Publish does. Internal notes
-// (domain.Role.Internal) are never published to the session: its
-// followers are the visitor and integrations acting for them.
+// (domain.MessageEvent), in order, as Publish does; like every publication
+// it also publishes their workspace events (domain.MessageWorkspaceEvent).
+// Internal notes (domain.Role.Internal) are never published to the
+// session, whose followers are the visitor and integrations acting for
+// them; they reach the workspace's followers, the team, only.
 func (l *Lifecycle) PublishMessages(ctx context.Context, msgs ...domain.Message) {
 	events := make([]domain.SessionEvent, 0, len(msgs))
+	var internal []domain.WorkspaceEvent
 	for _, m := range msgs {
 		if m.Role.Internal() {
+			internal = append(internal, domain.MessageWorkspaceEvent(m))
 			continue
 		}
 		events = append(events, domain.MessageEvent(m))
 	}
 	l.Publish(ctx, events...)
+	l.PublishWorkspace(ctx, internal...)
 }
 
 // Publication is an ordered stream of session events on their way to the
 // bus under the publish policy: an answer's events, sent as they are
 // generated. Send never waits for the bus. Close it when done.
+//
+// Every publication also derives the workspace events of what it sends (a
+// message, an answer's done, a status change; not tokens), and appends them
+// to the workspace's log under the same policy on a queue of their own, so
+// no path that publishes a conversation's events can forget its workspace's
+// followers, and neither log holds up the other.
 type Publication struct {
-	bus    ports.EventBus
-	log    *slog.Logger
-	policy publishPolicy
+	*pubQueue[domain.SessionEvent]
+	// ws queues the derived workspace events; nil without a workspace log.
+	ws *pubQueue[domain.WorkspaceEvent]
+}
+
+// pubQueue is an ordered stream of events on their way to a publisher under
+// the publish policy; Publication and PublishWorkspace share it.
+type pubQueue[E any] struct {
+	publish func(context.Context, []E) error
+	// what names the events in logs, and key and id the field saying whose
+	// they are.
+	what, key string
+	id        func(E) string
+	log       *slog.Logger
+	policy    publishPolicy
 
 	mu      sync.Mutex
-	pending []domain.SessionEvent
+	pending []E
 	closed  bool
 	// dropped is set when the queue overflowed: the rest is not published.
 	dropped bool
@@ -95,59 +119,214 @@ type Publication struct {
 // cancellation: followers on other pods must get the whole answer even if
 // the asking client left.
 func (l *Lifecycle) NewPublication(ctx context.Context) *Publication {
-	return startPublication(ctx, l.d.Bus, l.d.Log, l.publish)
-}
-
-func startPublication(ctx context.Context, bus ports.EventBus, log *slog.Logger, policy publishPolicy) *Publication {
-	p := &Publication{bus: bus, log: log, policy: policy, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go p.run(context.WithoutCancel(ctx))
+	p := startPublication(ctx, l.d.Bus, l.d.Log, l.publish)
+	if l.d.WorkspaceEvents != nil {
+		p.ws = l.startWorkspaceQueue(ctx)
+	}
 	return p
 }
 
-// Send queues events for the bus, after everything sent before.
+func startPublication(ctx context.Context, bus ports.EventBus, log *slog.Logger, policy publishPolicy) *Publication {
+	q := &pubQueue[domain.SessionEvent]{
+		publish: func(ctx context.Context, evs []domain.SessionEvent) error { return bus.Publish(ctx, evs...) },
+		what:    "session events", key: "sessionId",
+		id:  func(ev domain.SessionEvent) string { return ev.SessionID },
+		log: log, policy: policy,
+	}
+	q.start(ctx)
+	return &Publication{pubQueue: q}
+}
+
+// Send queues events for the bus, after everything sent before, and their
+// workspace events for the workspace's log.
 func (p *Publication) Send(events ...domain.SessionEvent) {
+	p.pubQueue.Send(events...)
+	if p.ws != nil {
+		p.ws.Send(workspaceEvents(events)...)
+	}
+}
+
+// Close waits until the queued events were handed to the bus (and the
+// workspace's log), so what is published next does not overtake them, but
+// at most PublishWait: a bus that is down must not hold up the caller. The
+// events are still published, in order, as long as the retries last.
+func (p *Publication) Close() {
+	timeout := time.NewTimer(p.policy.wait)
+	defer timeout.Stop()
+	p.pubQueue.closeWithin(timeout.C)
+	if p.ws != nil {
+		p.ws.closeWithin(timeout.C)
+	}
+}
+
+// workspaceEvents are the workspace events of session events: a message
+// event's message, a status event's change and an answer's reply (on its
+// done); the lifecycle's workspace queue finds their workspace and agent.
+func workspaceEvents(events []domain.SessionEvent) []domain.WorkspaceEvent {
+	var out []domain.WorkspaceEvent
+	for _, ev := range events {
+		switch {
+		case ev.Type == domain.EventMessage && ev.Message != nil:
+			out = append(out, domain.MessageWorkspaceEvent(*ev.Message))
+		case ev.Type == domain.EventStatus && ev.Status != "":
+			out = append(out, domain.WorkspaceEvent{
+				Type: domain.WorkspaceEventConversationStatus, ConversationID: ev.SessionID, Status: ev.Status,
+			})
+		case ev.Type == domain.EventDone && ev.Answer != nil && ev.Answer.Reply.ID != "":
+			reply := ev.Answer.Reply
+			reply.ConversationID, reply.Role = ev.SessionID, domain.RoleAssistant
+			out = append(out, domain.MessageWorkspaceEvent(reply))
+		}
+	}
+	return out
+}
+
+// PublishWorkspace appends events to their workspaces' logs, waking every
+// pod's followers, under the publish policy: it never fails, and returns
+// once they were appended or PublishWait passed. An event without its
+// agent (or workspace) gets its conversation's. Without a workspace log it
+// does nothing.
+func (l *Lifecycle) PublishWorkspace(ctx context.Context, events ...domain.WorkspaceEvent) {
+	if len(events) == 0 || l.d.WorkspaceEvents == nil {
+		return
+	}
+	q := l.startWorkspaceQueue(ctx)
+	q.Send(events...)
+	timeout := time.NewTimer(l.publish.wait)
+	defer timeout.Stop()
+	q.closeWithin(timeout.C)
+}
+
+func (l *Lifecycle) startWorkspaceQueue(ctx context.Context) *pubQueue[domain.WorkspaceEvent] {
+	q := &pubQueue[domain.WorkspaceEvent]{
+		publish: l.appendWorkspace,
+		what:    "workspace events", key: "conversationId",
+		id:  func(ev domain.WorkspaceEvent) string { return ev.ConversationID },
+		log: l.d.Log, policy: l.publish,
+	}
+	q.start(ctx)
+	return q
+}
+
+// appendWorkspace completes events with their conversation's workspace
+// and agent and appends them. An event of a conversation that no longer
+// exists is dropped: nobody can open it.
+func (l *Lifecycle) appendWorkspace(ctx context.Context, events []domain.WorkspaceEvent) error {
+	out := make([]domain.WorkspaceEvent, 0, len(events))
+	for _, ev := range events {
+		if ev.WorkspaceID == "" || ev.AgentID == "" {
+			ref, err := l.owners.of(ctx, l.d.Conversations, ev.ConversationID)
+			if errors.Is(err, domain.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if ev.WorkspaceID == "" {
+				ev.WorkspaceID = ref.workspaceID
+			}
+			if ev.AgentID == "" && ev.WorkspaceID == ref.workspaceID {
+				ev.AgentID = ref.agentID
+			}
+		}
+		if ev.At.IsZero() {
+			ev.At = l.d.Clock.Now()
+		}
+		if ev.Message != nil && ev.Message.CreatedAt.IsZero() {
+			m := *ev.Message
+			m.CreatedAt = ev.At
+			ev.Message = &m
+		}
+		out = append(out, ev)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return l.d.WorkspaceEvents.Append(ctx, out)
+}
+
+// owners remembers whose conversations are (workspace and agent never
+// change), so deriving workspace events reads each conversation once.
+type owners struct {
+	mu   sync.Mutex
+	refs map[string]ownerRef
+}
+
+type ownerRef struct{ workspaceID, agentID string }
+
+// ownersMax bounds the memory: past it the map starts over.
+const ownersMax = 10_000
+
+func (o *owners) of(ctx context.Context, convs ports.ConversationReader, conversationID string) (ownerRef, error) {
+	o.mu.Lock()
+	ref, ok := o.refs[conversationID]
+	o.mu.Unlock()
+	if ok {
+		return ref, nil
+	}
+	conv, err := convs.GetConversationBySession(ctx, conversationID)
+	if err != nil {
+		return ownerRef{}, err
+	}
+	ref = ownerRef{workspaceID: conv.WorkspaceID, agentID: conv.AgentID}
+	o.mu.Lock()
+	if o.refs == nil || len(o.refs) >= ownersMax {
+		o.refs = map[string]ownerRef{}
+	}
+	o.refs[conversationID] = ref
+	o.mu.Unlock()
+	return ref, nil
+}
+
+func (q *pubQueue[E]) start(ctx context.Context) {
+	q.wake, q.done = make(chan struct{}, 1), make(chan struct{})
+	go q.run(context.WithoutCancel(ctx))
+}
+
+// Send queues events, after everything sent before.
+func (q *pubQueue[E]) Send(events ...E) {
 	if len(events) == 0 {
 		return
 	}
-	p.mu.Lock()
+	q.mu.Lock()
 	switch {
-	case p.dropped:
-	case len(p.pending)+len(events) > publishQueueMax:
-		p.dropped = true
-		p.pending = nil
-		p.log.Warn("session event queue full; skipping the rest of these events on the bus", "sessionId", events[0].SessionID)
+	case q.dropped:
+	case len(q.pending)+len(events) > publishQueueMax:
+		q.dropped = true
+		q.pending = nil
+		q.log.Warn(q.what+" queue full; skipping the rest of these events", q.key, q.id(events[0]))
 	default:
-		p.pending = append(p.pending, events...)
+		q.pending = append(q.pending, events...)
 	}
-	p.mu.Unlock()
-	p.wakeUp()
+	q.mu.Unlock()
+	q.wakeUp()
 }
 
-func (p *Publication) wakeUp() {
+func (q *pubQueue[E]) wakeUp() {
 	select {
-	case p.wake <- struct{}{}:
+	case q.wake <- struct{}{}:
 	default:
 	}
 }
 
-// take returns up to max queued events, and whether the publication is
-// done (closed with nothing left, or dropped).
-func (p *Publication) take(batch []domain.SessionEvent, max int) ([]domain.SessionEvent, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.dropped {
+// take returns up to max queued events, and whether the queue is done
+// (closed with nothing left, or dropped).
+func (q *pubQueue[E]) take(batch []E, max int) ([]E, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.dropped {
 		return nil, true
 	}
-	n := min(max, len(p.pending))
-	batch = append(batch, p.pending[:n]...)
-	p.pending = p.pending[n:]
-	return batch, len(batch) == 0 && p.closed
+	n := min(max, len(q.pending))
+	batch = append(batch, q.pending[:n]...)
+	q.pending = q.pending[n:]
+	return batch, len(batch) == 0 && q.closed
 }
 
-func (p *Publication) run(ctx context.Context) {
-	defer close(p.done)
+func (q *pubQueue[E]) run(ctx context.Context) {
+	defer close(q.done)
 	var (
-		batch        []domain.SessionEvent
+		batch        []E
 		failingSince time.Time
 		backoff      time.Duration
 		stop         bool
@@ -155,16 +334,16 @@ func (p *Publication) run(ctx context.Context) {
 	for {
 		// Whatever is queued goes in one publication, after what failed
 		// last time: one round trip for the lot, in order.
-		batch, stop = p.take(batch, publishBatch-len(batch))
+		batch, stop = q.take(batch, publishBatch-len(batch))
 		if stop {
 			return
 		}
 		if len(batch) == 0 {
-			<-p.wake
+			<-q.wake
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, p.policy.wait)
-		err := p.bus.Publish(pctx, batch...)
+		pctx, cancel := context.WithTimeout(ctx, q.policy.wait)
+		err := q.publish(pctx, batch)
 		cancel()
 		if err == nil {
 			batch, failingSince, backoff = batch[:0], time.Time{}, 0
@@ -173,17 +352,17 @@ func (p *Publication) run(ctx context.Context) {
 		now := time.Now()
 		if failingSince.IsZero() {
 			failingSince = now
-			p.log.WarnContext(ctx, "publishing session events failed; retrying", "sessionId", batch[0].SessionID, "error", err)
+			q.log.WarnContext(ctx, "publishing "+q.what+" failed; retrying", q.key, q.id(batch[0]), "error", err)
 		}
-		if now.Sub(failingSince) >= p.policy.budget {
-			p.log.WarnContext(ctx, "publishing session events kept failing; skipping what is queued on the bus",
-				"sessionId", batch[0].SessionID, "events", len(batch), "for", now.Sub(failingSince).Round(time.Millisecond), "error", err)
+		if now.Sub(failingSince) >= q.policy.budget {
+			q.log.WarnContext(ctx, "publishing "+q.what+" kept failing; skipping what is queued",
+				q.key, q.id(batch[0]), "events", len(batch), "for", now.Sub(failingSince).Round(time.Millisecond), "error", err)
 			// Followers still live when the bus is back see a hole and
 			// fill it from the stored messages: what comes next must
 			// still reach them.
-			p.mu.Lock()
-			p.pending = nil
-			p.mu.Unlock()
+			q.mu.Lock()
+			q.pending = nil
+			q.mu.Unlock()
 			batch, failingSince, backoff = batch[:0], time.Time{}, 0
 			continue
 		}
@@ -192,17 +371,15 @@ func (p *Publication) run(ctx context.Context) {
 	}
 }
 
-// Close waits until the queued events were handed to the bus, so what is
-// published next does not overtake them, but at most PublishWait: a bus
-// that is down must not hold up the caller. The events are still
-// published, in order, as long as the retries last.
-func (p *Publication) Close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.wakeUp()
+// closeWithin marks the queue closed and waits until what it queued was
+// published, or timeout fires.
+func (q *pubQueue[E]) closeWithin(timeout <-chan time.Time) {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.wakeUp()
 	select {
-	case <-p.done:
-	case <-time.After(p.policy.wait):
+	case <-q.done:
+	case <-timeout:
 	}
 }

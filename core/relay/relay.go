@@ -46,6 +46,8 @@ type Deps struct {
 	Lifecycle *conversation.Lifecycle
 	Clock     ports.Clock
 	Log       *slog.Logger
+	// Workspace serves the workspaces' event streams (OpenWorkspace).
+	Workspace WorkspaceDeps
 }
 
 // Options tune the relay; zero fields take the defaults.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/conciergehq/concierge/adapters/httpapi/sse"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -70,6 +71,9 @@ type Options struct {
 	// that shows it (reveal.go); nil leaves the pages that make secrets
 	// answering 503 before they make any.
 	Reveals ports.OneTimeStore
+	// Events opens the workspace event streams the inbox follows
+	// (relay.Service); nil leaves the stream answering 503.
+	Events sse.WorkspaceOpener
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -96,6 +100,7 @@ type Handlers struct {
 	chat          Chat
 
 	reveals ports.OneTimeStore
+	events  sse.WorkspaceOpener
 }
 
 type asset struct {
@@ -118,6 +123,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
 		reveals:   o.Reveals,
+		events:    o.Events,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

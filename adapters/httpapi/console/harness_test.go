@@ -25,6 +25,7 @@ const publicURL = "https://console.example"
 // harness runs the console's exact route table (httpapi.ConsoleRoutes)
 // behind the edge's one ErrorHandler, on scripted services.
 type harness struct {
+	events   *fakeEvents
 	app      *fiber.App
 	accounts *fakeAccounts
 	agents   *fakeAgents
@@ -69,9 +70,11 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	deliveries := newFakeDeliveries(t, workspaces)
 	convs := newFakeConversations(agents)                                      // Conversations
 	chatter := &fakeChat{convs: convs, agents: agents, cited: "Refund policy"} // Conversations
+	events := &fakeEvents{}                                                    // Inbox events
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
-			Conversations: convs, Chat: chatter}) // Conversations
+			Conversations: convs, Chat: chatter, // Conversations
+			Events: events}) // Inbox events
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 		cookie = "concierge_session"
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
-		convs: convs, chat: chatter, once: once}
+		convs: convs, chat: chatter, once: once, events: events}
 }
 
 // follow GETs a redirect's target as the same user, as a browser does

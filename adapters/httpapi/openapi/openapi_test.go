@@ -160,6 +160,7 @@ func TestDocumentOperations(t *testing.T) {
 		"POST /api/chat/{sessionId}/message":                        {},
 		"GET /api/chat/{sessionId}/events":                          {},
 		"GET /api/v2/conversations/{id}/events":                     {security: "bearer"},
+		"GET /api/v2/events":                                        {security: "bearer"},
 		"POST /api/chat/{sessionId}/handoff":                        {},
 		"GET /api/chat/{sessionId}/poll":                            {},
 		"POST /api/v2/conversations/{id}/messages":                  {security: "bearer"},

@@ -29,3 +29,22 @@ func (h *EventHandlers) Follow(c *fiber.Ctx) error {
 	p, _ := wire.Principal(c)
 	return h.follower.Follow(c, relay.Request{Session: conversation.SessionRef{Workspace: &p.Workspace, ID: strings.Clone(c.Params("id"))}})
 }
+
+// WorkspaceEventHandlers serves GET /api/v2/events.
+type WorkspaceEventHandlers struct {
+	opener sse.WorkspaceOpener
+}
+
+// NewWorkspaceEventHandlers returns the workspace event stream's handler
+// over the relay.
+func NewWorkspaceEventHandlers(opener sse.WorkspaceOpener) *WorkspaceEventHandlers {
+	return &WorkspaceEventHandlers{opener: opener}
+}
+
+// Follow streams the events of the key's workspace (new messages, status
+// and assignment changes of every conversation), resuming after
+// Last-Event-ID. A key only ever sees its own workspace's events.
+func (h *WorkspaceEventHandlers) Follow(c *fiber.Ctx) error {
+	p, _ := wire.Principal(c)
+	return sse.FollowWorkspace(c, h.opener, p.Workspace.ID)
+}

@@ -1,0 +1,159 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/conciergehq/concierge/core/domain"
+)
+
+// workspaceLog is a ports.WorkspaceEventLog that records what it is given
+// and fails while down.
+type workspaceLog struct {
+	mu       sync.Mutex
+	down     bool
+	attempts int
+	events   []domain.WorkspaceEvent
+}
+
+func (l *workspaceLog) Append(_ context.Context, events []domain.WorkspaceEvent) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts++
+	if l.down {
+		return domain.Unavailable("redis", errors.New("connection refused"))
+	}
+	l.events = append(l.events, events...)
+	return nil
+}
+
+func (l *workspaceLog) After(context.Context, string, string, int) ([]domain.WorkspaceEvent, bool, error) {
+	return nil, true, nil
+}
+
+func (l *workspaceLog) Tail(context.Context, string) (string, error) { return "", nil }
+
+func (l *workspaceLog) appended() []domain.WorkspaceEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]domain.WorkspaceEvent(nil), l.events...)
+}
+
+func (l *workspaceLog) setDown(down bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.down = down
+}
+
+func worldWithWorkspaceLog() (*world, *workspaceLog) {
+	w := newWorld()
+	log := &workspaceLog{}
+	d := w.lifecycle.d
+	d.WorkspaceEvents = log
+	w.lifecycle = New(d)
+	return w, log
+}
+
+// Every publication derives the workspace events of what it publishes: a
+// message event's message (content cut to 500 characters), a status
+// change, an answer's reply on its done; never tokens or errors. Each gets
+// its conversation's workspace and agent; a conversation that no longer
+// exists gets none.
+func TestPublicationsDeriveWorkspaceEvents(t *testing.T) {
+	w, log := worldWithWorkspaceLog()
+	conv := w.session(w.agent, domain.StatusAI, "")
+	question := w.question(conv, strings.Repeat("é", 600))
+	question.WorkspaceID = "" // the lifecycle finds it
+	reply := domain.Message{ID: domain.NewID(domain.PrefixMessage), Content: "We ship to Norway.", CreatedAt: testNow}
+	notice := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: w.ws.ID, ConversationID: conv.ID, Role: domain.RoleSystem,
+		Status: domain.StatusHandoffRequested, CreatedAt: testNow}
+	human := domain.Message{ID: domain.NewID(domain.PrefixMessage), WorkspaceID: w.ws.ID, ConversationID: conv.ID, Role: domain.RoleHuman,
+		Content: "Marta here.", AuthorName: "Marta", CreatedAt: testNow}
+
+	p := w.lifecycle.NewPublication(context.Background())
+	p.Send(domain.MessageEvent(question))
+	p.Send(domain.SessionEvent{Type: domain.EventToken, SessionID: conv.ID, MessageID: reply.ID, Seq: 1, Content: "We ship"},
+		domain.SessionEvent{Type: domain.EventDone, SessionID: conv.ID, MessageID: reply.ID, Seq: 2, Answer: &domain.Answer{Reply: reply}},
+		domain.SessionEvent{Type: domain.EventError, SessionID: conv.ID, MessageID: "msg_x", Seq: 1, ErrorCode: domain.CodeInternal})
+	p.Close()
+	w.lifecycle.PublishMessages(context.Background(), notice, human)
+	// A conversation deleted meanwhile: nothing to show.
+	w.lifecycle.Publish(context.Background(), domain.SessionEvent{Type: domain.EventStatus, SessionID: "ses_gone", MessageID: "msg_g", Seq: 1, Status: domain.StatusResolved})
+
+	got := log.appended()
+	want := []struct {
+		typ     string
+		status  domain.ConversationStatus
+		role    domain.Role
+		content string
+	}{
+		{domain.WorkspaceEventMessageCreated, "", domain.RoleUser, strings.Repeat("é", domain.WorkspaceEventContentMax)},
+		{domain.WorkspaceEventMessageCreated, "", domain.RoleAssistant, "We ship to Norway."},
+		{domain.WorkspaceEventConversationStatus, domain.StatusHandoffRequested, "", ""},
+		{domain.WorkspaceEventMessageCreated, "", domain.RoleHuman, "Marta here."},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("appended %d events, want %d: %+v", len(got), len(want), got)
+	}
+	for i, wt := range want {
+		ev := got[i]
+		if ev.Type != wt.typ || ev.Status != wt.status || ev.WorkspaceID != w.ws.ID || ev.ConversationID != conv.ID || ev.AgentID != w.agent.ID || ev.At.IsZero() {
+			t.Errorf("event %d: %+v, want %s %s of %s (agent %s)", i, ev, wt.typ, wt.status, conv.ID, w.agent.ID)
+			continue
+		}
+		if wt.role == "" {
+			if ev.Message != nil {
+				t.Errorf("event %d carries a message: %+v", i, ev.Message)
+			}
+			continue
+		}
+		if ev.Message == nil || ev.Message.Role != wt.role || ev.Message.Content != wt.content || ev.Message.ConversationID != conv.ID {
+			t.Errorf("event %d: message %+v, want %s %q", i, ev.Message, wt.role, wt.content)
+		}
+	}
+	if got[3].Message.AuthorName != "Marta" {
+		t.Errorf("the reply lost its author: %+v", got[3].Message)
+	}
+}
+
+// PublishWorkspace never holds its caller up longer than PublishWait while
+// Redis is away, and the events still go out, once, when it is back; an
+// event given without its agent gets the conversation's.
+func TestPublishWorkspaceWaitsOutAnOutage(t *testing.T) {
+	w, log := worldWithWorkspaceLog()
+	conv := w.session(w.agent, domain.StatusHuman, "")
+	log.setDown(true)
+	start := time.Now()
+	w.lifecycle.PublishWorkspace(context.Background(), domain.WorkspaceEvent{
+		Type: domain.WorkspaceEventConversationAssigned, WorkspaceID: w.ws.ID, ConversationID: conv.ID, AssigneeID: "usr_1", Status: domain.StatusHuman,
+	})
+	if d := time.Since(start); d > PublishWait+200*time.Millisecond {
+		t.Fatalf("PublishWorkspace held its caller %s while Redis was away", d)
+	}
+	log.setDown(false)
+	waitUntil(t, "the event is appended once Redis is back", func() bool { return len(log.appended()) == 1 })
+	ev := log.appended()[0]
+	if ev.AgentID != w.agent.ID || ev.AssigneeID != "usr_1" || ev.At.IsZero() {
+		t.Fatalf("appended %+v", ev)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(log.appended()); n != 1 {
+		t.Fatalf("appended %d times", n)
+	}
+}
+
+// Without a workspace log nothing is derived and PublishWorkspace is a
+// no-op (processes and tests that follow no workspace).
+func TestNoWorkspaceLogNoWorkspaceEvents(t *testing.T) {
+	w := newWorld()
+	conv := w.session(w.agent, domain.StatusAI, "")
+	w.lifecycle.PublishMessages(context.Background(), w.question(conv, "Hello"))
+	w.lifecycle.PublishWorkspace(context.Background(), domain.WorkspaceEvent{Type: domain.WorkspaceEventConversationStatus, ConversationID: conv.ID})
+	if evs, _ := w.bus.published(); len(evs) != 1 {
+		t.Fatalf("the session's event: %d published", len(evs))
+	}
+}

@@ -70,6 +70,15 @@ type Options struct {
 	// that shows it (reveal.go); nil leaves the pages that make secrets
 	// answering 503 before they make any.
 	Reveals ports.OneTimeStore
+	// Inbox: Inbox (inbox.Service) serves the inbox's lists and the
+	// thread's side panels; Ownership (assignment.Service) its take over
+	// and assign buttons; Composer (handoff.Service) replies, notes and
+	// status; SavedReplies (savedreply.Service) the composer's "/". Nil
+	// leaves the pages or actions needing them answering 503.
+	Inbox        Inbox
+	Ownership    Ownership
+	Composer     Composer
+	SavedReplies SavedReplies
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -96,6 +105,12 @@ type Handlers struct {
 	chat          Chat
 
 	reveals ports.OneTimeStore
+
+	// Inbox
+	inbox        Inbox
+	ownership    Ownership
+	composer     Composer
+	savedReplies SavedReplies
 }
 
 type asset struct {
@@ -117,7 +132,8 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
-		reveals:   o.Reveals,
+		reveals: o.Reveals,
+		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -323,6 +323,13 @@ func (h *Handlers) messageRows(c *fiber.Ctx, convs Conversations, ws, convID str
 			if m.AuthorName != "" {
 				r.RoleText = mustText("msg.role.HUMAN.named", m.AuthorName)
 			}
+		case roleNote:
+			// Inbox: an internal note, marked as one wherever a transcript
+			// shows it (members only ever see transcripts).
+			r.Kind, r.RoleText = "note", mustText("msg.role.NOTE")
+			if m.AuthorName != "" {
+				r.RoleText = mustText("msg.role.NOTE.named", m.AuthorName)
+			}
 		case domain.RoleSystem:
 			if m.Status != "" {
 				r.Notice = mustText("msg.status", mustText("convs.status."+string(m.Status)))

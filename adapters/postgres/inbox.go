@@ -104,8 +104,12 @@ func inboxCountQuery(workspaceID, userID, agentID string) (string, []any) {
 		mine = fmt.Sprintf(" AND c.assignee_id = $%d", len(args))
 	}
 	count := func(cond string) string {
-		return fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM conversations AS c WHERE c.workspace_id = $1 AND %s%s LIMIT %d) AS x)",
-			cond, agent, domain.InboxCountCap)
+		// The order is the views' index order: without it the planner
+		// may take a sequential scan stopping at the cap as cheaper,
+		// which holds only while the workspace's rows are dense in the
+		// table (the scale test saw it choose one).
+		return fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM conversations AS c WHERE c.workspace_id = $1 AND %s%s "+
+			"ORDER BY c.last_activity_at DESC, c.id DESC LIMIT %d) AS x)", cond, agent, domain.InboxCountCap)
 	}
 	return "SELECT " + count(`c.status = 'HANDOFF_REQUESTED'`) + ", " +
 		count(openStatuses+mine) + ", " +

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -218,5 +219,46 @@ func TestVerifiedUserConversations(t *testing.T) {
 	}
 	if got, err = f.store.VerifiedUserConversations(ctxT(t), f.ws.ID, "", "", 5); err != nil || len(got) != 0 {
 		t.Fatalf("no verified user: %v, %v", got, err)
+	}
+}
+
+// Migration 00021 only adds indexes: down drops them, up builds them
+// again, valid.
+func TestInboxIndexesMigrationDownAndUp(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDatabase(t)
+	ctx := ctxT(t)
+	provider, db := migrationProvider(t, dsn)
+	indexes := func() (names []string) {
+		rows, err := db.QueryContext(ctx, `SELECT c.relname FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+			WHERE c.relname IN ('conversations_open_activity_idx', 'conversations_open_assignee_activity_idx', 'conversations_verified_user_activity_idx')
+				AND i.indisvalid ORDER BY c.relname`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		return names
+	}
+	if got := indexes(); len(got) != 3 {
+		t.Fatalf("after up: %v", got)
+	}
+	if rs, err := provider.DownTo(ctx, 20); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 21 {
+		t.Fatalf("down to 20: %+v, %v", rs, err)
+	}
+	if got := indexes(); len(got) != 0 {
+		t.Fatalf("down left %v", got)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := indexes(); len(got) != 3 {
+		t.Fatalf("up again: %v", got)
 	}
 }

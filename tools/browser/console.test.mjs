@@ -419,8 +419,10 @@ try {
     await helper.getByLabel('Your name').fill('Harry Helper');
     await helper.getByLabel('Password').fill(HELPER_PASSWORD);
     await helper.getByRole('button', { name: 'Accept the invitation' }).click();
-    await helper.waitForURL(`${base}${W}`);
-    await heading(helper, 'Overview');
+    // A helper's home is the inbox.
+    await helper.waitForURL(`${base}${W}/inbox`);
+    await heading(helper, 'Inbox');
+    await helper.getByRole('link', { name: 'Needs a person' }).waitFor();
     await helper.locator('header .ws', { hasText: env('CONSOLE_WORKSPACE_NAME') }).waitFor();
     assert.equal(await helper.getByRole('link', { name: 'Agents', exact: true }).count(), 0, 'no Agents link for a helper');
     assert.equal(await helper.getByRole('link', { name: 'API keys' }).count(), 0, 'no settings links for a helper');
@@ -430,7 +432,7 @@ try {
       assert.ok(!(await helper.content()).includes('Acme Help Desk'), `${path} shows the agent`);
     }
     await goto(helper, W, 200);
-    await heading(helper, 'Overview');
+    await heading(helper, 'Inbox');
     await helper.clean();
     helperState = await helper.context().storageState();
     await helper.context().close();
@@ -454,6 +456,9 @@ try {
     ['transcript', W + '/conversations/' + session, 'Conversation with help'],
     // The playground with its answer and the answer's trace open.
     ['playground', W + '/playground?session=' + session, 'Playground'],
+    // Inbox: the open conversations, and a thread with its composer.
+    ['inbox', W + '/inbox?view=resolved', 'Inbox'],
+    ['thread', W + '/inbox/' + session, 'Conversation with Visitor'],
   ];
   for (const [kind, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     await step(`axe ${AXE_VERSION} and screenshots, ${kind} (${viewport.width} px): every screen`, async () => {
@@ -501,7 +506,7 @@ try {
       const h = await newPage({ viewport, bypassCSP: true, state: helperState });
       current = h;
       await goto(h, W);
-      await heading(h, 'Overview');
+      await heading(h, 'Inbox');
       await screen(h, 'workspace-home', kind);
       await goto(h, W + '/settings', 403);
       await screen(h, 'forbidden', kind);

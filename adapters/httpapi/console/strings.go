@@ -623,7 +623,7 @@ var text = map[string]string{
 	"inbox.done.assigned":    "The conversation was assigned.",
 	"inbox.done.unassigned":  "The conversation is unassigned.",
 	"inbox.done.resolved":    "The conversation is resolved.",
-	"inbox.done.reopened":    "The conversation is open again, with you.",
+	"inbox.done.reopened":    "The conversation is open again, with a person.",
 	"inbox.done.handedback":  "The agent answers this conversation again.",
 	"msg.role.NOTE":          "Internal note",
 	"msg.role.NOTE.named":    "Internal note by %s",

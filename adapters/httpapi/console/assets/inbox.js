@@ -203,7 +203,6 @@ function setUpSavedReplies() {
     list.replaceChildren();
     shown = [];
     active = -1;
-    box.setAttribute("aria-expanded", "false");
     box.removeAttribute("aria-activedescendant");
   };
   const highlight = (i) => {
@@ -251,7 +250,6 @@ function setUpSavedReplies() {
       list.append(li);
     });
     list.hidden = false;
-    box.setAttribute("aria-expanded", "true");
     if (status) {
       status.textContent = shown.length ? (status.dataset.count || "").replace("%d", String(shown.length)) : (status.dataset.none || "");
     }

@@ -362,6 +362,38 @@ try {
     await owner.clean();
   });
 
+  await step('inbox: a thread\'s composer inserts a saved reply with "/" and the keyboard', async () => {
+    // Two saved replies, made with the API key of step 4.
+    for (const r of [{ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' },
+      { shortcut: 'reset', title: 'Password reset', body: 'Use the reset link on the sign-in page.' }]) {
+      const res = await fetch(base + '/api/v2/saved-replies', {
+        method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' }, body: JSON.stringify(r),
+      });
+      assert.equal(res.status, 201, `saved reply ${r.shortcut}: ${await res.text()}`);
+    }
+    await goto(owner, W + '/inbox/' + session);
+    await heading(owner, 'Conversation with Visitor');
+    const box = owner.getByLabel('Message', { exact: true });
+    const list = owner.getByRole('listbox', { name: 'Saved replies' });
+    await box.fill('');
+    await box.pressSequentially('/re');
+    await list.waitFor();
+    assert.equal(await list.getByRole('option').count(), 2, 'both replies match /re');
+    await box.pressSequentially('s');
+    assert.equal(await list.getByRole('option').count(), 1, 'only /reset matches /res');
+    await box.press('Escape');
+    await list.waitFor({ state: 'hidden' });
+    await box.fill('');
+    await box.pressSequentially('/');
+    await list.waitFor();
+    await box.press('ArrowDown'); // the second, by shortcut order: reset
+    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.');
+    await box.press('Enter');
+    await list.waitFor({ state: 'hidden' });
+    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.');
+    await owner.clean();
+  });
+
   await step('5. reveal and rotate the webhook secret (password again): old works in the grace period, new works', async () => {
     await goto(owner, W + '/settings/webhook-secret');
     await heading(owner, 'Webhook secret');

@@ -64,11 +64,12 @@ func (h *Handlers) InboxHome(c *fiber.Ctx) error {
 
 // inboxTab is one view's tab.
 type inboxTab struct {
-	View            domain.InboxView
-	Label, Count    string
-	Href            string
-	Current         bool
-	CountIsSentence string
+	View         domain.InboxView
+	Label, Count string
+	// CountText is the count in words, for screen readers.
+	CountText string
+	Href      string
+	Current   bool
 }
 
 // inboxRow is a conversation as the inbox lists it.
@@ -221,7 +222,7 @@ func (h *Handlers) InboxPage(c *fiber.Ctx) error {
 	}
 	for i := range pg.Tabs {
 		pg.Tabs[i].Count = countText(counts[pg.Tabs[i].View])
-		pg.Tabs[i].CountIsSentence = mustText("inbox.count", pg.Tabs[i].Count)
+		pg.Tabs[i].CountText = mustText("inbox.count", pg.Tabs[i].Count)
 	}
 	names, _, err := h.teammateNames(c, in)
 	if err != nil {

@@ -271,3 +271,19 @@ type HealthChecker interface {
 	// Ping returns an error when the dependency cannot be reached.
 	Ping(ctx context.Context) error
 }
+
+// InboxStore reads the human inbox's views of a workspace's conversations.
+type InboxStore interface {
+	// ListInbox returns a page of the view, in its order (domain.InboxView):
+	// oldest activity first for domain.InboxNeeds, newest first for the
+	// others, paged by (last_activity_at, id). It returns no domain error
+	// kinds; the caller validates the query.
+	ListInbox(ctx context.Context, workspaceID string, q domain.InboxQuery, page domain.PageRequest) (domain.Page[domain.Conversation], error)
+	// CountInbox counts every view for the member userID, of one agent when
+	// agentID is set, each count capped at domain.InboxCountCap.
+	CountInbox(ctx context.Context, workspaceID, userID, agentID string) (domain.InboxCounts, error)
+	// VerifiedUserConversations returns up to limit of the workspace's
+	// conversations with the verified user id, but exceptID, newest
+	// activity first.
+	VerifiedUserConversations(ctx context.Context, workspaceID, verifiedUserID, exceptID string, limit int) ([]domain.Conversation, error)
+}

@@ -272,6 +272,7 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	// Signed in, any workspace.
 	con.Get("/", h.Session, h.Home)
 	con.Post("/sign-out", h.Session, h.SignOut)
+	con.Get("/inbox", h.Session, h.InboxHome)
 	con.Get("/account", h.Session, h.AccountPage)
 	con.Post("/account/password", h.Session, h.ChangePassword)
 	con.Post("/account/sign-out-others", h.Session, h.SignOutOthers)
@@ -338,7 +339,16 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
 	ws.Post("/playground/stream", convs, h.PlaygroundStream)
+	// Inbox: every role that answers conversations. The workspace event
+	// stream's route is listed before the thread's, which would take
+	// "events" for a conversation id.
+	ws.Get("/inbox", convs, h.InboxPage)
 	ws.Get("/inbox/events", convs, h.InboxEvents) // SSE: the workspace's events
+	ws.Get("/inbox/:conversationID", convs, h.ThreadPage)
+	ws.Post("/inbox/:conversationID/messages", convs, h.PostThreadMessage)
+	ws.Post("/inbox/:conversationID/take-over", convs, h.TakeOver)
+	ws.Post("/inbox/:conversationID/assignee", convs, h.SetAssignee)
+	ws.Post("/inbox/:conversationID/status", convs, h.SetThreadStatus)
 
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })

@@ -88,6 +88,12 @@ var consolePages = []consolePage{
 	{"settings: API keys", func(consoleWorkspace) string { return "/settings/api-keys" }},
 	{"integrations: delivery log", func(consoleWorkspace) string { return "/settings/deliveries" }},
 	{"members", func(consoleWorkspace) string { return "/members" }},
+	// Inbox: the views with their five counts, a search, and a thread.
+	{"inbox: needs a person", func(consoleWorkspace) string { return "/inbox" }},
+	{"inbox: all open", func(consoleWorkspace) string { return "/inbox?view=open" }},
+	{"inbox: resolved, agent", func(consoleWorkspace) string { return "/inbox?view=resolved&agent=support" }},
+	{"inbox: resolved search", func(consoleWorkspace) string { return "/inbox?view=resolved&q=customer4" }},
+	{"inbox thread", func(w consoleWorkspace) string { return "/inbox/" + w.transcript }},
 }
 
 // consolePageRequests is how many requests each page gets per workspace and

@@ -38,6 +38,7 @@ import (
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbound"
+	memberinbox "github.com/conciergehq/concierge/core/inbox"
 	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
@@ -71,6 +72,7 @@ type system struct {
 	widgets       *widget.Service
 	feedback      *feedback.Service
 	savedReplies  *savedreply.Service
+	memberInbox   *memberinbox.Service
 	chat          *chat.Service
 	// lifecycle is the Conversation aggregate every capability goes through.
 	lifecycle *conversation.Lifecycle
@@ -158,6 +160,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.assignments = assignment.NewService(assignment.Deps{
 		Assignments: s.store, Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	})
+	s.memberInbox = memberinbox.NewService(memberinbox.Deps{Inbox: s.store, Agents: s.agentCache, Members: s.store})
 	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -380,7 +383,8 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
-			Events: consoleEvents{s.relay}})
+			Events: consoleEvents{s.relay},
+			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}

@@ -362,6 +362,38 @@ try {
     await owner.clean();
   });
 
+  await step('inbox: a thread\'s composer inserts a saved reply with "/" and the keyboard', async () => {
+    // Two saved replies, made with the API key of step 4.
+    for (const r of [{ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' },
+      { shortcut: 'reset', title: 'Password reset', body: 'Use the reset link on the sign-in page.' }]) {
+      const res = await fetch(base + '/api/v2/saved-replies', {
+        method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' }, body: JSON.stringify(r),
+      });
+      assert.equal(res.status, 201, `saved reply ${r.shortcut}: ${await res.text()}`);
+    }
+    await goto(owner, W + '/inbox/' + session);
+    await heading(owner, 'Conversation with Visitor');
+    const box = owner.getByLabel('Message', { exact: true });
+    const list = owner.getByRole('listbox', { name: 'Saved replies' });
+    await box.fill('');
+    await box.pressSequentially('/re');
+    await list.waitFor();
+    assert.equal(await list.getByRole('option').count(), 2, 'both replies match /re');
+    await box.pressSequentially('s');
+    assert.equal(await list.getByRole('option').count(), 1, 'only /reset matches /res');
+    await box.press('Escape');
+    await list.waitFor({ state: 'hidden' });
+    await box.fill('');
+    await box.pressSequentially('/');
+    await list.waitFor();
+    await box.press('ArrowDown'); // the second, by shortcut order: reset
+    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.');
+    await box.press('Enter');
+    await list.waitFor({ state: 'hidden' });
+    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.');
+    await owner.clean();
+  });
+
   await step('5. reveal and rotate the webhook secret (password again): old works in the grace period, new works', async () => {
     await goto(owner, W + '/settings/webhook-secret');
     await heading(owner, 'Webhook secret');
@@ -419,8 +451,10 @@ try {
     await helper.getByLabel('Your name').fill('Harry Helper');
     await helper.getByLabel('Password').fill(HELPER_PASSWORD);
     await helper.getByRole('button', { name: 'Accept the invitation' }).click();
-    await helper.waitForURL(`${base}${W}`);
-    await heading(helper, 'Overview');
+    // A helper's home is the inbox.
+    await helper.waitForURL(`${base}${W}/inbox`);
+    await heading(helper, 'Inbox');
+    await helper.getByRole('link', { name: 'Needs a person' }).waitFor();
     await helper.locator('header .ws', { hasText: env('CONSOLE_WORKSPACE_NAME') }).waitFor();
     assert.equal(await helper.getByRole('link', { name: 'Agents', exact: true }).count(), 0, 'no Agents link for a helper');
     assert.equal(await helper.getByRole('link', { name: 'API keys' }).count(), 0, 'no settings links for a helper');
@@ -430,7 +464,7 @@ try {
       assert.ok(!(await helper.content()).includes('Acme Help Desk'), `${path} shows the agent`);
     }
     await goto(helper, W, 200);
-    await heading(helper, 'Overview');
+    await heading(helper, 'Inbox');
     await helper.clean();
     helperState = await helper.context().storageState();
     await helper.context().close();
@@ -454,6 +488,9 @@ try {
     ['transcript', W + '/conversations/' + session, 'Conversation with help'],
     // The playground with its answer and the answer's trace open.
     ['playground', W + '/playground?session=' + session, 'Playground'],
+    // Inbox: the open conversations, and a thread with its composer.
+    ['inbox', W + '/inbox?view=resolved', 'Inbox'],
+    ['thread', W + '/inbox/' + session, 'Conversation with Visitor'],
   ];
   for (const [kind, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     await step(`axe ${AXE_VERSION} and screenshots, ${kind} (${viewport.width} px): every screen`, async () => {
@@ -501,7 +538,7 @@ try {
       const h = await newPage({ viewport, bypassCSP: true, state: helperState });
       current = h;
       await goto(h, W);
-      await heading(h, 'Overview');
+      await heading(h, 'Inbox');
       await screen(h, 'workspace-home', kind);
       await goto(h, W + '/settings', 403);
       await screen(h, 'forbidden', kind);

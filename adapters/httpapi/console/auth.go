@@ -228,11 +228,14 @@ func (h *Handlers) Home(c *fiber.Ctx) error {
 }
 
 // Overview is a workspace's first page: agents for those who manage them,
-// a placeholder for helpers until Conversations exists.
+// the inbox for helpers (the agent role), who answer conversations.
 func (h *Handlers) Overview(c *fiber.Ctx) error {
 	m := member(c)
 	if m.Role.Can(domain.PermAgents) {
 		return redirect(c, Prefix+"/w/"+m.WorkspaceID+"/agents")
+	}
+	if m.Role.Can(domain.PermConversations) && h.inbox != nil {
+		return redirect(c, Prefix+"/w/"+m.WorkspaceID+"/inbox")
 	}
 	v, err := h.newView(c, mustText("home.title"), "")
 	if err != nil {

@@ -74,6 +74,15 @@ type Options struct {
 	// Events opens the workspace event streams the inbox follows
 	// (relay.Service); nil leaves the stream answering 503.
 	Events sse.WorkspaceOpener
+	// Inbox: Inbox (inbox.Service) serves the inbox's lists and the
+	// thread's side panels; Ownership (assignment.Service) its take over
+	// and assign buttons; Composer (handoff.Service) replies, notes and
+	// status; SavedReplies (savedreply.Service) the composer's "/". Nil
+	// leaves the pages or actions needing them answering 503.
+	Inbox        Inbox
+	Ownership    Ownership
+	Composer     Composer
+	SavedReplies SavedReplies
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -101,6 +110,12 @@ type Handlers struct {
 
 	reveals ports.OneTimeStore
 	events  sse.WorkspaceOpener
+
+	// Inbox
+	inbox        Inbox
+	ownership    Ownership
+	composer     Composer
+	savedReplies SavedReplies
 }
 
 type asset struct {
@@ -122,8 +137,9 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
-		reveals:   o.Reveals,
-		events:    o.Events,
+		reveals: o.Reveals,
+		events:  o.Events,
+		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -320,6 +320,8 @@ func (h *Handlers) messageRows(c *fiber.Ctx, convs Conversations, ws, convID str
 			Time: m.CreatedAt.UTC().Format("2006-01-02 15:04:05 UTC"), TimeISO: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z")}
 		switch m.Role {
 		case domain.RoleHuman, domain.RoleNote:
+			// An internal note is marked as one wherever a transcript shows
+			// it (its Kind "note" styles it): only members see transcripts.
 			if m.AuthorName != "" {
 				r.RoleText = mustText("msg.role."+string(m.Role)+".named", m.AuthorName)
 			}

@@ -180,7 +180,7 @@ func TestTranscript(t *testing.T) {
 		"The conversation is now: With a person.",
 		"Person: Hugo Helper", "Hi, Hugo here, I will help.",
 		// Members see internal notes, marked as such.
-		`<li class="msg msg-note"`, "Internal note: Hugo Helper", "Refund approved by finance.",
+		`<li class="msg msg-note"`, "Internal note by Hugo Helper", "Refund approved by finance.",
 		// The trace, collapsed, in words and percentages.
 		`<details class="trace">`, "Why this answer (retrieval trace): " + domain.VerdictAnswer,
 		"How do refunds work? shipping", "widened with 1 earlier question", "87%", "least chance the agent answers with: 35%",

@@ -36,6 +36,11 @@ type harness struct {
 	// Conversations
 	convs *fakeConversations
 	chat  *fakeChat
+	// Inbox
+	inbox     *fakeInbox
+	ownership *fakeOwnership
+	composer  *fakeComposer
+	replies   *fakeSavedReplies
 	// once keeps the secrets between a POST and the GET showing them,
 	// unless the harness was built on another store.
 	once *fakeOnce
@@ -71,10 +76,15 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	convs := newFakeConversations(agents)                                      // Conversations
 	chatter := &fakeChat{convs: convs, agents: agents, cited: "Refund policy"} // Conversations
 	events := &fakeEvents{}                                                    // Inbox events
+	// Inbox
+	inb := &fakeInbox{convs: convs, accounts: accounts, agents: agents}
+	owner := &fakeOwnership{convs: convs, accounts: accounts}
+	composer := &fakeComposer{convs: convs}
+	replies := &fakeSavedReplies{}
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
-			Events: events}) // Inbox events
+			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replies}) // Inbox
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +103,8 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 		cookie = "concierge_session"
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
-		convs: convs, chat: chatter, once: once, events: events}
+		convs: convs, chat: chatter, once: once, events: events,
+		inbox: inb, ownership: owner, composer: composer, replies: replies}
 }
 
 // follow GETs a redirect's target as the same user, as a browser does

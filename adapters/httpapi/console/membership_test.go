@@ -22,7 +22,7 @@ func TestDemotedOrRemovedMemberLosesAccessAtOnce(t *testing.T) {
 		demote int // as agent
 		remove int // as nobody in ws_a
 	}{
-		{"overview", req{Path: "/console/w/ws_a"}, http.StatusSeeOther, http.StatusOK, http.StatusNotFound},
+		{"overview", req{Path: "/console/w/ws_a"}, http.StatusSeeOther, http.StatusSeeOther, http.StatusNotFound}, // agents, inbox
 		{"settings", req{Path: "/console/w/ws_a/settings"}, http.StatusOK, http.StatusForbidden, http.StatusNotFound},
 		{"members", req{Path: "/console/w/ws_a/members"}, http.StatusOK, http.StatusForbidden, http.StatusNotFound},
 		{"polled sources fragment", req{Path: "/console/w/ws_a/agents/support/knowledge/list", Header: htmx}, http.StatusOK, http.StatusForbidden, http.StatusNotFound},

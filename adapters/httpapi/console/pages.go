@@ -73,6 +73,10 @@ var notices = map[string]string{
 	// Knowledge
 	"source": "knowledge.added", "files": "knowledge.filesadded", "reindex": "knowledge.reindexing",
 	"sourcedeleted": "knowledge.deleted",
+	// Inbox
+	"sent": "inbox.done.sent", "noted": "inbox.done.noted", "taken": "inbox.done.taken", "assigned": "inbox.done.assigned",
+	"unassigned": "inbox.done.unassigned", "resolved": "inbox.done.resolved", "reopened": "inbox.done.reopened",
+	"handedback": "inbox.done.handedback",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

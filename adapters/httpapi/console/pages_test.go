@@ -78,7 +78,7 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 	pages := []req{
 		{Path: "/console/sign-in"}, {Path: "/console/password-reset"}, {Path: "/console/password-reset/lt_reset"},
 		{Path: "/console/invitations/lt_open"}, {Path: "/console/invitations/lt_gone"},
-		{Path: "/console/account", As: "owner"}, {Path: "/console/w/ws_a", As: "agent"},
+		{Path: "/console/account", As: "owner"},
 		{Path: "/console/w/ws_a/agents", As: "owner"}, {Path: "/console/w/ws_a/agents/new", As: "owner"},
 		{Path: "/console/w/ws_a/agents/support", As: "owner"}, {Path: "/console/w/ws_a/agents/support/delete", As: "owner"},
 		{Path: "/console/w/ws_a/members", As: "owner"}, {Path: "/console/w/ws_a/members/agent/role?role=admin", As: "owner"},
@@ -92,6 +92,10 @@ func TestPagesKeepToTheCSP(t *testing.T) {
 		{Path: "/console/w/ws_a/conversations/" + convA, As: "agent"}, {Path: "/console/w/ws_a/playground", As: "agent"},
 		{Path: "/console/w/ws_a/playground?session=" + convA, As: "agent"},
 		{Method: "POST", Path: "/console/w/ws_a/playground", As: "agent", Form: url.Values{"agent": {"support"}, "question": {" "}}},
+		// Inbox
+		{Path: "/console/w/ws_a/inbox", As: "agent"}, {Path: "/console/w/ws_a/inbox?view=open", As: "agent"},
+		{Path: "/console/w/ws_a/inbox?view=bogus", As: "agent"}, {Path: "/console/w/ws_a/inbox/" + convA, As: "agent"},
+		{Method: "POST", Path: "/console/w/ws_a/inbox/" + convA + "/messages", As: "agent", Form: url.Values{"kind": {"reply"}, "content": {" "}}},
 	}
 	h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourcePending}) // Knowledge
 	// Conversations

@@ -37,7 +37,7 @@ func TestRoleMatrix(t *testing.T) {
 		{"POST", "/console/account/password", url.Values{"current": {"x"}, "password": {"y"}}, want{401, 401, 401, 401, see}},
 		{"POST", "/console/account/sign-out-others", nil, want{see, see, see, see, see}},
 		{"POST", "/console/sign-out", nil, want{see, see, see, see, see}},
-		{"GET", "/console/w/ws_a", nil, want{see, see, ok, nf, see}},
+		{"GET", "/console/w/ws_a", nil, want{see, see, see, nf, see}}, // agents; inbox
 		{"GET", "/console/w/ws_a/agents", nil, want{ok, ok, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/agents/new", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/agents", agentForm("fresh", "Fresh"), want{see, see, forbid, nf, see}},

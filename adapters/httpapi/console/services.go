@@ -10,6 +10,9 @@ import (
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/handoff"
+	"github.com/conciergehq/concierge/core/inbox"
+	"github.com/conciergehq/concierge/core/savedreply"
 )
 
 // The use cases the console calls, each exactly as much of its service as
@@ -253,4 +256,62 @@ func (e chatEngine) Start(ctx context.Context, req chat.Request) (Turn, error) {
 		return nil, err // not a nil *chat.Pending in a non-nil interface
 	}
 	return p, nil
+}
+
+// Inbox
+
+// Inbox reads the human inbox (inbox.Service). actor is the member the
+// page acts as; every method returns domain.ErrForbidden for a role that
+// cannot read conversations.
+type Inbox interface {
+	// List returns a page of a view. Returns a domain.ValidationError on
+	// view or q and domain.ErrNotFound for an unknown agent.
+	List(ctx context.Context, actor domain.Member, req inbox.Request, page domain.PageRequest) (domain.Page[domain.Conversation], error)
+	// Counts counts each view, capped at domain.InboxCountCap. Errors as
+	// List's.
+	Counts(ctx context.Context, actor domain.Member, agentSlug string) (domain.InboxCounts, error)
+	// Earlier returns the latest other conversations of conv's verified
+	// user, newest first; none without one.
+	Earlier(ctx context.Context, actor domain.Member, conv domain.Conversation) ([]domain.Conversation, error)
+	// Teammates lists the workspace's members, who a conversation may be
+	// assigned to.
+	Teammates(ctx context.Context, actor domain.Member) ([]domain.Member, error)
+}
+
+// Ownership takes conversations over and assigns them (assignment.Service,
+// with the signatures of issue 17's contract, item 4).
+type Ownership interface {
+	// TakeOver assigns the conversation to actor and moves it to HUMAN.
+	// Returns domain.ErrNotFound, a domain.ConflictError with Details
+	// {"assigneeId": holder} when another member holds it, and a
+	// domain.PlanError without handoff.
+	TakeOver(ctx context.Context, ws *domain.Workspace, conversationID string, actor domain.Member) (domain.Conversation, error)
+	// Assign gives it to a member. Returns domain.ErrNotFound and a
+	// domain.ValidationError on assigneeId for a non-member.
+	Assign(ctx context.Context, ws *domain.Workspace, conversationID, assigneeUserID string, actor *domain.Member) (domain.Conversation, error)
+	// Unassign leaves it to nobody. Returns domain.ErrNotFound.
+	Unassign(ctx context.Context, ws *domain.Workspace, conversationID string, actor *domain.Member) (domain.Conversation, error)
+}
+
+// Composer writes to a thread (handoff.Service): a reply (role HUMAN,
+// published to the visitor, taking the conversation over) or an internal
+// note (role NOTE, stored only), written by the member AuthorID, named
+// AuthorName; and the thread's status.
+type Composer interface {
+	// PostHumanMessage stores the reply or note. Returns a
+	// domain.ValidationError on content, domain.ErrNotFound and a
+	// domain.PlanError without handoff.
+	PostHumanMessage(ctx context.Context, ws *domain.Workspace, conversationID string, m handoff.HumanMessage) (domain.Message, error)
+	// SetStatus moves the conversation. Returns domain.ErrNotFound, a
+	// domain.ConflictError for a move the state machine forbids and a
+	// domain.PlanError without handoff.
+	SetStatus(ctx context.Context, ws *domain.Workspace, conversationID string, to domain.ConversationStatus) (domain.Conversation, error)
+}
+
+// SavedReplies finds the workspace's saved replies for the composer's "/"
+// (savedreply.Service).
+type SavedReplies interface {
+	// Search returns up to limit replies whose shortcut or title starts
+	// with prefix. Returns domain.ErrForbidden for an actor with no role.
+	Search(ctx context.Context, actor savedreply.Actor, prefix string, limit int) ([]domain.SavedReply, error)
 }

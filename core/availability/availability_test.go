@@ -61,7 +61,7 @@ func (f fakeConversations) GetConversationBySession(_ context.Context, id string
 
 func TestAvailability(t *testing.T) {
 	ctx := context.Background()
-	alone := domain.NewID(domain.PrefixWorkspace)   // its one member is away
+	alone := domain.NewID(domain.PrefixWorkspace)    // its one member is away
 	helpdesk := domain.NewID(domain.PrefixWorkspace) // nobody available, but a helpdesk
 	gone := domain.NewID(domain.PrefixWorkspace)     // deleted, its session left
 	ada := domain.NewID(domain.PrefixUser)

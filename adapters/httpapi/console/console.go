@@ -70,6 +70,11 @@ type Options struct {
 	// that shows it (reveal.go); nil leaves the pages that make secrets
 	// answering 503 before they make any.
 	Reveals ports.OneTimeStore
+	// Availability serves the availability toggle of every workspace
+	// page; Suggestions the inbox's "Suggest a reply". Nil leaves them
+	// answering 503.
+	Availability Availability
+	Suggestions  Suggestions
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -96,6 +101,9 @@ type Handlers struct {
 	chat          Chat
 
 	reveals ports.OneTimeStore
+
+	availability Availability
+	suggestions  Suggestions
 }
 
 type asset struct {
@@ -117,7 +125,8 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 	h := &Handlers{
 		accounts: accounts, workspaces: workspaces, agents: agents, deliveries: o.Deliveries,
 		conversations: o.Conversations, chat: o.Chat, // Conversations
-		reveals:   o.Reveals,
+		reveals:      o.Reveals,
+		availability: o.Availability, suggestions: o.Suggestions,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -29,6 +30,9 @@ type view struct {
 	Switch []workspaceLink
 	// Nav names the active navigation entry.
 	Nav string
+	// Here is the page's own URL (path and query) when it was reached by
+	// GET: where the header's forms (the availability toggle) return.
+	Here string
 	// Notice is a text from the string table shown in a live region.
 	Notice string
 	// Error is a message above the form; Fields holds per-field messages.
@@ -80,6 +84,9 @@ var notices = map[string]string{
 func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 	p := principal(c)
 	v := &view{Title: title, Nav: nav, CSRF: p.Session.CSRFToken, User: &p.User}
+	if c.Method() == fiber.MethodGet {
+		v.Here = strings.Clone(c.OriginalURL())
+	}
 	if key, ok := notices[c.Query("done")]; ok {
 		v.Notice = mustText(key)
 	}

@@ -35,6 +35,8 @@ type harness struct {
 	// Conversations
 	convs *fakeConversations
 	chat  *fakeChat
+	// Suggestions: the inbox's drafted replies.
+	suggestions *fakeSuggestions
 	// once keeps the secrets between a POST and the GET showing them,
 	// unless the harness was built on another store.
 	once *fakeOnce
@@ -69,9 +71,11 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	deliveries := newFakeDeliveries(t, workspaces)
 	convs := newFakeConversations(agents)                                      // Conversations
 	chatter := &fakeChat{convs: convs, agents: agents, cited: "Refund policy"} // Conversations
+	suggestions := newFakeSuggestions()
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
-			Conversations: convs, Chat: chatter}) // Conversations
+			Conversations: convs, Chat: chatter, // Conversations
+			Availability: accounts, Suggestions: suggestions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +94,7 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 		cookie = "concierge_session"
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
-		convs: convs, chat: chatter, once: once}
+		convs: convs, chat: chatter, once: once, suggestions: suggestions}
 }
 
 // follow GETs a redirect's target as the same user, as a browser does

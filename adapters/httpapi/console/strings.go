@@ -22,7 +22,7 @@ var text = map[string]string{
 	// Availability: the header's switch.
 	"avail.label":    "Available to answer visitors",
 	"avail.on":       "You are available.",
-	"avail.off":      "You are away: visitors who ask for a person are told nobody is available.",
+	"avail.off":      "You are away.",
 	"signout":        "Sign out",
 	"required":       "required",
 	"save":           "Save",

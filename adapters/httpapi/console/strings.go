@@ -7,22 +7,18 @@ import "fmt"
 // so wording is reviewed, and one day translated, in one place. A key the
 // table lacks fails the page's rendering, and the tests render every page.
 var text = map[string]string{
-	"product":       "Concierge console",
-	"skip":          "Skip to content",
-	"nav.label":     "Console",
-	"nav.agents":    "Agents",
-	"nav.knowledge": "Knowledge",
-	"nav.convs":     "Conversations",
-	"nav.settings":  "Settings",
-	"nav.members":   "Members",
-	"nav.account":   "Your account",
-	"nav.soon":      "(coming soon)",
-	"nav.workspace": "Workspace",
-	"nav.switch":    "Switch workspace",
-	// Availability: the header's switch.
-	"avail.label":    "Available to answer visitors",
-	"avail.on":       "You are available.",
-	"avail.off":      "You are away.",
+	"product":        "Concierge console",
+	"skip":           "Skip to content",
+	"nav.label":      "Console",
+	"nav.agents":     "Agents",
+	"nav.knowledge":  "Knowledge",
+	"nav.convs":      "Conversations",
+	"nav.settings":   "Settings",
+	"nav.members":    "Members",
+	"nav.account":    "Your account",
+	"nav.soon":       "(coming soon)",
+	"nav.workspace":  "Workspace",
+	"nav.switch":     "Switch workspace",
 	"signout":        "Sign out",
 	"required":       "required",
 	"save":           "Save",
@@ -538,6 +534,11 @@ var text = map[string]string{
 	"play.key.bad":                        "This form is out of date. Reload the page and ask again.",
 	"play.key.reused":                     "This form had already sent another question. Send again to ask this one.",
 	"play.streaming":                      "The answer, as it is written",
+
+	// Availability: the header's switch (template "availability").
+	"avail.label": "Available to answer visitors",
+	"avail.on":    "You are available.",
+	"avail.off":   "You are away.",
 }
 
 // tr returns the text of key, formatted with args when it has verbs. An

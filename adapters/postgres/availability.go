@@ -30,10 +30,10 @@ func (s *Store) SetAvailable(ctx context.Context, workspaceID, userID string, av
 
 // AnyAvailable reads the partial index memberships_available_idx (00020).
 func (s *Store) AnyAvailable(ctx context.Context, workspaceID string) (bool, error) {
-	var any bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1 AND available)`, workspaceID).Scan(&any)
+	var found bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM memberships WHERE workspace_id = $1 AND available)`, workspaceID).Scan(&found)
 	if err != nil {
 		return false, dbError("any member available", err)
 	}
-	return any, nil
+	return found, nil
 }

@@ -43,7 +43,8 @@ func TestAvailabilityToggle(t *testing.T) {
 		t.Run(who, func(t *testing.T) {
 			h := newHarness(t, publicURL)
 			page := "/console/w/ws_a/conversations?status=HUMAN"
-			r := h.do(t, req{Path: page, As: who})
+			// An earlier outcome's notice is not shown again on coming back.
+			r := h.do(t, req{Path: page + "&done=saved", As: who})
 			if r.Status != http.StatusOK {
 				t.Fatalf("page: %d\n%s", r.Status, r.Body)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -85,7 +86,7 @@ func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 	p := principal(c)
 	v := &view{Title: title, Nav: nav, CSRF: p.Session.CSRFToken, User: &p.User}
 	if c.Method() == fiber.MethodGet {
-		v.Here = strings.Clone(c.OriginalURL())
+		v.Here = here(c.OriginalURL())
 	}
 	if key, ok := notices[c.Query("done")]; ok {
 		v.Notice = mustText(key)
@@ -106,6 +107,22 @@ func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// here is a page's URL to come back to: without ?done=, whose notice was
+// about what happened before.
+func here(original string) string {
+	u, err := url.Parse(original)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	if !q.Has("done") {
+		return strings.Clone(original)
+	}
+	q.Del("done")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // workspaceLinks lists the user's workspaces by name.

@@ -67,9 +67,9 @@ type Handlers struct {
 	widgets      *corewidget.Service
 	availability Availability
 	decoder      *wire.Decoder
-	page     *template.Template
-	notFound *template.Template
-	assets   map[string]asset
+	page         *template.Template
+	notFound     *template.Template
+	assets       map[string]asset
 	// links are the versioned URLs of every asset, by name under assets/,
 	// for the templates ("widget.js" -> "/chat/_assets/widget.js?v=…").
 	links map[string]string

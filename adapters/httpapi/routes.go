@@ -23,6 +23,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/assignment"
+	"github.com/conciergehq/concierge/core/availability"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
@@ -54,6 +55,8 @@ type Services struct {
 	Feedback *feedback.Service
 	// SavedReplies keeps the workspace's saved replies.
 	SavedReplies *savedreply.Service
+	// Availability says whether a person is there to answer a handoff.
+	Availability *availability.Service
 	// Console serves /console; nil leaves the console out.
 	Console *console.Handlers
 }
@@ -131,7 +134,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		WidgetSessionsPerMinute: o.RateLimitWidgetSessionsPerMinute}
 	rl := rateLimiter{limiter: d.RateLimiter}
 	decoder := wire.NewDecoder()
-	widgets, err := widget.NewHandlers(s.Widgets, decoder)
+	widgets, err := widget.NewHandlers(s.Widgets, s.Availability, decoder)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +153,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		wsEvents      = v2.NewWorkspaceEventHandlers(relayStreams{s.Relay})
 		ratings       = v2.NewFeedbackHandlers(s.Feedback)
 		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
+		suggestions   = v2.NewSuggestionHandlers(s.Chat, decoder)
 
 		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
 		sessionEvents   = v1.NewEventHandlers(follower)
@@ -205,6 +209,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Post("/conversations/:id/messages", handoffs.PostMessage)
 	v2api.Post("/conversations/:id/status", handoffs.SetStatus)
 	v2api.Put("/conversations/:id/assignee", assignments.SetAssignee)
+	v2api.Post("/conversations/:id/suggested-reply", suggestions.Suggest)
 	v2api.Get("/conversations/:id/messages/:messageId/trace", conversations.MessageTrace)
 	v2api.Get("/feedback", ratings.List)
 	v2api.Get("/integrations", integrations.Get)
@@ -228,6 +233,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	session.Post("/:sessionId/message", sessions.Message) // JSON, or SSE with "stream": true
 	session.Post("/:sessionId/handoff", sessions.RequestHandoff)
 	session.Get("/:sessionId/poll", sessions.Poll)
+	session.Get("/:sessionId/availability", widgets.Availability)
 	session.Get("/:sessionId/events", sessionEvents.Follow) // SSE
 	session.Post("/:sessionId/messages/:messageId/feedback", sessionFeedback.Rate)
 
@@ -282,6 +288,9 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	agents := console.Require(domain.PermAgents)
 	members := console.Require(domain.PermMembers)
 	ws.Get("/", h.Overview)
+	// Any member sets their own availability (the toggle in the header of
+	// every workspace page).
+	ws.Post("/availability", h.SetAvailability)
 	ws.Get("/agents", agents, h.AgentsPage)
 	ws.Get("/agents/new", agents, h.NewAgentPage)
 	ws.Post("/agents", agents, h.CreateAgent)
@@ -349,6 +358,8 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Post("/inbox/:conversationID/take-over", convs, h.TakeOver)
 	ws.Post("/inbox/:conversationID/assignee", convs, h.SetAssignee)
 	ws.Post("/inbox/:conversationID/status", convs, h.SetThreadStatus)
+	// The thread's "Suggest a reply" (inbox.js fetch; JSON, never stored).
+	ws.Post("/inbox/:conversationID/suggestion", console.JSONErrors, convs, h.Suggestion)
 
 	// Anything else under /console is the console's not-found page.
 	con.Use(func(*fiber.Ctx) error { return domain.NotFound("page") })

@@ -52,15 +52,16 @@ type memberRow struct {
 	Email       string    `gorm:"column:email"`
 	Name        string    `gorm:"column:name"`
 	Role        string    `gorm:"column:role"`
+	Available   bool      `gorm:"column:available"`
 	CreatedAt   time.Time `gorm:"column:created_at"`
 }
 
 func (r memberRow) toDomain() domain.Member {
 	return domain.Member{WorkspaceID: r.WorkspaceID, UserID: r.UserID, Email: r.Email, Name: r.Name,
-		Role: domain.MemberRole(r.Role), CreatedAt: r.CreatedAt.UTC()}
+		Role: domain.MemberRole(r.Role), Available: r.Available, CreatedAt: r.CreatedAt.UTC()}
 }
 
-const memberSelect = `SELECT m.workspace_id, m.user_id, u.email, u.name, m.role, m.created_at
+const memberSelect = `SELECT m.workspace_id, m.user_id, u.email, u.name, m.role, m.available, m.created_at
 	FROM memberships m JOIN users u ON u.id = m.user_id`
 
 type consoleSessionRow struct {

@@ -31,6 +31,7 @@ import (
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
 	"github.com/conciergehq/concierge/core/assignment"
+	"github.com/conciergehq/concierge/core/availability"
 	"github.com/conciergehq/concierge/core/chat"
 	"github.com/conciergehq/concierge/core/conversation"
 	"github.com/conciergehq/concierge/core/delivery"
@@ -68,6 +69,7 @@ type system struct {
 	inbound       *inbound.Service
 	handoff       *handoff.Service
 	assignments   *assignment.Service
+	availability  *availability.Service
 	deliveries    *delivery.Service
 	widgets       *widget.Service
 	feedback      *feedback.Service
@@ -161,6 +163,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		Assignments: s.store, Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	})
 	s.memberInbox = memberinbox.NewService(memberinbox.Deps{Inbox: s.store, Agents: s.agentCache, Members: s.store})
+	s.availability = availability.NewService(availability.Deps{Members: s.store, Workspaces: s.store, Conversations: s.store})
 	if s.deliveries, err = deliveries(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -384,14 +387,15 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
 			Events: consoleEvents{s.relay},
-			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies})
+			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies,
+			Availability: s.availability, Suggestions: s.chat})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}
 	app, err := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
 			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
-			SavedReplies: s.savedReplies, Console: con},
+			SavedReplies: s.savedReplies, Availability: s.availability, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,

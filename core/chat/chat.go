@@ -710,14 +710,7 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 	}
 	t.knowledge = chunks
 
-	provider, modelName := t.agent.Config.ModelChoice()
-	llm := s.models[provider]
-	if llm == nil {
-		if provider != "" {
-			s.log.WarnContext(ctx, "agent names an unconfigured model; using the default", "agent", t.agent.Slug, "model", t.agent.Config.Model)
-		}
-		llm, modelName = s.models[s.defaultModel], ""
-	}
+	llm, modelName := s.modelFor(ctx, t.agent)
 	req := ports.CompletionRequest{
 		Model:    modelName,
 		System:   systemPrompt(t.agent),

@@ -118,7 +118,12 @@ type Member struct {
 	Email       string
 	Name        string
 	Role        MemberRole
-	CreatedAt   time.Time
+	// Available says the member is there to answer visitors now; false
+	// (away) until they say so. When nobody in a workspace is available,
+	// the widget tells visitors who ask for a person and asks for their
+	// email.
+	Available bool
+	CreatedAt time.Time
 }
 
 // MaxEmailLength and MaxPersonNameLength bound people's fields.

@@ -386,8 +386,33 @@ try {
     await page.clean();
   });
 
-  await step('handoff: the form, the status, a person\'s reply appears live', async () => {
+  // Nobody of the workspace is available (every member starts away, and
+  // this one has none): the form says so and will not go without an email.
+  await step('handoff: nobody is available, the form asks for an email', async () => {
     await page.locator('.cw-footer .cw-link-button', { hasText: 'Talk to a person' }).click();
+    await page.locator('#cw-handoff-intro', { hasText: 'Nobody is available right now. Leave your email and we will reply.' }).waitFor();
+    assert.equal(await page.evaluate(() => window.conciergeWidget.humanAvailable), false);
+    const sid = await page.evaluate(() => window.conciergeWidget.sessionId);
+    const avail = await fetch(`${base}/api/chat/${sid}/availability`).then((r) => r.json());
+    assert.deepEqual(avail, { humanAvailable: false });
+    const email = page.locator('#cw-handoff-email');
+    assert.equal(await email.evaluate((e) => e.required), true, 'the email is required');
+    await page.locator('label[for=cw-handoff-email]', { hasText: 'Email (required)' }).waitFor();
+    // Sending without it is refused by the browser: nothing reaches the server.
+    await page.locator('#cw-handoff-name').fill('Ada');
+    await page.locator('.cw-handoff button[type=submit]').click();
+    await sleep(300);
+    assert.equal(await email.evaluate((e) => e.validity.valueMissing), true);
+    assert.equal((await api('GET', `/api/v2/conversations/${sid}`)).json.status, 'AI', 'no handoff without an email');
+    assert.equal(await page.locator('.cw-handoff').isVisible(), true, 'the form stays open');
+    await shot(page, 'handoff-nobody-available');
+    await page.clean();
+  });
+
+  await step('handoff: the form, the status, a person\'s reply appears live', async () => {
+    if (!(await page.locator('.cw-handoff').isVisible())) {
+      await page.locator('.cw-footer .cw-link-button', { hasText: 'Talk to a person' }).click();
+    }
     await page.locator('#cw-handoff-name').fill('Ada');
     await page.locator('#cw-handoff-email').fill('ada@example.com');
     await shot(page, 'handoff-form');
@@ -423,6 +448,7 @@ try {
     await open(p);
     await ask(p, question);
     await p.locator('.cw-footer .cw-link-button').click();
+    await p.locator('#cw-handoff-email').fill('ada@example.com'); // nobody is available: required
     await p.locator('.cw-handoff button[type=submit]').click();
     await p.locator('.cw-status', { hasText: 'Waiting for a person' }).waitFor();
     const sid = await p.evaluate(() => window.conciergeWidget.sessionId);
@@ -573,6 +599,7 @@ try {
       await audit(p, 'handoff form');
     });
     await step(`axe ${AXE_VERSION}: waiting for a person, then a person's reply`, async () => {
+      await p.locator('#cw-handoff-email').fill('ada@example.com'); // nobody is available: required
       await p.locator('.cw-handoff button[type=submit]').click();
       await p.locator('.cw-status', { hasText: 'Waiting for a person' }).waitFor();
       await audit(p, 'waiting for a person');

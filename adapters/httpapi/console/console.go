@@ -83,6 +83,11 @@ type Options struct {
 	Ownership    Ownership
 	Composer     Composer
 	SavedReplies SavedReplies
+	// Availability serves the availability toggle of every workspace
+	// page; Suggestions the inbox's "Suggest a reply". Nil leaves them
+	// answering 503.
+	Availability Availability
+	Suggestions  Suggestions
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -116,6 +121,9 @@ type Handlers struct {
 	ownership    Ownership
 	composer     Composer
 	savedReplies SavedReplies
+
+	availability Availability
+	suggestions  Suggestions
 }
 
 type asset struct {
@@ -140,6 +148,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		reveals: o.Reveals,
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
+		availability: o.Availability, suggestions: o.Suggestions,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

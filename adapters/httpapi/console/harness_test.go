@@ -41,6 +41,8 @@ type harness struct {
 	ownership *fakeOwnership
 	composer  *fakeComposer
 	replies   *fakeSavedReplies
+	// Suggestions: the inbox's drafted replies.
+	suggestions *fakeSuggestions
 	// once keeps the secrets between a POST and the GET showing them,
 	// unless the harness was built on another store.
 	once *fakeOnce
@@ -81,10 +83,12 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	owner := &fakeOwnership{convs: convs, accounts: accounts}
 	composer := &fakeComposer{convs: convs}
 	replies := &fakeSavedReplies{}
+	suggestions := newFakeSuggestions()
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
-			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replies}) // Inbox
+			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replies, // Inbox
+			Availability: accounts, Suggestions: suggestions})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
 		convs: convs, chat: chatter, once: once, events: events,
-		inbox: inb, ownership: owner, composer: composer, replies: replies}
+		inbox: inb, ownership: owner, composer: composer, replies: replies, suggestions: suggestions}
 }
 
 // follow GETs a redirect's target as the same user, as a browser does

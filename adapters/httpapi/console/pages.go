@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -29,6 +31,9 @@ type view struct {
 	Switch []workspaceLink
 	// Nav names the active navigation entry.
 	Nav string
+	// Here is the page's own URL (path and query) when it was reached by
+	// GET: where the header's forms (the availability toggle) return.
+	Here string
 	// Notice is a text from the string table shown in a live region.
 	Notice string
 	// Error is a message above the form; Fields holds per-field messages.
@@ -84,6 +89,9 @@ var notices = map[string]string{
 func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 	p := principal(c)
 	v := &view{Title: title, Nav: nav, CSRF: p.Session.CSRFToken, User: &p.User}
+	if c.Method() == fiber.MethodGet {
+		v.Here = here(c.OriginalURL())
+	}
 	if key, ok := notices[c.Query("done")]; ok {
 		v.Notice = mustText(key)
 	}
@@ -103,6 +111,22 @@ func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// here is a page's URL to come back to: without ?done=, whose notice was
+// about what happened before.
+func here(original string) string {
+	u, err := url.Parse(original)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	if !q.Has("done") {
+		return strings.Clone(original)
+	}
+	q.Del("done")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // workspaceLinks lists the user's workspaces by name.

@@ -66,6 +66,10 @@ func TestRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/agents/support/knowledge/" + matrixSource + "/delete", nil, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/agents/nobody/knowledge", nil, want{nf, nf, forbid, nf, see}},
+		// Availability: every member, for themselves.
+		{"POST", "/console/w/ws_a/availability", url.Values{"available": {"true"}}, want{see, see, see, nf, see}},
+		// Suggestions: every member who reads conversations.
+		{"POST", "/console/w/ws_a/inbox/" + suggestedConv + "/suggestion", nil, want{ok, ok, ok, nf, see}},
 	}
 	for _, rt := range routes {
 		for _, who := range []struct {

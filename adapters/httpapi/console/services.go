@@ -315,3 +315,22 @@ type SavedReplies interface {
 	// with prefix. Returns domain.ErrForbidden for an actor with no role.
 	Search(ctx context.Context, actor savedreply.Actor, prefix string, limit int) ([]domain.SavedReply, error)
 }
+
+// Availability sets a member's own availability (availability.Service).
+type Availability interface {
+	// SetAvailable records whether the actor is available to answer
+	// visitors. Returns domain.ErrNotFound when the actor is no longer a
+	// member.
+	SetAvailable(ctx context.Context, actor domain.Member, available bool) (domain.Member, error)
+}
+
+// Suggestions drafts replies for the inbox's "Suggest a reply"
+// (chat.Service).
+type Suggestions interface {
+	// Suggest drafts a reply to the conversation's latest visitor message
+	// from its agent's knowledge, storing and sending nothing. Returns
+	// domain.ErrNotFound unless the conversation belongs to the workspace,
+	// a domain.PlanError without the handoff feature and a
+	// domain.ConflictError when the visitor has said nothing yet.
+	Suggest(ctx context.Context, ws *domain.Workspace, conversationID string) (chat.Suggestion, error)
+}

@@ -626,6 +626,11 @@ var text = map[string]string{
 	"inbox.done.reopened":    "The conversation is open again, with a person.",
 	"inbox.done.handedback":  "The agent answers this conversation again.",
 	"msg.role.NOTE.named":    "Internal note by %s",
+
+	// Availability: the header's switch (template "availability").
+	"avail.label": "Available to answer visitors",
+	"avail.on":    "You are available.",
+	"avail.off":   "You are away.",
 }
 
 // tr returns the text of key, formatted with args when it has verbs. An

@@ -166,6 +166,8 @@ func TestDocumentOperations(t *testing.T) {
 		"POST /api/v2/conversations/{id}/messages":                  {security: "bearer"},
 		"POST /api/v2/conversations/{id}/status":                    {security: "bearer"},
 		"PUT /api/v2/conversations/{id}/assignee":                   {security: "bearer"},
+		"POST /api/v2/conversations/{id}/suggested-reply":           {security: "bearer"},
+		"GET /api/chat/{sessionId}/availability":                    {},
 		"POST /api/webhooks/inbound":                                {security: "webhookSecret"},
 		"GET /api/v2/integrations":                                  {security: "bearer"},
 		"PATCH /api/v2/integrations":                                {security: "bearer"},

@@ -222,6 +222,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	events := v2.NewEventHandlers(sse.NewFollower(fakeRelay{s}))
 	ratings := v2.NewFeedbackHandlers(fakeRatedAnswers{s})
 	replies := v2.NewSavedReplyHandlers(fakeSavedReplies{s}, d)
+	suggestions := v2.NewSuggestionHandlers(fakeSuggestions{s}, d)
 
 	r := app.Group("/api/v2")
 	r.Get("/agents", agents.List)
@@ -242,6 +243,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	r.Post("/conversations/:id/messages", handoffs.PostMessage)
 	r.Post("/conversations/:id/status", handoffs.SetStatus)
 	r.Put("/conversations/:id/assignee", assignments.SetAssignee)
+	r.Post("/conversations/:id/suggested-reply", suggestions.Suggest)
 	r.Get("/integrations", integrations.Get)
 	r.Patch("/integrations", integrations.Update)
 	r.Post("/integrations/signing-secret", integrations.RotateSigningSecret)
@@ -284,4 +286,13 @@ func (f fakeSavedReplies) Update(_ context.Context, a savedreply.Actor, id strin
 
 func (f fakeSavedReplies) Delete(_ context.Context, a savedreply.Actor, id string) error {
 	return f.Call("SavedReplies.Delete", a, id).Err
+}
+
+type fakeSuggestions struct{ *httpapitest.Script }
+
+var _ v2.Suggestions = fakeSuggestions{}
+
+func (f fakeSuggestions) Suggest(_ context.Context, ws *domain.Workspace, id string) (chat.Suggestion, error) {
+	r := f.Call("Suggestions.Suggest", ws.ID, id)
+	return httpapitest.Value[chat.Suggestion](r, 0), r.Err
 }

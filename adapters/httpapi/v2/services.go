@@ -84,6 +84,16 @@ type Retrieval interface {
 	Retrieve(ctx context.Context, req chat.RetrieveRequest) ([]domain.Chunk, domain.RetrievalTrace, error)
 }
 
+// Suggestions drafts replies for a person to edit and send (chat.Service).
+type Suggestions interface {
+	// Suggest drafts a reply to the conversation's latest visitor message
+	// from its agent's knowledge, storing and sending nothing. Returns
+	// domain.ErrNotFound unless the conversation belongs to the workspace,
+	// a domain.PlanError without the handoff feature and a
+	// domain.ConflictError when the visitor has said nothing yet.
+	Suggest(ctx context.Context, ws *domain.Workspace, conversationID string) (chat.Suggestion, error)
+}
+
 // HumanReplies lets a helpdesk or an inbox take part in conversations
 // (handoff.Service). Both return domain.ErrNotFound unless the
 // conversation belongs to the workspace.

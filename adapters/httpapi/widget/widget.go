@@ -64,11 +64,12 @@ type asset struct {
 
 // Handlers serves the widget's page, assets and session endpoint.
 type Handlers struct {
-	widgets  *corewidget.Service
-	decoder  *wire.Decoder
-	page     *template.Template
-	notFound *template.Template
-	assets   map[string]asset
+	widgets      *corewidget.Service
+	availability Availability
+	decoder      *wire.Decoder
+	page         *template.Template
+	notFound     *template.Template
+	assets       map[string]asset
 	// links are the versioned URLs of every asset, by name under assets/,
 	// for the templates ("widget.js" -> "/chat/_assets/widget.js?v=…").
 	links map[string]string
@@ -76,8 +77,8 @@ type Handlers struct {
 
 // NewHandlers loads the embedded templates and assets. Its error means the
 // build embeds a broken front end.
-func NewHandlers(widgets *corewidget.Service, decoder *wire.Decoder) (*Handlers, error) {
-	h := &Handlers{widgets: widgets, decoder: decoder, assets: map[string]asset{}, links: map[string]string{}}
+func NewHandlers(widgets *corewidget.Service, availability Availability, decoder *wire.Decoder) (*Handlers, error) {
+	h := &Handlers{widgets: widgets, availability: availability, decoder: decoder, assets: map[string]asset{}, links: map[string]string{}}
 	root, err := fs.Sub(files, "assets")
 	if err != nil {
 		return nil, err

@@ -61,7 +61,7 @@ func TestETagMatches(t *testing.T) {
 // templates, each with its Content-Type, nosniff, an ETag and the caching
 // its link asks for.
 func TestAssets(t *testing.T) {
-	h, err := NewHandlers(nil, wire.NewDecoder())
+	h, err := NewHandlers(nil, nil, wire.NewDecoder())
 	if err != nil {
 		t.Fatalf("the embedded front end does not load: %v", err)
 	}

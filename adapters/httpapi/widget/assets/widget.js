@@ -34,6 +34,7 @@ const state = {
 	pollTimer: 0,
 	byId: new Map(), // message id -> view
 	pendingUser: [], // optimistic USER views not yet bound to an id
+	humanAvailable: null, // whether a person is there to answer a handoff (null: not known yet)
 };
 
 const metrics = { firstTokenMs: null, answers: [] };
@@ -42,6 +43,7 @@ window.conciergeWidget = {
 	get sessionId() { return state.sessionId; },
 	get status() { return state.status; },
 	get liveConnected() { return !!state.liveOpen; },
+	get humanAvailable() { return state.humanAvailable; },
 	ready: false,
 };
 
@@ -260,11 +262,16 @@ function build() {
 	ui.handoffName = el('input', { id: 'cw-handoff-name', name: 'name', type: 'text', autocomplete: 'name', maxlength: 200 });
 	ui.handoffEmail = el('input', { id: 'cw-handoff-email', name: 'email', type: 'email', autocomplete: 'email', maxlength: 254 });
 	ui.handoffError = el('p', { class: 'cw-error', role: 'alert', hidden: true });
+	// The intro says whether anyone is available; it is a live region, so
+	// a screen reader hears the change when the answer arrives after the
+	// form opened.
+	ui.handoffIntro = el('p', { id: 'cw-handoff-intro', 'aria-live': 'polite', text: t('handoffIntro') });
+	ui.handoffEmailLabel = el('label', { for: 'cw-handoff-email', text: t('handoffEmail') });
 	ui.handoff = el('form', { class: 'cw-handoff', hidden: true, 'aria-labelledby': 'cw-handoff-title', onsubmit: submitHandoff, onkeydown: (e) => { if (e.key === 'Escape') closeHandoff(); } },
 		el('h2', { id: 'cw-handoff-title', text: t('handoffTitle') }),
-		el('p', { text: t('handoffIntro') }),
+		ui.handoffIntro,
 		el('div', { class: 'cw-field' }, el('label', { for: 'cw-handoff-name', text: t('handoffName') }), ui.handoffName),
-		el('div', { class: 'cw-field' }, el('label', { for: 'cw-handoff-email', text: t('handoffEmail') }), ui.handoffEmail),
+		el('div', { class: 'cw-field' }, ui.handoffEmailLabel, ui.handoffEmail),
 		ui.handoffError,
 		el('div', { class: 'cw-handoff-actions' },
 			el('button', { type: 'submit', class: 'cw-button cw-button--primary', text: t('handoffSubmit') }),
@@ -526,6 +533,7 @@ async function ensureSession() {
 	if (gen !== state.gen) throw new Error('stale');
 	state.sessionId = res.sessionId;
 	storeSession(res.sessionId);
+	if (typeof res.humanAvailable === 'boolean') state.humanAvailable = res.humanAvailable;
 	setStatus(res.status || 'AI');
 	startLive(gen);
 	return state.sessionId;
@@ -583,6 +591,7 @@ function newConversation(byUser) {
 	state.lastMessageId = '';
 	state.lastEventId = '';
 	state.sending = false;
+	state.humanAvailable = null;
 	storeSession('');
 	renderWelcome();
 	setStatus('AI');
@@ -773,7 +782,35 @@ async function pollLoop(gen) {
 function openHandoff() {
 	ui.handoff.hidden = false;
 	ui.handoffError.hidden = true;
+	renderAvailability();
 	ui.handoffName.focus();
+	refreshAvailability();
+}
+
+// refreshAvailability asks whether a person is available now, for the
+// open handoff form. Opening the form is asking for a person, so it opens
+// the session when there is none yet. A failure keeps what was known: the
+// form works either way, and the server accepts the request regardless.
+async function refreshAvailability() {
+	const gen = state.gen;
+	try {
+		const sid = await ensureSession();
+		const res = await call('GET', `/chat/${sid}/availability`);
+		if (gen !== state.gen) return;
+		state.humanAvailable = res.humanAvailable !== false;
+	} catch { /* keep the last answer */ }
+	if (gen === state.gen) renderAvailability();
+}
+
+// renderAvailability shows the form for the last answer: when nobody is
+// available it says so and requires an email, so someone can reply later.
+function renderAvailability() {
+	const nobody = state.humanAvailable === false;
+	const intro = t(nobody ? 'handoffNobody' : 'handoffIntro');
+	if (ui.handoffIntro.textContent !== intro) ui.handoffIntro.textContent = intro;
+	ui.handoffEmail.required = nobody;
+	ui.handoffEmailLabel.textContent = t(nobody ? 'handoffEmailRequired' : 'handoffEmail');
+	ui.handoff.dataset.nobodyAvailable = String(nobody);
 }
 
 function closeHandoff(refocus = true) {
@@ -787,6 +824,12 @@ async function submitHandoff(e) {
 	const body = {};
 	if (ui.handoffName.value.trim()) body.name = ui.handoffName.value.trim();
 	if (ui.handoffEmail.value.trim()) body.email = ui.handoffEmail.value.trim();
+	if (state.humanAvailable === false && !body.email) {
+		ui.handoffError.textContent = t('handoffEmailNeeded');
+		ui.handoffError.hidden = false;
+		ui.handoffEmail.focus();
+		return;
+	}
 	const gen = state.gen;
 	try {
 		const sid = await ensureSession();

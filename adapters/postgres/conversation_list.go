@@ -153,13 +153,19 @@ func (s *Store) ListConversations(ctx context.Context, workspaceID string, filte
 	if err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list conversations", err)
 	}
+	return conversationPage(items, limit), nil
+}
+
+// conversationPage is the page of up to limit+1 conversations read for a
+// page of limit: the extra one, when there, says there is more.
+func conversationPage(items []domain.Conversation, limit int) domain.Page[domain.Conversation] {
 	out := domain.Page[domain.Conversation]{Items: items, HasMore: len(items) > limit}
 	if out.HasMore {
 		out.Items = items[:limit]
 		next := conversationPosition(out.Items[limit-1])
 		out.Next = &next
 	}
-	return out, nil
+	return out
 }
 
 // searchConversations reads up to want conversations of a text search in

@@ -79,13 +79,7 @@ func (s *Store) ListInbox(ctx context.Context, workspaceID string, q domain.Inbo
 	if err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list inbox", err)
 	}
-	out := domain.Page[domain.Conversation]{Items: items, HasMore: len(items) > limit}
-	if out.HasMore {
-		out.Items = items[:limit]
-		next := conversationPosition(out.Items[limit-1])
-		out.Next = &next
-	}
-	return out, nil
+	return conversationPage(items, limit), nil
 }
 
 // inboxCountQuery counts every view in one statement: each a count of at

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,10 +61,19 @@ func TestInboxInBrowser(t *testing.T) {
 		shots = t.TempDir()
 	}
 
-	c := newCluster(t, clusterOptions{pods: 2, workers: 1})
+	c := newCluster(t, clusterOptions{pods: 2, workers: 1, env: map[string]string{
+		// Test-only: the events receiver listens on 127.0.0.1 over http.
+		"CONCIERGE_DELIVERY_ALLOW_PRIVATE_ADDRESSES_FOR_TESTS": "true",
+	}})
 	visitorPod, memberPod := c.pods[0], c.pods[1]
 	tn := c.newTenant(domain.PlanStandard)
 	c.supportAgent(visitorPod, tn)
+	// The workspace's outbound events go to a receiver here, which keeps
+	// every body: a note must never be among them.
+	events := &eventLog{}
+	receiver := httptest.NewServer(events)
+	t.Cleanup(receiver.Close)
+	c.must(c.do(memberPod, "PATCH", "/api/v2/integrations", map[string]any{"eventsUrl": receiver.URL + "/events"}, tn.auth()), 200)
 
 	// Two members from the operator's invitations: they set their names and
 	// passwords in the browser, then sign in.
@@ -162,6 +175,20 @@ func TestInboxInBrowser(t *testing.T) {
 		t.Errorf("the visitor's poll has the note, or not the reply: %s", body)
 	}
 
+	// Outbound events: the reply and the messages after the note went out
+	// (the visitor's thanks, the agent's last answer); the note did not.
+	last := conv.Messages.Data[len(conv.Messages.Data)-1].Content
+	deadline := time.Now().Add(30 * time.Second)
+	for !events.has(seen.Reply) || !events.has("Thanks, that is quick!") || !events.has(last) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbound events never carried the reply, the thanks and the last answer; got:\n%s", strings.Join(events.all(), "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if events.has(seen.Note) {
+		t.Errorf("an outbound event carried the note:\n%s", strings.Join(events.all(), "\n"))
+	}
+
 	// The race's conversation belongs to the member the browser named.
 	var race struct{ AssigneeID, Status string }
 	r = c.do(memberPod, "GET", "/api/v2/conversations/"+seen.Race, nil, tn.auth())
@@ -175,4 +202,37 @@ func TestInboxInBrowser(t *testing.T) {
 		t.Errorf("the race's conversation is assigned to %s (Mia Member is %s), the browser said %s won", race.AssigneeID, miaID, seen.Winner)
 	}
 
+}
+
+// eventLog is a workspace's events receiver: it answers 200 and keeps every
+// body it was sent.
+type eventLog struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (l *eventLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	l.mu.Lock()
+	l.bodies = append(l.bodies, string(body))
+	l.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// has says whether a body held text (as it reads in JSON).
+func (l *eventLog) has(text string) bool {
+	quoted, _ := json.Marshal(text)
+	inner := strings.Trim(string(quoted), `"`)
+	for _, b := range l.all() {
+		if strings.Contains(b, inner) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *eventLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.bodies...)
 }

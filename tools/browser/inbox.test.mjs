@@ -145,6 +145,14 @@ async function audit(p, state) {
   }
 }
 
+// noSideScroll checks that a page fits a 375 px phone without scrolling
+// sideways.
+async function noSideScroll(p, kind) {
+  if (kind !== 'phone') return;
+  const d = await p.evaluate(() => ({ sw: document.documentElement.scrollWidth, w: window.innerWidth }));
+  assert.ok(d.sw <= d.w, `${p.url()}: horizontal scroll at 375 px (${d.sw} > ${d.w})`);
+}
+
 // signIn makes a member out of an invitation (name and password set on its
 // page), then signs in through the console's sign-in page in a fresh
 // context, which it returns with the page on the inbox.
@@ -425,11 +433,13 @@ try {
       await goto(p, W + '/inbox?view=open');
       await heading(p, 'Inbox');
       await p.getByRole('link', { name: 'Bea Racer' }).waitFor();
+      await noSideScroll(p, kind);
       await audit(p, `inbox, ${kind}`);
       await p.screenshot({ path: join(shots, `inbox-live-inbox-${kind}.png`) });
       await p.goto(thread);
       await heading(p, 'Conversation with Ada Visitor');
       await p.locator('#thread-transcript', { hasText: NOTE }).waitFor();
+      await noSideScroll(p, kind);
       await audit(p, `thread, ${kind}`);
       await p.screenshot({ path: join(shots, `inbox-live-thread-${kind}.png`), fullPage: true });
       await p.clean();

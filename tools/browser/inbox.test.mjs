@@ -458,8 +458,8 @@ try {
   await browser.close();
 }
 
-if (figures.handoffToInbox !== undefined) console.log(`handoff sent -> row in the member's inbox (another pod): ${figures.handoffToInbox} ms`);
-if (figures.replyToWidget !== undefined) console.log(`reply sent -> shown in the widget (another pod): ${figures.replyToWidget} ms`);
+if (figures.handoffToInbox !== undefined) console.log(`handoff form submitted -> row in the member's open inbox (another pod): ${figures.handoffToInbox} ms`);
+if (figures.replyToWidget !== undefined) console.log(`Send clicked (form post, redirect) -> reply shown in the widget (another pod): ${figures.replyToWidget} ms`);
 console.log(`axe-core ${AXE_VERSION} (${AXE_TAGS.join(', ')}), ${audited.length} audits: ` + audited.join('; '));
 console.log(`screenshots in ${shots}`);
 console.log(`${passed} passed, ${failed ? 1 : 0} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);

@@ -211,11 +211,15 @@ async function requestPerson(p, name, email) {
   return p.evaluate(() => window.conciergeWidget.sessionId);
 }
 
-// send writes in a thread's composer as a reply or an internal note.
-async function send(p, kind, text) {
+// send writes in a thread's composer as a reply or an internal note;
+// clicking is called just before Send is clicked.
+async function send(p, kind, text, clicking = () => {}) {
   await p.getByLabel(kind === 'note' ? 'Internal note (only members see it)' : 'Reply to the visitor').check();
   await p.getByLabel('Message', { exact: true }).fill(text);
-  await p.getByRole('button', { name: 'Send', exact: true }).click();
+  const button = p.getByRole('button', { name: 'Send', exact: true });
+  await button.waitFor();
+  clicking();
+  await button.click();
 }
 
 // sessionStream reads the session's live stream (as the widget does),
@@ -326,9 +330,9 @@ try {
     await visitor.locator('.cw-notice', { hasText: 'A person joined the conversation.' }).waitFor();
 
     current = mia;
-    const t0 = Date.now();
+    let t0 = 0;
     const posted = mia.waitForResponse((r) => r.url().endsWith('/messages') && r.request().method() === 'POST').then(() => { figures.replyPosted = Date.now() - t0; });
-    await send(mia, 'reply', REPLY);
+    await send(mia, 'reply', REPLY, () => { t0 = Date.now(); });
     await posted;
     await mia.getByText('Your reply was sent.').waitFor();
     current = visitor;

@@ -170,15 +170,19 @@ func (st *WorkspaceStream) catchUp(ctx context.Context, sink WorkspaceSink) erro
 		if !retained {
 			// It fell further behind than the log keeps (or the log
 			// expired): the client reloads, and follows on from the tail.
-			if err := sink.Reset(); err != nil {
-				return fmt.Errorf("%w: %w", errClientGone, err)
-			}
+			// The tail is read before the reset is sent: an event logged
+			// after the reset reached the client may be missing from its
+			// reload, so it must come after the new position, and the
+			// next turn reads it.
 			tail, err := st.s.d.Workspace.Log.Tail(ctx, st.workspaceID)
 			if err != nil {
 				return err
 			}
+			if err := sink.Reset(); err != nil {
+				return fmt.Errorf("%w: %w", errClientGone, err)
+			}
 			st.pos = tail
-			return nil
+			continue
 		}
 		if err := st.send(sink, events); err != nil {
 			return err

@@ -596,6 +596,7 @@ var text = map[string]string{
 	"inbox.contact.name":     "Name",
 	"inbox.contact.email":    "Email",
 	"inbox.contact.verified": "Verified user id",
+	"inbox.contact.note":     "Note from the visitor",
 	"inbox.contact.none":     "The visitor left no contact details.",
 	"inbox.earlier":          "Earlier conversations of this user",
 	"inbox.earlier.none":     "No earlier conversation.",

@@ -308,8 +308,8 @@ func TestConversations(t *testing.T) {
 			"messages.data.1.content": "Refund approved.",
 		}},
 	}, {
-		Name: "shows the handoff form's contact and note",
-		Req:  get,
+		Name:   "shows the handoff form's contact and note",
+		Req:    get,
 		Script: map[string]httpapitest.Result{"Conversations.Get": {Values: []any{handedOff(), page[domain.Message]()}}},
 		Want: httpapitest.Want{Status: 200, Fields: map[string]any{
 			"status": "HANDOFF_REQUESTED", "contactName": "Ada", "contactEmail": nil, "contactNote": "Call me after 5pm <b>please</b>",

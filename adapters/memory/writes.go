@@ -68,7 +68,7 @@ func (s *Conversations) StartConversation(ctx context.Context, conv *domain.Conv
 		return nil, domain.Conflict("a conversation or message with this id already exists")
 	}
 	row := *conv
-	row.ContactName, row.ContactEmail = "", ""
+	row.ContactName, row.ContactEmail, row.ContactNote = "", "", ""
 	row.MessageCount, row.LastMessage = 0, ""
 	row.CreatedAt = dbTime(row.CreatedAt)
 	row.LastActivityAt = time.Time{} // the first messages set it
@@ -271,6 +271,9 @@ func (s *Conversations) change(tx *txn, c *conversation, change domain.StatusCha
 		}
 		if ct.Email != "" {
 			conv.ContactEmail = ct.Email
+		}
+		if ct.Note != "" {
+			conv.ContactNote = ct.Note
 		}
 	}
 	conv.MessageCount++

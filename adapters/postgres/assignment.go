@@ -27,7 +27,7 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 		var verified, assignee *string
 		err := tx.QueryRow(ctx, changeAssigneeSQL,
 			change.WorkspaceID, change.ConversationID, nullString(change.AssigneeID), change.TakeOver,
-		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
+		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
 			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ type conversationRow struct {
 	VerifiedUserID *string   `gorm:"column:verified_user_id"`
 	ContactName    string    `gorm:"column:contact_name"`
 	ContactEmail   string    `gorm:"column:contact_email"`
+	ContactNote    string    `gorm:"column:contact_note"`
 	AssigneeID     *string   `gorm:"column:assignee_id"`
 	LastMessage    string    `gorm:"column:last_message"`
 	MessageCount   int       `gorm:"column:message_count"`
@@ -35,12 +36,12 @@ func (conversationRow) TableName() string { return "conversations" }
 // conversationColumns is what conversation reads select: the row without
 // anything else, plus the agent's slug from the join.
 const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 // conversationListColumns is conversationColumns less the workspace id, which
 // a list already knows; in this order for positional scanning.
 const conversationListColumns = `c.id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
 
 func conversationFromDomain(c *domain.Conversation) conversationRow {
 	return conversationRow{
@@ -53,6 +54,7 @@ func conversationFromDomain(c *domain.Conversation) conversationRow {
 		VerifiedUserID: nullString(c.VerifiedUserID),
 		ContactName:    c.ContactName,
 		ContactEmail:   c.ContactEmail,
+		ContactNote:    c.ContactNote,
 		AssigneeID:     nullString(c.AssigneeID),
 		LastMessage:    c.LastMessage,
 		MessageCount:   c.MessageCount,
@@ -72,6 +74,7 @@ func (r conversationRow) toDomain() (domain.Conversation, error) {
 		VerifiedUserID: deref(r.VerifiedUserID),
 		ContactName:    r.ContactName,
 		ContactEmail:   r.ContactEmail,
+		ContactNote:    r.ContactNote,
 		AssigneeID:     deref(r.AssigneeID),
 		LastMessage:    r.LastMessage,
 		MessageCount:   r.MessageCount,
@@ -91,7 +94,7 @@ func conversationPosition(c domain.Conversation) domain.Position {
 func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversation, deliveries ...domain.Delivery) error {
 	row := conversationFromDomain(conv)
 	args := []any{row.ID, row.WorkspaceID, row.AgentID, row.AgentSlug, row.Channel, row.Status, row.VerifiedUserID,
-		row.ContactName, row.ContactEmail, row.LastMessage, row.MessageCount, row.LastActivityAt, row.CreatedAt}
+		row.ContactName, row.ContactEmail, row.LastMessage, row.MessageCount, row.LastActivityAt, row.CreatedAt, row.ContactNote}
 	err := s.withDeliveries(ctx, deliveries, func(q querier) (bool, error) {
 		_, err := q.Exec(ctx, createConversationSQL, args...)
 		return err == nil, err
@@ -110,8 +113,8 @@ func (s *Store) CreateConversation(ctx context.Context, conv *domain.Conversatio
 }
 
 const createConversationSQL = `INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, verified_user_id,
-	contact_name, contact_email, last_message, message_count, last_activity_at, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	contact_name, contact_email, last_message, message_count, last_activity_at, created_at, contact_note)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 
 // GetConversation returns domain.ErrNotFound unless the conversation belongs
 // to the workspace.

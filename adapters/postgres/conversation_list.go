@@ -213,7 +213,7 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
 		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
 			return nil, err
 		}
 		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)

@@ -41,9 +41,9 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 		}
 		motive = &b
 	}
-	var name, email string
+	var name, email, note string
 	if change.Contact != nil {
-		name, email = change.Contact.Name, change.Contact.Email
+		name, email, note = change.Contact.Name, change.Contact.Email, change.Contact.Note
 	}
 	var (
 		conv    domain.Conversation
@@ -54,8 +54,8 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 		var verified, assignee *string
 		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
-			notice.ID, notice.Content, notice.AuthorName, change.MessageCount, nullString(change.AssigneeID),
-		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail,
+			notice.ID, notice.Content, notice.AuthorName, change.MessageCount, nullString(change.AssigneeID), note,
+		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
 			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
@@ -176,7 +176,11 @@ func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.Con
 // its message count is $11 (NULL: any) and, for a take-over by the member
 // $12 (NULL: none), the conversation is not held by another member
 // (domain.Conversation.HeldByOther) and $12 is a member of the workspace,
-// assigning it to $12; only then it inserts the SYSTEM notice; it returns the updated row (conversationListColumns), or no row
+// assigning it to $12; it stores the handoff form's name ($4), email ($5)
+// and note ($13) where they are not empty, so a later request's note
+// replaces an earlier one and a request without one keeps it (as
+// domain.HandoffContact.ApplyTo does); only then it inserts the SYSTEM
+// notice; it returns the updated row (conversationListColumns), or no row
 // when nothing changed. The conditions are on the updated row itself, so a
 // concurrent append or change that commits first is seen (PostgreSQL
 // re-checks them on the newest version of a row it had to wait for).
@@ -185,6 +189,7 @@ const changeStatusSQL = `WITH upd AS (
 		status = $3,
 		contact_name = CASE WHEN $4 = '' THEN c.contact_name ELSE $4 END,
 		contact_email = CASE WHEN $5 = '' THEN c.contact_email ELSE $5 END,
+		contact_note = CASE WHEN $13 = '' THEN c.contact_note ELSE $13 END,
 		message_count = c.message_count + 1,
 		last_activity_at = GREATEST(c.last_activity_at, $6),
 		assignee_id = COALESCE($12::text, c.assignee_id)

@@ -180,8 +180,8 @@ func TestHandoffStateMachine(t *testing.T) {
 		t.Fatalf("status %s", st)
 	}
 	conv := s.do("GET", "/api/v2/conversations/"+session, nil, tn.auth()).JSON(t)
-	if conv["contactName"] != "Ada Lovelace" || conv["contactEmail"] != "ada@example.com" {
-		t.Errorf("contact on the conversation: %v %v", conv["contactName"], conv["contactEmail"])
+	if conv["contactName"] != "Ada Lovelace" || conv["contactEmail"] != "ada@example.com" || conv["contactNote"] != "Order 1234" {
+		t.Errorf("contact on the conversation: %v %v %v", conv["contactName"], conv["contactEmail"], conv["contactNote"])
 	}
 	rows := s.outbox(session)
 	if got := kinds(rows); !slices.Equal(got, []string{"helpdesk:handoff.requested"}) {

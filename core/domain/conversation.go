@@ -36,9 +36,11 @@ type Conversation struct {
 	Status         ConversationStatus
 	VerifiedUserID string
 	// ContactName and ContactEmail are what the visitor gave when asking
-	// for a person.
+	// for a person; ContactNote is the note they wrote in the same form,
+	// for the member who answers. A later request's note replaces it.
 	ContactName  string
 	ContactEmail string
+	ContactNote  string
 	// AssigneeID is the user id of the member who owns the conversation,
 	// "" when nobody does.
 	AssigneeID     string

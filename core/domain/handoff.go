@@ -106,9 +106,11 @@ func NewHandoffContact(name, email, note string) (HandoffContact, error) {
 	return c, nil
 }
 
-// ApplyTo records the contact on conv as the handoff form stores it: a name
-// or email left empty keeps what the conversation has. A nil contact
-// changes nothing.
+// ApplyTo records the contact on conv as the handoff form stores it: a name,
+// email or note left empty keeps what the conversation has, so a visitor
+// asking again without repeating themselves loses nothing, and a new note
+// replaces the old one (the latest request is the one a member answers).
+// A nil contact changes nothing.
 func (h *HandoffContact) ApplyTo(conv *Conversation) {
 	if h == nil {
 		return
@@ -118,6 +120,9 @@ func (h *HandoffContact) ApplyTo(conv *Conversation) {
 	}
 	if h.Email != "" {
 		conv.ContactEmail = h.Email
+	}
+	if h.Note != "" {
+		conv.ContactNote = h.Note
 	}
 }
 

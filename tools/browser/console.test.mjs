@@ -394,6 +394,55 @@ try {
     await owner.clean();
   });
 
+  await step('inbox: "Suggest a reply" lists the cited sources under the composer, as text, linking http(s) only', async () => {
+    // The suggestion's answer is made up here, so the page is tested on a
+    // title that is markup and addresses that must not become links.
+    let answer = { status: 200, body: {
+      draft: 'Returns are free within 30 days.', fallback: false, citations: [
+        { title: 'Returns <img src=x onerror=alert(1)>', url: 'https://shop.example/returns', sourceId: 'src_a' },
+        { title: 'Returns, again', url: 'https://shop.example/returns#more', sourceId: 'src_a' },
+        { title: 'Internal FAQ', url: 'javascript:alert(1)', sourceId: 'src_b' },
+        { title: 'Shipping guide', sourceId: 'src_c' },
+      ] } };
+    await owner.route('**/inbox/*/suggestion', (route) => route.fulfill({ status: answer.status, contentType: 'application/json', body: JSON.stringify(answer.body) }));
+    await goto(owner, W + '/inbox/' + session);
+    await heading(owner, 'Conversation with Visitor');
+    const sources = owner.getByRole('list', { name: 'Sources the draft cites' });
+    assert.equal(await sources.count(), 0, 'no sources before a suggestion');
+    await owner.getByRole('button', { name: 'Suggest a reply' }).click();
+    await sources.waitFor();
+    assert.equal(await owner.getByLabel('Message', { exact: true }).inputValue(), 'Returns are free within 30 days.');
+    const items = sources.getByRole('listitem');
+    assert.deepEqual(await items.allTextContents(), ['Returns <img src=x onerror=alert(1)>', 'Internal FAQ', 'Shipping guide'], 'one item per source, titles as text');
+    const links = sources.getByRole('link');
+    assert.equal(await links.count(), 1, 'only the https address is a link');
+    assert.equal(await links.first().getAttribute('href'), 'https://shop.example/returns');
+    assert.equal(await links.first().getAttribute('target'), '_blank');
+    assert.equal(await sources.locator('img').count(), 0, 'the title is not markup');
+    await owner.locator('#suggest-status', { hasText: 'It cites 3 sources, listed under the message box.' }).waitFor();
+
+    // A suggestion that fails clears the list.
+    answer = { status: 503, body: { error: { code: 'unavailable', message: 'x' } } };
+    await owner.getByRole('button', { name: 'Suggest a reply' }).click();
+    await owner.locator('#suggest-status', { hasText: 'No draft could be made.' }).waitFor();
+    await sources.waitFor({ state: 'hidden' });
+
+    // Sending the message clears it too (the send itself is stopped here:
+    // this conversation's state belongs to the later steps).
+    answer = { status: 200, body: { draft: 'See the guide.', fallback: false, citations: [{ title: 'Shipping guide', sourceId: 'src_c' }] } };
+    await owner.getByRole('button', { name: 'Suggest a reply' }).click();
+    await owner.locator('#suggest-status', { hasText: 'It cites one source' }).waitFor();
+    assert.deepEqual(await items.allTextContents(), ['Shipping guide']);
+    await owner.evaluate(() => {
+      const form = document.getElementById('composer-form');
+      form.addEventListener('submit', (e) => e.preventDefault());
+      form.requestSubmit();
+    });
+    await sources.waitFor({ state: 'hidden' });
+    await owner.unroute('**/inbox/*/suggestion');
+    await owner.clean();
+  });
+
   await step('5. reveal and rotate the webhook secret (password again): old works in the grace period, new works', async () => {
     await goto(owner, W + '/settings/webhook-secret');
     await heading(owner, 'Webhook secret');

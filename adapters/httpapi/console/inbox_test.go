@@ -479,3 +479,47 @@ func TestInboxEscapesEverything(t *testing.T) {
 		}
 	}
 }
+
+// The handoff form's note shows in the thread's contact panel, escaped
+// (the visitor wrote it), also when it is the only contact detail given.
+func TestThreadContactNote(t *testing.T) {
+	h := newHarness(t, publicURL)
+	h.seedInbox(t)
+	support, err := h.agents.Get(context.Background(), "ws_a", "support")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const withNote = "ses_1nbx0000000000000000000007"
+	h.convs.add(domain.Conversation{ID: withNote, WorkspaceID: "ws_a", AgentID: support.ID, AgentSlug: support.Slug,
+		Status: domain.StatusHandoffRequested, ContactNote: "<script>alert(1)</script> & \"order\" #42",
+		LastActivityAt: time.Now(), CreatedAt: time.Now()},
+		domain.Message{Role: domain.RoleUser, Content: "Help"})
+	tests := []struct {
+		name, id string
+		want     []string
+		absent   []string
+	}{
+		{"a note alone", withNote,
+			[]string{"<dt>Note from the visitor</dt>", `<dd class="contact-note">&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;order&#34; #42</dd>`},
+			[]string{"<script>alert(1)", "The visitor left no contact details."}},
+		{"no note", inWait1, []string{"grace@example.com"}, []string{"Note from the visitor"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := h.do(t, req{Path: "/console/w/ws_a/inbox/" + tt.id, As: "agent"})
+			if r.Status != http.StatusOK {
+				t.Fatalf("status %d\n%s", r.Status, r.Body)
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(r.Body, s) {
+					t.Errorf("missing %q", s)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(r.Body, s) {
+					t.Errorf("found %q", s)
+				}
+			}
+		})
+	}
+}

@@ -180,10 +180,11 @@ type conversationDTO struct {
 	LastMessage    string  `json:"lastMessage"`
 	MessageCount   int     `json:"messageCount"`
 	VerifiedUserID *string `json:"verifiedUserId"`
-	// ContactName and ContactEmail are what the visitor gave when asking
-	// for a person; null until then.
+	// ContactName, ContactEmail and ContactNote are what the visitor gave
+	// when asking for a person; null until then.
 	ContactName  *string `json:"contactName"`
 	ContactEmail *string `json:"contactEmail"`
+	ContactNote  *string `json:"contactNote"`
 	// AssigneeID is the member who owns the conversation; null when
 	// nobody does.
 	AssigneeID     *string `json:"assigneeId"`
@@ -202,6 +203,7 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 		VerifiedUserID: wire.OptionalString(c.VerifiedUserID),
 		ContactName:    wire.OptionalString(c.ContactName),
 		ContactEmail:   wire.OptionalString(c.ContactEmail),
+		ContactNote:    wire.OptionalString(c.ContactNote),
 		AssigneeID:     wire.OptionalString(c.AssigneeID),
 		LastActivityAt: wire.Time(c.LastActivityAt),
 		CreatedAt:      wire.Time(c.CreatedAt),

@@ -44,6 +44,14 @@ func aConversation() domain.Conversation {
 		LastMessage: "Hi", MessageCount: 1, LastActivityAt: now, CreatedAt: now}
 }
 
+// handedOff is aConversation after a handoff request that gave a name
+// and a note.
+func handedOff() domain.Conversation {
+	c := aConversation()
+	c.Status, c.ContactName, c.ContactNote = domain.StatusHandoffRequested, "Ada", "Call me after 5pm <b>please</b>"
+	return c
+}
+
 func aMessage(id string, role domain.Role, content string) domain.Message {
 	return domain.Message{ID: id, ConversationID: sessionID, Role: role, Content: content, CreatedAt: now}
 }
@@ -252,7 +260,7 @@ func TestConversations(t *testing.T) {
 		Name:   "lists with filters",
 		Req:    list,
 		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.agent": "support", "data.0.contactName": nil}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.agent": "support", "data.0.contactName": nil, "data.0.contactNote": nil}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
 			if f.AgentSlug != "support" || f.Status != domain.StatusAI {
@@ -298,6 +306,13 @@ func TestConversations(t *testing.T) {
 			"messages.data.0.role": "HUMAN", "messages.data.0.authorName": "Ann", "messages.data.0.authorId": memberID,
 			"messages.data.1.role": "NOTE", "messages.data.1.authorName": "Ann", "messages.data.1.authorId": memberID,
 			"messages.data.1.content": "Refund approved.",
+		}},
+	}, {
+		Name:   "shows the handoff form's contact and note",
+		Req:    get,
+		Script: map[string]httpapitest.Result{"Conversations.Get": {Values: []any{handedOff(), page[domain.Message]()}}},
+		Want: httpapitest.Want{Status: 200, Fields: map[string]any{
+			"status": "HANDOFF_REQUESTED", "contactName": "Ada", "contactEmail": nil, "contactNote": "Call me after 5pm <b>please</b>",
 		}},
 	}}, httpapitest.BadPages("/api/v2/conversations/"+sessionID)...), httpapitest.ErrorCases(get, "Conversations.Get", 404, 500)...))
 

@@ -143,12 +143,12 @@ var createCases = []contractCase{
 	// is new: nobody asked for a person yet).
 	{"StartConversation stores no contact", func(t *testing.T, f *fixture) {
 		conv := domain.NewConversation(f.ws, &f.agent, "", t0)
-		conv.ContactName, conv.ContactEmail = "Ada", "ada@example.com"
+		conv.ContactName, conv.ContactEmail, conv.ContactNote = "Ada", "ada@example.com", "call me"
 		if _, err := f.Store.StartConversation(f.ctx, &conv, []domain.Message{newMessage(f.ws, conv.ID, domain.RoleUser, "hi", t0)}); err != nil {
 			t.Fatal(err)
 		}
-		if got := f.get(t, conv.ID); got.ContactName != "" || got.ContactEmail != "" {
-			t.Errorf("stored contact %q %q", got.ContactName, got.ContactEmail)
+		if got := f.get(t, conv.ID); got.ContactName != "" || got.ContactEmail != "" || got.ContactNote != "" {
+			t.Errorf("stored contact %q %q %q", got.ContactName, got.ContactEmail, got.ContactNote)
 		}
 	}},
 

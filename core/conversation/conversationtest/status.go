@@ -23,7 +23,7 @@ var statusCases = []contractCase{
 		// The notice counts and dates the conversation but keeps the
 		// preview of what someone said.
 		if got.Status != domain.StatusHandoffRequested || got.ContactName != "Ada" || got.ContactEmail != "ada@example.com" ||
-			got.MessageCount != 2 || got.LastMessage != "My lamp flickers" || got.LastActivityAt != micro(at) ||
+			got.ContactNote != "call me" || got.MessageCount != 2 || got.LastMessage != "My lamp flickers" || got.LastActivityAt != micro(at) ||
 			got.AgentSlug != "support" || got.WorkspaceID != f.ws || got.CreatedAt != micro(t0) {
 			t.Errorf("returned conversation %+v", got)
 		}
@@ -43,8 +43,22 @@ var statusCases = []contractCase{
 		// An empty contact keeps the stored one.
 		resolve := statusChange(got, domain.StatusResolved, at.Add(time.Second))
 		resolve.Contact = &domain.HandoffContact{}
-		if got := f.move(t, resolve); got.ContactName != "Ada" || got.ContactEmail != "ada@example.com" {
-			t.Errorf("after an empty contact: %+v", got)
+		resolved := f.move(t, resolve)
+		if resolved.ContactName != "Ada" || resolved.ContactEmail != "ada@example.com" || resolved.ContactNote != "call me" {
+			t.Errorf("after an empty contact: %+v", resolved)
+		}
+
+		// Asking again with a new note replaces the note (the latest
+		// request is the one a member answers); the name and email given
+		// before stay.
+		again := statusChange(resolved, domain.StatusHandoffRequested, at.Add(2*time.Second))
+		again.Contact = &domain.HandoffContact{Note: "after 5pm please"}
+		got = f.move(t, again)
+		if got.ContactName != "Ada" || got.ContactEmail != "ada@example.com" || got.ContactNote != "after 5pm please" {
+			t.Errorf("after a second request with a new note: %+v", got)
+		}
+		if read := f.get(t); read.ContactNote != "after 5pm please" {
+			t.Errorf("GetConversation note %q after a second request", read.ContactNote)
 		}
 	}},
 

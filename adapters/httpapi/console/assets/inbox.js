@@ -9,7 +9,8 @@
 // - the composer's saved replies: "/" at the start of the message opens a
 //   listbox filtered as you type (up, down, Enter, Escape);
 // - "Suggest a reply": a draft from the agent put in the message box,
-//   never sent by itself.
+//   never sent by itself, with the sources it cites listed under the
+//   composer (cleared by the next suggestion and when the message is sent).
 // No inline scripts or handlers: the CSP allows only files from 'self'.
 "use strict";
 
@@ -302,8 +303,20 @@ function setUpSuggest(root) {
   }
   button.hidden = false;
   const say = (text) => { if (status) { status.textContent = text || ""; } };
+  const sources = document.getElementById("suggest-sources");
+  const list = document.getElementById("suggest-sources-list");
+  const clearSources = () => {
+    if (list) { list.replaceChildren(); }
+    if (sources) { sources.hidden = true; }
+  };
+  const form = document.getElementById("composer-form");
+  if (form) {
+    // Sending the message (the draft or anything else) ends the suggestion.
+    form.addEventListener("submit", clearSources);
+  }
   button.addEventListener("click", async () => {
     button.disabled = true;
+    clearSources();
     say(button.dataset.busy);
     try {
       const res = await fetch(root.dataset.suggest, {
@@ -321,11 +334,72 @@ function setUpSuggest(root) {
         reply.checked = true;
       }
       box.focus();
-      say(button.dataset.done);
+      const n = showSources(list, Array.isArray(data.citations) ? data.citations : []);
+      if (sources) { sources.hidden = n === 0; }
+      let done = button.dataset.done || "";
+      if (n === 1) {
+        done += " " + (button.dataset.citedOne || "");
+      } else if (n > 1) {
+        done += " " + (button.dataset.cited || "").replace("%d", String(n));
+      }
+      say(done.trim());
     } catch {
+      clearSources();
       say(button.dataset.failed);
     } finally {
       button.disabled = false;
     }
   });
+}
+
+// showSources fills list with one item per cited source (several passages
+// of one source are one item) and returns how many. Titles and addresses
+// come from documents and crawled pages, so they are set as text only,
+// and only an http(s) address becomes a link (never javascript: or data:);
+// the link opens in a new tab so the draft in the box is not lost.
+function showSources(list, citations) {
+  if (!list) {
+    return 0;
+  }
+  const seen = new Set();
+  for (const c of citations) {
+    if (!c || typeof c !== "object") {
+      continue;
+    }
+    const title = typeof c.title === "string" ? c.title.trim() : "";
+    const address = typeof c.url === "string" ? c.url.trim() : "";
+    const key = typeof c.sourceId === "string" && c.sourceId !== "" ? c.sourceId : title + "\n" + address;
+    if ((title === "" && address === "") || seen.has(key)) {
+      continue;
+    }
+    seen.add(key);
+    const li = document.createElement("li");
+    const href = httpURL(address);
+    if (href) {
+      const a = document.createElement("a");
+      a.href = href;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      a.textContent = title || address;
+      li.append(a);
+    } else {
+      li.textContent = title || address;
+    }
+    list.append(li);
+  }
+  return list.children.length;
+}
+
+// httpURL returns address as an absolute http or https URL, or "" for
+// anything else (relative, javascript:, data:, malformed).
+function httpURL(address) {
+  if (address === "") {
+    return "";
+  }
+  try {
+    const u = new URL(address);
+    return u.protocol === "http:" || u.protocol === "https:" ? u.href : "";
+  } catch {
+    return "";
+  }
 }

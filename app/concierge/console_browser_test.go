@@ -31,24 +31,8 @@ import (
 // violations) at 1024 and 375 px. Screenshots go to a temporary directory,
 // or to CONSOLE_SCREENSHOT_DIR (`make screenshots` sets it to docs/console).
 func TestConsoleInBrowser(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := filepath.Join(root, "tools", "browser")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make browser` (or `make test`), which installs what the browser tests need")
-	}
-	for _, need := range []string{chromium, filepath.Join(tools, "node_modules", "playwright-core", "package.json"), filepath.Join(tools, "node_modules", "axe-core", "axe.min.js")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run `make browser` (or `make test`), which installs what the browser tests need", need)
-		}
-	}
+	b := browserTools(t)
+	root, tools, chromium, node := b.root, b.tools, b.chromium, b.node
 	fixtures := filepath.Join(root, "adapters", "ingest", "testdata")
 	pdf, docx := filepath.Join(fixtures, "sample.pdf"), filepath.Join(fixtures, "sample.docx")
 	for _, f := range []string{pdf, docx} {

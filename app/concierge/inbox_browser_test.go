@@ -38,24 +38,8 @@ import (
 // there (as NOTE, by its author), the poll still lacks it, and the race's
 // conversation belongs to the member the browser said won.
 func TestInboxInBrowser(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := filepath.Join(root, "tools", "browser")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make browser` (or `make test`), which installs what the browser tests need")
-	}
-	for _, need := range []string{chromium, filepath.Join(tools, "node_modules", "playwright-core", "package.json"), filepath.Join(tools, "node_modules", "axe-core", "axe.min.js")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run `make browser` (or `make test`), which installs what the browser tests need", need)
-		}
-	}
+	b := browserTools(t)
+	tools, chromium, node := b.tools, b.chromium, b.node
 	shots := os.Getenv("CONSOLE_SCREENSHOT_DIR")
 	if shots == "" {
 		shots = t.TempDir()

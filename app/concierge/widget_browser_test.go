@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,24 +42,8 @@ const (
 )
 
 func TestWidgetInBrowser(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools := filepath.Join(root, "tools", "browser")
-	chromium := os.Getenv("CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed: run `make browser` (or `make test`), which installs what the browser tests need")
-	}
-	for _, need := range []string{chromium, filepath.Join(tools, "node_modules", "playwright-core", "package.json")} {
-		if _, err := os.Stat(need); err != nil {
-			t.Fatalf("%s is missing: run `make browser` (or `make test`), which installs what the browser tests need", need)
-		}
-	}
+	b := browserTools(t)
+	tools, chromium, node := b.tools, b.chromium, b.node
 	shots := os.Getenv("WIDGET_SCREENSHOT_DIR")
 	if shots == "" {
 		shots = t.TempDir()

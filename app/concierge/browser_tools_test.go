@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // browserKit is where the browser tests find what `make browser` installs:
@@ -36,4 +39,31 @@ func browserTools(t *testing.T) browserKit {
 		}
 	}
 	return k
+}
+
+// run runs a browser script of tools/browser with env (NAME=value) and the
+// kit's chromium, and logs its lines; the test fails with its output when
+// the script fails or outlives hang (a bound for a browser that hangs, not
+// a measure). Screenshots go to the directory named by the variable
+// shotsVar (`make screenshots` sets it under docs/), or to a temporary one.
+func (k browserKit) run(t *testing.T, script, shotsVar string, hang time.Duration, env ...string) {
+	t.Helper()
+	shots := os.Getenv(shotsVar)
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hang)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.node, script)
+	cmd.Dir = k.tools
+	cmd.Env = append(append(os.Environ(), env...), "SCREENSHOT_DIR="+shots, "CHROMIUM="+k.chromium)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s failed (%v after %s):\n%s", script, err, time.Since(start).Round(time.Millisecond), out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		t.Log(line)
+	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,17 +30,13 @@ import (
 // or to CONSOLE_SCREENSHOT_DIR (`make screenshots` sets it to docs/console).
 func TestConsoleInBrowser(t *testing.T) {
 	b := browserTools(t)
-	root, tools, chromium, node := b.root, b.tools, b.chromium, b.node
+	root := b.root
 	fixtures := filepath.Join(root, "adapters", "ingest", "testdata")
 	pdf, docx := filepath.Join(fixtures, "sample.pdf"), filepath.Join(fixtures, "sample.docx")
 	for _, f := range []string{pdf, docx} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatal(err)
 		}
-	}
-	shots := os.Getenv("CONSOLE_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
 	}
 	ctl := buildConciergectl(t)
 
@@ -68,11 +62,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// the accessibility audits of every screen at two widths; the bound is
 	// for a browser that hangs, not a measure, so it leaves room for a
 	// loaded machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "console.test.mjs")
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(),
+	b.run(t, "console.test.mjs", "CONSOLE_SCREENSHOT_DIR", 7*time.Minute,
 		"CONSOLE_BASE="+pod.base,
 		"CONSOLE_WORKSPACE="+tn.ID,
 		// As newTenant names it.
@@ -83,16 +73,5 @@ func TestConsoleInBrowser(t *testing.T) {
 		"CONSOLE_PDF="+pdf,
 		"CONSOLE_DOCX="+docx,
 		"CONCIERGECTL="+ctl,
-		"SCREENSHOT_DIR="+shots,
-		"CHROMIUM="+chromium,
 	)
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("console browser tests failed (%v after %s):\n%s", err, time.Since(start).Round(time.Millisecond), out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		t.Log(line)
-	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -39,11 +37,6 @@ import (
 // conversation belongs to the member the browser said won.
 func TestInboxInBrowser(t *testing.T) {
 	b := browserTools(t)
-	tools, chromium, node := b.tools, b.chromium, b.node
-	shots := os.Getenv("CONSOLE_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
 
 	c := newCluster(t, clusterOptions{pods: 2, workers: 1, env: map[string]string{
 		// Test-only: the events receiver listens on 127.0.0.1 over http.
@@ -83,11 +76,7 @@ func TestInboxInBrowser(t *testing.T) {
 	// the accessibility audits of every screen at two widths; the bound is
 	// for a browser that hangs, not a measure, so it leaves room for a
 	// loaded machine.
-	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "inbox.test.mjs")
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(),
+	b.run(t, "inbox.test.mjs", "CONSOLE_SCREENSHOT_DIR", 7*time.Minute,
 		"INBOX_VISITOR_BASE="+visitorPod.base,
 		"INBOX_MEMBER_BASE="+memberPod.base,
 		"INBOX_WORKSPACE="+tn.ID,
@@ -100,18 +89,7 @@ func TestInboxInBrowser(t *testing.T) {
 		"INBOX_QUESTION=How long does standard shipping take?",
 		"INBOX_ANSWER_TEXT=3 to 5 business days",
 		"INBOX_RESULT="+result,
-		"SCREENSHOT_DIR="+shots,
-		"CHROMIUM="+chromium,
 	)
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("inbox browser tests failed (%v after %s):\n%s", err, time.Since(start).Round(time.Millisecond), out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		t.Log(line)
-	}
 
 	// What the script saw, checked against what is stored.
 	raw, err := os.ReadFile(result)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -43,11 +41,6 @@ const (
 
 func TestWidgetInBrowser(t *testing.T) {
 	b := browserTools(t)
-	tools, chromium, node := b.tools, b.chromium, b.node
-	shots := os.Getenv("WIDGET_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
 
 	c := newCluster(t, clusterOptions{pods: 1, workers: 1, env: map[string]string{
 		// Answers of many small tokens, flushed one by one, so streaming shows.
@@ -94,11 +87,7 @@ func TestWidgetInBrowser(t *testing.T) {
 	c.waitSourcesReady(pod, ent, "brand")
 	interrupted := seedInterruptedAnswer(t, c, std, "Standard shipping takes 3 to")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "widget.test.mjs")
-	cmd.Dir = tools
-	cmd.Env = append(os.Environ(),
+	b.run(t, "widget.test.mjs", "WIDGET_SCREENSHOT_DIR", 3*time.Minute,
 		"WIDGET_BASE="+pod.base,
 		"WIDGET_SLUG=support",
 		"WIDGET_API_KEY="+std.Key,
@@ -115,18 +104,7 @@ func TestWidgetInBrowser(t *testing.T) {
 		"WIDGET_WL_SLUG=brand",
 		"WIDGET_WL_API_KEY="+ent.Key,
 		"WIDGET_WL_SECRET="+ent.WebhookSecret,
-		"SCREENSHOT_DIR="+shots,
-		"CHROMIUM="+chromium,
 	)
-	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("browser tests failed (%v after %s):\n%s", err, time.Since(start).Round(time.Millisecond), out)
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		t.Log(line)
-	}
 }
 
 // seedInterruptedAnswer gives the support agent a session whose answer was

@@ -2,15 +2,23 @@
 # Runs the Go test suite for `make test`. The end-to-end tests of
 # app/concierge are the suite's long pole: about ten minutes one after
 # another, most of it spent waiting on processes, PostgreSQL, Redis and
-# timeouts rather than computing. So they run as two shards at the same time
-# as each other and as every other package. That is safe because every test
-# there already isolates itself: a fresh PostgreSQL database, a Redis
-# database of its own (adapters/redis/redistest claims them across
-# processes and waits when all are taken), and listeners on port 0.
+# timeouts rather than computing. So they run as SHARDS (default 3) shards at
+# the same time as each other and as every other package. That is safe
+# because every test there already isolates itself: a fresh PostgreSQL
+# database, a Redis database of its own (adapters/redis/redistest claims them
+# across processes and waits when all are taken), and listeners on port 0.
 #
-# TEST_FLAGS (default: -race -count=1 -timeout 14m) are passed to each run.
-# Each run's output is printed whole when it ends; the script fails if any
-# run failed. It also runs the fuzz targets (scripts/fuzz.sh).
+# The shards run one test binary, built first: when each shard ran its own
+# `go test`, each compiled every package with -race at the same time as the
+# others (on a cold cache, five of a shard's twelve minutes). Building it
+# first also leaves the compiled packages in the cache for the other
+# packages' run.
+#
+# TEST_FLAGS (default: -race -count=1 -timeout 14m) are passed to each run;
+# for the shards' binary, -race and -tags go to the build and the rest become
+# its -test.* flags. Each run's output is printed whole when it ends; the
+# script fails if any run failed. It also runs the fuzz targets
+# (scripts/fuzz.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go="${GO:-go}"
@@ -24,15 +32,32 @@ trap 'rm -rf "$logs"' EXIT
 # least time so far, so both shards end at about the same moment; a test not
 # listed there counts as 5 s.
 mapfile -t tests < <(grep -ho '^func Test[A-Za-z0-9_]*' "$app"/*_test.go | sed 's/^func //' | sort -u)
-mapfile -t shard < <(printf '%s\n' "${tests[@]}" | awk '
+shards="${SHARDS:-3}"
+mapfile -t shard < <(printf '%s\n' "${tests[@]}" | awk -v shards="$shards" '
 	NR == FNR { if ($1 !~ /^#/ && NF == 2) secs[$1] = $2; next }
 	{ t[++n] = $1; s[n] = ($1 in secs) ? secs[$1] : 5 }
 	END {
-		# Longest first (a selection sort: a hundred names), then greedy.
+		# Longest first (a selection sort: a hundred names), then greedy:
+		# each test to the shard with the least time so far.
 		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (s[j] > s[i]) { x = s[i]; s[i] = s[j]; s[j] = x; x = t[i]; t[i] = t[j]; t[j] = x }
-		for (i = 1; i <= n; i++) { k = (load[0] <= load[1]) ? 0 : 1; load[k] += s[i]; out[k] = out[k] (out[k] == "" ? "" : "|") t[i] }
-		print out[0]; print out[1]
+		for (i = 1; i <= n; i++) {
+			k = 0
+			for (j = 1; j < shards; j++) if (load[j] < load[k]) k = j
+			load[k] += s[i]; out[k] = out[k] (out[k] == "" ? "" : "|") t[i]
+		}
+		for (k = 0; k < shards; k++) print out[k]
 	}' testdata/app-test-seconds.txt -)
+
+# The shards' binary: build flags for `go test -c`, the rest as -test.* flags.
+build_flags=()
+run_flags=()
+for f in "${flags[@]}"; do
+	case "$f" in
+	-race | -tags=*) build_flags+=("$f") ;;
+	-*) run_flags+=("-test.${f#-}") ;;
+	*) run_flags+=("$f") ;; # a flag's value, as in "-timeout 14m"
+	esac
+done
 
 mapfile -t others < <("$go" list ./... | grep -v '/app/concierge$')
 
@@ -46,12 +71,20 @@ timed() {
 	return $rc
 }
 
+echo "building the end-to-end tests' binary"
+if ! timed "$go" test -c "${build_flags[@]}" -o "$logs/app.test" "$app"; then
+	exit 1
+fi
+
 declare -A pids
+names=(packages)
 timed "$go" test "${flags[@]}" "${others[@]}" >"$logs/packages" 2>&1 &
 pids[packages]=$!
-for s in 0 1; do
-	timed "$go" test "${flags[@]}" -run "^(${shard[$s]})\$" "$app" >"$logs/app-shard-$s" 2>&1 &
+for ((s = 0; s < shards; s++)); do
+	# Like `go test`, run the binary in its package's directory.
+	(cd "$app" && timed "$logs/app.test" -test.run "^(${shard[$s]})\$" "${run_flags[@]}") >"$logs/app-shard-$s" 2>&1 &
 	pids[app-shard-$s]=$!
+	names+=("app-shard-$s")
 done
 # The fuzz targets (scripts/fuzz.sh) start when the other packages' tests
 # end, while the app shards, mostly waiting on processes and timeouts, still
@@ -63,7 +96,7 @@ done
 pids[fuzz]=$!
 
 failed=0
-for name in packages app-shard-0 app-shard-1 fuzz; do
+for name in "${names[@]}" fuzz; do
 	if wait "${pids[$name]}"; then
 		echo "== $name: ok"
 	else

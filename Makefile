@@ -13,7 +13,8 @@ run: services
 	$(GO) run ./app/concierge dev
 
 ## test: the whole test suite with the race detector (scripts/test.sh: the
-## end-to-end package in two shards beside the other packages, then every
+## end-to-end package's test binary built once and run in three shards
+## beside the other packages, then every
 ## fuzz target for FUZZTIME (default 5s) each (scripts/fuzz.sh) while the
 ## shards finish)
 test: services mock-llm mailpit browser

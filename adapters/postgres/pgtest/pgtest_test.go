@@ -79,7 +79,9 @@ func TestNewDatabaseRebuildsADroppedTemplate(t *testing.T) {
 		if _, err := conn.Exec(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%d'", pgx.Identifier{db}.Sanitize(), built.Unix())); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()) })
+		t.Cleanup(func() {
+			_, _ = conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize())
+		})
 	}
 	if _, err := conn.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		t.Fatal(err)

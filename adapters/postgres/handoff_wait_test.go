@@ -305,3 +305,49 @@ func TestHandoffRequestedAtMigrationDownAndUp(t *testing.T) {
 		}
 	}
 }
+
+// Resolving keeps the assignee, as Chatwoot does: a conversation reopened
+// goes back to who had it, into their Mine, and so does one whose visitor
+// asks for a person again.
+func TestResolveKeepsTheAssignee(t *testing.T) {
+	t.Parallel()
+	f := newConversationFixture(t)
+	ada, _, _ := assignees(t, f)
+	ctx := ctxT(t)
+	mine := func() []string {
+		t.Helper()
+		page, err := f.store.ListInbox(ctx, f.ws.ID, domain.InboxQuery{View: domain.InboxMine, UserID: ada.UserID}, domain.PageRequest{Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range page.Items {
+			ids = append(ids, c.ID)
+		}
+		return ids
+	}
+	conv := requestHandoff(t, f.store, f.conv, w0.Add(time.Minute))
+	conv, _, err := f.store.ChangeStatus(ctx, statusChange(conv, domain.StatusHuman, w0.Add(2*time.Minute)).WithTakeOver(&f.ws, conv, ada.UserID, w0.Add(2*time.Minute)))
+	if err != nil || conv.AssigneeID != ada.UserID {
+		t.Fatalf("take-over: %+v, %v", conv, err)
+	}
+	steps := []struct {
+		to       domain.ConversationStatus
+		wantMine bool
+	}{
+		{domain.StatusResolved, false}, // resolved is not open: out of Mine, still Ada's
+		{domain.StatusHuman, true},     // reopened: back in Ada's Mine
+		{domain.StatusResolved, false},
+		{domain.StatusHandoffRequested, true}, // the visitor asks again: Ada's, and waiting
+	}
+	for i, step := range steps {
+		var changed bool
+		conv, changed, err = f.store.ChangeStatus(ctx, statusChange(conv, step.to, w0.Add(time.Duration(3+i)*time.Minute)))
+		if err != nil || !changed || conv.AssigneeID != ada.UserID {
+			t.Fatalf("to %s: assignee %q (%v, %v), want Ada kept", step.to, conv.AssigneeID, changed, err)
+		}
+		if got := mine(); slices.Contains(got, conv.ID) != step.wantMine {
+			t.Fatalf("after %s: Ada's Mine is %v, want it there: %v", step.to, got, step.wantMine)
+		}
+	}
+}

@@ -205,6 +205,20 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 		return nil, err
 	}
 	defer rows.Close()
+	return scanConversationRows(rows, workspaceID, capacity)
+}
+
+// conversationRows are rows of conversationListColumns: pgx's, or
+// database/sql's for a statement in a gorm transaction.
+type conversationRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanConversationRows reads rows of conversationListColumns of the
+// workspace; capacity is how many are expected.
+func scanConversationRows(rows conversationRows, workspaceID string, capacity int) ([]domain.Conversation, error) {
 	// Scan straight into the page's items: no row structs to copy, and no
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, capacity)

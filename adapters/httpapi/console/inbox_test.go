@@ -181,8 +181,9 @@ func TestInboxPagesWithCursors(t *testing.T) {
 	h.seedInbox(t)
 	support, _ := h.agents.Get(context.Background(), "ws_a", "support")
 	for i := range 30 {
+		at := time.Now().Add(time.Duration(i) * time.Second)
 		h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentID: support.ID, AgentSlug: "support", Status: domain.StatusHandoffRequested,
-			LastActivityAt: time.Now().Add(time.Duration(i) * time.Second)})
+			LastActivityAt: at, HandoffRequestedAt: at})
 	}
 	r := h.do(t, req{Path: "/console/w/ws_a/inbox?view=needs", As: "agent"})
 	first := rowsOf(r.Body)

@@ -121,13 +121,15 @@ func countText(n int) string {
 }
 
 // waitText is how long someone has waited, in the words a person reads at
-// a glance: "just now", "12 min", "3 h 5 min", "2 days".
+// a glance: "just now", "12 min", "2 h", "3 h 5 min", "2 days".
 func waitText(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return mustText("inbox.wait.now")
 	case d < time.Hour:
 		return mustText("inbox.wait.min", int(d/time.Minute))
+	case d < 24*time.Hour && d%time.Hour < time.Minute:
+		return mustText("inbox.wait.hour", int(d/time.Hour))
 	case d < 24*time.Hour:
 		return mustText("inbox.wait.hours", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	default:

@@ -559,6 +559,7 @@ var text = map[string]string{
 	"inbox.assignee.bad":      "Choose a member of this workspace.",
 	"inbox.wait.now":          "just now",
 	"inbox.wait.min":          "%d min",
+	"inbox.wait.hour":         "%d h",
 	"inbox.wait.hours":        "%d h %d min",
 	"inbox.wait.days":         "%d days",
 	"inbox.waiting":           "waiting %s",

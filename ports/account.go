@@ -44,10 +44,15 @@ type MemberStore interface {
 	// (an ErrConflict) if the change would leave the workspace without an owner.
 	ChangeMemberRole(ctx context.Context, workspaceID, userID string, role domain.MemberRole, allow func(domain.Member) error) (domain.Member, error)
 	// RemoveMember deletes a membership, with the same allow callback and
-	// errors as ChangeMemberRole. In the same transaction it deletes every
-	// console session of the user when no membership is left, so someone
-	// who belongs nowhere any more is signed out everywhere.
-	RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error) error
+	// errors as ChangeMemberRole. In the same transaction it unassigns the
+	// member's conversations of the workspace (their status stays), writing
+	// the deliveries report returns for each as it was left (none when
+	// report is nil), and deletes every console session of the user when no
+	// membership is left, so someone who belongs nowhere any more is signed
+	// out everywhere. Returns the conversations it unassigned and the
+	// deliveries it wrote, for the caller to schedule and announce.
+	RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error,
+		report func(unassigned domain.Conversation) []domain.Delivery) ([]domain.Conversation, []domain.Delivery, error)
 }
 
 // ConsoleSessionStore keeps console sessions, found by the hash of their token.

@@ -184,7 +184,9 @@ type ConversationWriter interface {
 	// to change.To if its status is one of the allowed ones, the contact (if
 	// any) is stored, the notice appended (counted and dated like any message,
 	// without replacing the last message's preview) and the deliveries
-	// written. When the status is not one of them nothing is written and the
+	// written. A move to HANDOFF_REQUESTED also sets HandoffRequestedAt to
+	// the notice's time, on every request; other moves keep it. When the
+	// status is not one of them nothing is written and the
 	// conversation is returned as it is, with changed false; so too for a
 	// take-over (change.AssigneeID) of a conversation another member holds.
 	// Returns domain.ErrNotFound unless the conversation belongs to the
@@ -275,8 +277,9 @@ type HealthChecker interface {
 // InboxStore reads the human inbox's views of a workspace's conversations.
 type InboxStore interface {
 	// ListInbox returns a page of the view, in its order (domain.InboxView):
-	// oldest activity first for domain.InboxNeeds, newest first for the
-	// others, paged by (last_activity_at, id). It returns no domain error
+	// oldest handoff request first for domain.InboxNeeds, paged by
+	// (handoff_requested_at, id), newest activity first for the others,
+	// paged by (last_activity_at, id). It returns no domain error
 	// kinds; the caller validates the query.
 	ListInbox(ctx context.Context, workspaceID string, q domain.InboxQuery, page domain.PageRequest) (domain.Page[domain.Conversation], error)
 	// CountInbox counts every view for the member userID, of one agent when

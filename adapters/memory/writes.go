@@ -262,6 +262,11 @@ func (s *Conversations) change(tx *txn, c *conversation, change domain.StatusCha
 		return domain.Conflict("a message with this id already exists")
 	}
 	conv.Status = change.To
+	if change.To == domain.StatusHandoffRequested {
+		// Every request, so a conversation asked for again waits from the
+		// new one.
+		conv.HandoffRequestedAt = notice.CreatedAt
+	}
 	if change.AssigneeID != "" {
 		conv.AssigneeID = change.AssigneeID
 	}

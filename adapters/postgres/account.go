@@ -246,21 +246,48 @@ func (s *Store) ChangeMemberRole(ctx context.Context, workspaceID, userID string
 
 // RemoveMember deletes a membership; see changeMember.
 // The user's sessions go too when it was their last membership: in the
-// same transaction, so no request of theirs slips in between.
-func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error) error {
-	return s.changeMember(ctx, workspaceID, userID, true, allow, func(tx *gorm.DB, _ domain.Member) error {
+// same transaction, so no request of theirs slips in between. So do the
+// conversation.assigned deliveries of the conversations it unassigns, as
+// ChangeAssignee writes them for one.
+func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string, allow func(domain.Member) error,
+	report func(unassigned domain.Conversation) []domain.Delivery) ([]domain.Conversation, []domain.Delivery, error) {
+	var (
+		unassigned []domain.Conversation
+		deliveries []domain.Delivery
+	)
+	err := s.changeMember(ctx, workspaceID, userID, true, allow, func(tx *gorm.DB, _ domain.Member) error {
 		if err := tx.Exec(`DELETE FROM memberships WHERE workspace_id = ? AND user_id = ?`, workspaceID, userID).Error; err != nil {
 			return err
 		}
 		// Nothing stays assigned to someone who is no longer a member; the
 		// conversations' status is left as is, for another member to take.
-		if err := tx.Exec(`UPDATE conversations SET assignee_id = NULL WHERE workspace_id = ? AND assignee_id = ?`,
-			workspaceID, userID).Error; err != nil {
+		rows, err := tx.Raw(`UPDATE conversations AS c SET assignee_id = NULL WHERE c.workspace_id = ? AND c.assignee_id = ?
+			RETURNING `+conversationListColumns, workspaceID, userID).Rows()
+		if err != nil {
+			return err
+		}
+		unassigned, err = scanConversationRows(rows, workspaceID, 0)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		if report != nil {
+			for _, c := range unassigned {
+				deliveries = append(deliveries, report(c)...)
+			}
+		}
+		if err := insertDeliveries(ctx, gormQuerier{tx.Statement.ConnPool}, deliveries); err != nil {
 			return err
 		}
 		return tx.Exec(`DELETE FROM console_sessions WHERE user_id = ?
 			AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = ?)`, userID, userID).Error
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return unassigned, deliveries, nil
 }
 
 // changeMember runs one change to a membership under the last-owner rule.

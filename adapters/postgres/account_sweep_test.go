@@ -214,7 +214,7 @@ func TestRemoveLastMembershipEndsSessions(t *testing.T) {
 		{wsA.ID, 2, 1}, // still a member of B
 		{wsB.ID, 0, 1}, // a member of nothing: signed out everywhere
 	} {
-		if err := store.RemoveMember(ctx, step.ws, u.ID, nil); err != nil {
+		if _, _, err := store.RemoveMember(ctx, step.ws, u.ID, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if got, owners := count(u.ID), count(owner.ID); got != step.sessions || owners != step.ownerKept {

@@ -171,7 +171,7 @@ func TestMembersAndTheLastOwner(t *testing.T) {
 	if _, err := store.ChangeMemberRole(ctx, ws.ID, ada.ID, domain.MemberAdmin, nil); !errors.Is(err, domain.ErrLastOwner) {
 		t.Fatalf("demoting the last owner: %v", err)
 	}
-	if err := store.RemoveMember(ctx, ws.ID, ada.ID, nil); !errors.Is(err, domain.ErrLastOwner) {
+	if _, _, err := store.RemoveMember(ctx, ws.ID, ada.ID, nil, nil); !errors.Is(err, domain.ErrLastOwner) {
 		t.Fatalf("removing the last owner: %v", err)
 	}
 	refuse := func(domain.Member) error { return &domain.ForbiddenError{Reason: "no"} }
@@ -188,10 +188,10 @@ func TestMembersAndTheLastOwner(t *testing.T) {
 	if _, err := store.ChangeMemberRole(ctx, ws.ID, ada.ID, domain.MemberAgent, nil); err != nil {
 		t.Fatalf("demoting one of two owners: %v", err)
 	}
-	if err := store.RemoveMember(ctx, ws.ID, ada.ID, nil); err != nil {
+	if _, _, err := store.RemoveMember(ctx, ws.ID, ada.ID, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.RemoveMember(ctx, ws.ID, ada.ID, nil); !errors.Is(err, domain.ErrNotFound) {
+	if _, _, err := store.RemoveMember(ctx, ws.ID, ada.ID, nil, nil); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("removing twice: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestConcurrentDemotionsKeepAnOwner(t *testing.T) {
 				if round%2 == 0 {
 					_, errs[i] = store.ChangeMemberRole(ctx, ws.ID, u.ID, domain.MemberAdmin, nil)
 				} else {
-					errs[i] = store.RemoveMember(ctx, ws.ID, u.ID, nil)
+					_, _, errs[i] = store.RemoveMember(ctx, ws.ID, u.ID, nil, nil)
 				}
 			})
 		}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,16 +26,17 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var channel, status string
 		var verified, assignee *string
+		var handoff *time.Time
 		err := tx.QueryRow(ctx, changeAssigneeSQL,
 			change.WorkspaceID, change.ConversationID, nullString(change.AssigneeID), change.TakeOver,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
-			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt, &handoff)
 		if err != nil {
 			return err
 		}
 		conv.WorkspaceID, conv.Channel, conv.Status = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status)
 		conv.VerifiedUserID, conv.AssigneeID = deref(verified), deref(assignee)
-		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
+		conv.LastActivityAt, conv.CreatedAt, conv.HandoffRequestedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC(), timeOrZero(handoff)
 		if change.Report != nil {
 			deliveries = change.Report(conv)
 		}

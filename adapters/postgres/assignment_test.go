@@ -352,25 +352,71 @@ func TestAssigneeFilter(t *testing.T) {
 }
 
 // Removing a member unassigns their conversations, and only theirs.
+// Removing a member unassigns their conversations of that workspace (not
+// another member's), returns them as they were left, and writes what the
+// report gives for each in the same transaction; a removal that is refused
+// writes nothing.
 func TestRemoveMemberUnassigns(t *testing.T) {
 	t.Parallel()
 	f := newConversationFixture(t)
 	ada, bob, _ := assignees(t, f)
 	ctx := ctxT(t)
 	second := newConversation(t, f.store, f.ws.ID, f.agent, t0)
-	for conv, who := range map[string]string{f.conv.ID: ada.UserID, second.ID: bob.UserID} {
+	third := newConversation(t, f.store, f.ws.ID, f.agent, t0)
+	for conv, who := range map[string]string{f.conv.ID: ada.UserID, second.ID: bob.UserID, third.ID: ada.UserID} {
 		if _, _, err := f.store.ChangeAssignee(ctx, domain.AssigneeChange{WorkspaceID: f.ws.ID, ConversationID: conv, AssigneeID: who}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := f.store.RemoveMember(ctx, f.ws.ID, ada.UserID, nil); err != nil {
+	ws := f.ws
+	ws.EventsURL = "https://events.example.com/in"
+	report := func(after domain.Conversation) []domain.Delivery {
+		return domain.AssignedDeliveries(&ws, after, t0)
+	}
+	// Refused inside the transaction: nothing is unassigned or written.
+	refuse := errors.New("refused")
+	if _, _, err := f.store.RemoveMember(ctx, f.ws.ID, ada.UserID, func(domain.Member) error { return refuse }, report); !errors.Is(err, refuse) {
+		t.Fatalf("refused removal: %v", err)
+	}
+	if rows := outboxOf(t, f.db, f.ws.ID); len(rows) != 0 {
+		t.Fatalf("a refused removal wrote %d deliveries", len(rows))
+	}
+
+	unassigned, deliveries, err := f.store.RemoveMember(ctx, f.ws.ID, ada.UserID, nil, report)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for conv, want := range map[string]string{f.conv.ID: "", second.ID: bob.UserID} {
+	got := sortedIDs(unassigned, func(c domain.Conversation) string { return c.ID }, func(a, b domain.Conversation) bool { return a.ID < b.ID })
+	want := []string{f.conv.ID, third.ID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("unassigned %v, want %v", got, want)
+	}
+	for _, c := range unassigned {
+		if c.AssigneeID != "" || c.WorkspaceID != f.ws.ID || c.AgentID != f.agent.ID || c.Status != domain.StatusAI {
+			t.Errorf("returned as %+v, want unassigned with its agent and status", c)
+		}
+	}
+	rows := outboxOf(t, f.db, f.ws.ID)
+	if len(deliveries) != 2 || len(rows) != 2 {
+		t.Fatalf("%d deliveries returned, %d stored; want one per unassigned conversation", len(deliveries), len(rows))
+	}
+	for _, r := range rows {
+		if r.EventType != domain.EventConversationAssigned || r.Target != "events" || !slices.Contains(want, r.ConversationID) ||
+			strings.Contains(string(r.Payload), ada.UserID) {
+			t.Errorf("delivery %+v %s", r, r.Payload)
+		}
+	}
+	for conv, want := range map[string]string{f.conv.ID: "", second.ID: bob.UserID, third.ID: ""} {
 		got, err := f.store.GetConversation(ctx, f.ws.ID, conv)
 		if err != nil || got.AssigneeID != want {
 			t.Errorf("conversation %s assigned to %q (%v), want %q", conv, got.AssigneeID, err, want)
 		}
+	}
+	// Without a report, nothing is written but the unassignment.
+	unassigned, deliveries, err = f.store.RemoveMember(ctx, f.ws.ID, bob.UserID, nil, nil)
+	if err != nil || len(unassigned) != 1 || unassigned[0].ID != second.ID || len(deliveries) != 0 || len(outboxOf(t, f.db, f.ws.ID)) != 2 {
+		t.Fatalf("removal without a report: %v, %v, %v", unassigned, deliveries, err)
 	}
 }
 

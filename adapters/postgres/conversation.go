@@ -29,6 +29,9 @@ type conversationRow struct {
 	MessageCount   int       `gorm:"column:message_count"`
 	LastActivityAt time.Time `gorm:"column:last_activity_at"`
 	CreatedAt      time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	// HandoffRequestedAt is NULL until the first handoff request
+	// (migration 00023).
+	HandoffRequestedAt *time.Time `gorm:"column:handoff_requested_at"`
 }
 
 func (conversationRow) TableName() string { return "conversations" }
@@ -36,50 +39,52 @@ func (conversationRow) TableName() string { return "conversations" }
 // conversationColumns is what conversation reads select: the row without
 // anything else, plus the agent's slug from the join.
 const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at, c.handoff_requested_at`
 
 // conversationListColumns is conversationColumns less the workspace id, which
 // a list already knows; in this order for positional scanning.
 const conversationListColumns = `c.id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at, c.handoff_requested_at`
 
 func conversationFromDomain(c *domain.Conversation) conversationRow {
 	return conversationRow{
-		ID:             c.ID,
-		WorkspaceID:    c.WorkspaceID,
-		AgentID:        c.AgentID,
-		AgentSlug:      c.AgentSlug,
-		Channel:        string(c.Channel),
-		Status:         string(c.Status),
-		VerifiedUserID: nullString(c.VerifiedUserID),
-		ContactName:    c.ContactName,
-		ContactEmail:   c.ContactEmail,
-		ContactNote:    c.ContactNote,
-		AssigneeID:     nullString(c.AssigneeID),
-		LastMessage:    c.LastMessage,
-		MessageCount:   c.MessageCount,
-		LastActivityAt: dbTime(c.LastActivityAt),
-		CreatedAt:      dbTime(c.CreatedAt),
+		ID:                 c.ID,
+		WorkspaceID:        c.WorkspaceID,
+		AgentID:            c.AgentID,
+		AgentSlug:          c.AgentSlug,
+		Channel:            string(c.Channel),
+		Status:             string(c.Status),
+		VerifiedUserID:     nullString(c.VerifiedUserID),
+		ContactName:        c.ContactName,
+		ContactEmail:       c.ContactEmail,
+		ContactNote:        c.ContactNote,
+		AssigneeID:         nullString(c.AssigneeID),
+		LastMessage:        c.LastMessage,
+		MessageCount:       c.MessageCount,
+		LastActivityAt:     dbTime(c.LastActivityAt),
+		CreatedAt:          dbTime(c.CreatedAt),
+		HandoffRequestedAt: nullTime(c.HandoffRequestedAt),
 	}
 }
 
 func (r conversationRow) toDomain() (domain.Conversation, error) {
 	return domain.Conversation{
-		ID:             r.ID,
-		WorkspaceID:    r.WorkspaceID,
-		AgentID:        r.AgentID,
-		AgentSlug:      r.AgentSlug,
-		Channel:        domain.Channel(r.Channel),
-		Status:         domain.ConversationStatus(r.Status),
-		VerifiedUserID: deref(r.VerifiedUserID),
-		ContactName:    r.ContactName,
-		ContactEmail:   r.ContactEmail,
-		ContactNote:    r.ContactNote,
-		AssigneeID:     deref(r.AssigneeID),
-		LastMessage:    r.LastMessage,
-		MessageCount:   r.MessageCount,
-		LastActivityAt: r.LastActivityAt.UTC(),
-		CreatedAt:      r.CreatedAt.UTC(),
+		ID:                 r.ID,
+		WorkspaceID:        r.WorkspaceID,
+		AgentID:            r.AgentID,
+		AgentSlug:          r.AgentSlug,
+		Channel:            domain.Channel(r.Channel),
+		Status:             domain.ConversationStatus(r.Status),
+		VerifiedUserID:     deref(r.VerifiedUserID),
+		ContactName:        r.ContactName,
+		ContactEmail:       r.ContactEmail,
+		ContactNote:        r.ContactNote,
+		AssigneeID:         deref(r.AssigneeID),
+		LastMessage:        r.LastMessage,
+		MessageCount:       r.MessageCount,
+		LastActivityAt:     r.LastActivityAt.UTC(),
+		CreatedAt:          r.CreatedAt.UTC(),
+		HandoffRequestedAt: timeOrZero(r.HandoffRequestedAt),
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -204,20 +205,35 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 		return nil, err
 	}
 	defer rows.Close()
+	return scanConversationRows(rows, workspaceID, capacity)
+}
+
+// conversationRows are rows of conversationListColumns: pgx's, or
+// database/sql's for a statement in a gorm transaction.
+type conversationRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// scanConversationRows reads rows of conversationListColumns of the
+// workspace; capacity is how many are expected.
+func scanConversationRows(rows conversationRows, workspaceID string, capacity int) ([]domain.Conversation, error) {
 	// Scan straight into the page's items: no row structs to copy, and no
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, capacity)
 	var channel, status string
 	var verified, assignee *string
+	var handoff *time.Time
 	for rows.Next() {
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
 		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt, &handoff); err != nil {
 			return nil, err
 		}
 		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
-		c.LastActivityAt, c.CreatedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC()
+		c.LastActivityAt, c.CreatedAt, c.HandoffRequestedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC(), timeOrZero(handoff)
 	}
 	return items, rows.Err()
 }

@@ -17,7 +17,7 @@ const openStatuses = `c.status IN ('HANDOFF_REQUESTED', 'HUMAN')`
 
 // inboxConditions adds a view's conditions to a keyset query of
 // conversations AS c. Each view has an index in its order: needs the
-// status index (read backwards for its oldest-first order), resolved the
+// partial index of waiting conversations by request time (00023), resolved the
 // status index, open and unassigned the partial index of open
 // conversations, mine the partial index of open conversations by assignee.
 func inboxConditions(k *keysetQuery, q domain.InboxQuery) {
@@ -58,13 +58,25 @@ func inboxListQuery(workspaceID string, q domain.InboxQuery, after *domain.Posit
 	if !q.View.Oldest() {
 		return k.page("c.last_activity_at", "c.id", after, limit)
 	}
+	// Needs a person: the longest wait first, by when the handoff was
+	// requested, not by last activity (a visitor who keeps typing keeps
+	// their place). The column is never NULL in this view (the CHECK of
+	// migration 00023), so the row comparison holds for every row.
 	if after != nil {
 		k.args = append(k.args, dbTime(after.Time), after.ID)
-		k.and(fmt.Sprintf("(c.last_activity_at, c.id) > ($%d, $%d)", len(k.args)-1, len(k.args)))
+		k.and(fmt.Sprintf("(c.handoff_requested_at, c.id) > ($%d, $%d)", len(k.args)-1, len(k.args)))
 	}
 	k.args = append(k.args, limit)
-	fmt.Fprintf(&k.sql, " ORDER BY c.last_activity_at, c.id LIMIT $%d", len(k.args))
+	fmt.Fprintf(&k.sql, " ORDER BY c.handoff_requested_at, c.id LIMIT $%d", len(k.args))
 	return k.sql.String(), k.args
+}
+
+// inboxPosition is where a page of a view ends, in the view's own order.
+func inboxPosition(view domain.InboxView, c domain.Conversation) domain.Position {
+	if view.Oldest() {
+		return domain.Position{Time: c.HandoffRequestedAt, ID: c.ID}
+	}
+	return conversationPosition(c)
 }
 
 // ListInbox returns a page of an inbox view (ports.InboxStore).
@@ -79,7 +91,12 @@ func (s *Store) ListInbox(ctx context.Context, workspaceID string, q domain.Inbo
 	if err != nil {
 		return domain.Page[domain.Conversation]{}, dbError("list inbox", err)
 	}
-	return conversationPage(items, limit), nil
+	out := conversationPage(items, limit)
+	if out.Next != nil {
+		next := inboxPosition(q.View, out.Items[len(out.Items)-1])
+		out.Next = &next
+	}
+	return out, nil
 }
 
 // inboxCountQuery counts every view in one statement: each a count of at
@@ -97,19 +114,20 @@ func inboxCountQuery(workspaceID, userID, agentID string) (string, []any) {
 		args = append(args, userID)
 		mine = fmt.Sprintf(" AND c.assignee_id = $%d", len(args))
 	}
-	count := func(cond string) string {
+	count := func(cond, order string) string {
 		// The order is the views' index order: without it the planner
 		// may take a sequential scan stopping at the cap as cheaper,
 		// which holds only while the workspace's rows are dense in the
 		// table (the scale test saw it choose one).
 		return fmt.Sprintf("(SELECT count(*) FROM (SELECT 1 FROM conversations AS c WHERE c.workspace_id = $1 AND %s%s "+
-			"ORDER BY c.last_activity_at DESC, c.id DESC LIMIT %d) AS x)", cond, agent, domain.InboxCountCap)
+			"ORDER BY %s LIMIT %d) AS x)", cond, agent, order, domain.InboxCountCap)
 	}
-	return "SELECT " + count(`c.status = 'HANDOFF_REQUESTED'`) + ", " +
-		count(openStatuses+mine) + ", " +
-		count(openStatuses+" AND c.assignee_id IS NULL") + ", " +
-		count(openStatuses) + ", " +
-		count(`c.status = 'RESOLVED'`), args
+	const latest = "c.last_activity_at DESC, c.id DESC"
+	return "SELECT " + count(`c.status = 'HANDOFF_REQUESTED'`, "c.handoff_requested_at, c.id") + ", " +
+		count(openStatuses+mine, latest) + ", " +
+		count(openStatuses+" AND c.assignee_id IS NULL", latest) + ", " +
+		count(openStatuses, latest) + ", " +
+		count(`c.status = 'RESOLVED'`, latest), args
 }
 
 // CountInbox counts the views (ports.InboxStore).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"gorm.io/gorm"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -18,6 +19,21 @@ import (
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// gormQuerier runs this package's pgx-style statements (insertDeliveries)
+// on the connection of a gorm transaction, so a change written through
+// gorm stores what reports it in the same transaction. database/sql's row
+// scans as pgx's does; the command tag is not read.
+type gormQuerier struct{ conn gorm.ConnPool }
+
+func (q gormQuerier) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	_, err := q.conn.ExecContext(ctx, sql, args...)
+	return pgconn.CommandTag{}, err
+}
+
+func (q gormQuerier) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return q.conn.QueryRowContext(ctx, sql, args...)
 }
 
 // withDeliveries runs write and then stores the deliveries reporting what

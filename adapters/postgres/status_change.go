@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -52,11 +53,12 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 	move := func(q querier) (bool, error) {
 		var channel, status string
 		var verified, assignee *string
+		var handoff *time.Time
 		err := q.QueryRow(ctx, changeStatusSQL,
 			change.WorkspaceID, change.ConversationID, string(change.To), name, email, notice.CreatedAt, states,
 			notice.ID, notice.Content, notice.AuthorName, change.MessageCount, nullString(change.AssigneeID), note,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
-			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt, &handoff)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
@@ -65,7 +67,7 @@ func (s *Store) ChangeStatus(ctx context.Context, change domain.StatusChange) (d
 		}
 		changed = true
 		conv.WorkspaceID, conv.Channel, conv.Status, conv.VerifiedUserID, conv.AssigneeID = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
-		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
+		conv.LastActivityAt, conv.CreatedAt, conv.HandoffRequestedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC(), timeOrZero(handoff)
 		return true, nil
 	}
 	if motive != nil {
@@ -179,7 +181,10 @@ func appendInTx(ctx context.Context, tx pgx.Tx, b messageBatch, while domain.Con
 // assigning it to $12; it stores the handoff form's name ($4), email ($5)
 // and note ($13) where they are not empty, so a later request's note
 // replaces an earlier one and a request without one keeps it (as
-// domain.HandoffContact.ApplyTo does); only then it inserts the SYSTEM
+// domain.HandoffContact.ApplyTo does); a move to HANDOFF_REQUESTED stamps
+// handoff_requested_at with the notice's time ($6), every time, so a
+// conversation handed off again waits from the new request (migration
+// 00023); only then it inserts the SYSTEM
 // notice; it returns the updated row (conversationListColumns), or no row
 // when nothing changed. The conditions are on the updated row itself, so a
 // concurrent append or change that commits first is seen (PostgreSQL
@@ -192,7 +197,8 @@ const changeStatusSQL = `WITH upd AS (
 		contact_note = CASE WHEN $13 = '' THEN c.contact_note ELSE $13 END,
 		message_count = c.message_count + 1,
 		last_activity_at = GREATEST(c.last_activity_at, $6),
-		assignee_id = COALESCE($12::text, c.assignee_id)
+		assignee_id = COALESCE($12::text, c.assignee_id),
+		handoff_requested_at = CASE WHEN $3 = 'HANDOFF_REQUESTED' THEN $6 ELSE c.handoff_requested_at END
 	WHERE c.workspace_id = $1 AND c.id = $2 AND c.status = ANY($7::text[])
 		AND ($11::int IS NULL OR c.message_count = $11::int)
 		AND ($12::text IS NULL OR (

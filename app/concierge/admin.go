@@ -78,7 +78,8 @@ func (e *env) withAccounts(ctx context.Context, fn func(*account.Service) error)
 			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
 	}
 	defer func() { _ = db.Close() }()
-	svc, err := accounts(cfg, postgres.NewStore(db.Gorm, db.Pool), operatorLimiter{}, domain.SystemClock{}, log)
+	// The operator's commands remove no member: nothing to report.
+	svc, err := accounts(cfg, postgres.NewStore(db.Gorm, db.Pool), operatorLimiter{}, domain.SystemClock{}, nil, log)
 	if err != nil {
 		return err
 	}

@@ -131,11 +131,35 @@ func TestTakeOverEndToEnd(t *testing.T) {
 		t.Fatalf("conversation.assigned to %v, want Ada then Bob", assigned)
 	}
 
-	// Removing Bob from the workspace unassigns the conversation.
+	// Removing Bob from the workspace unassigns the conversation, tells
+	// the team's inboxes on the real stream (it moves to Unassigned) and
+	// delivers conversation.assigned with nobody as the assignee.
 	if err := s.sys.accounts.RemoveMember(ctx, owner, bob.UserID); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.do("GET", "/api/v2/conversations/"+session, nil, tn.auth()).JSON(t); got["assigneeId"] != nil {
 		t.Fatalf("after removing Bob: assigneeId %v", got["assigneeId"])
+	}
+	if ev := inbox.next(); ev.Event != "conversation.assigned" || ev.Data["assigneeId"] != "" || ev.Data["conversationId"] != session || ev.Data["status"] != "HUMAN" {
+		t.Fatalf("inbox after removing Bob: %s %v", ev.Event, ev.Data)
+	}
+	var last []byte
+	n := 0
+	for _, row := range s.outbox(session) {
+		if row.EventType == domain.EventConversationAssigned {
+			n, last = n+1, row.Payload
+		}
+	}
+	var payload struct {
+		Conversation struct {
+			AssigneeID *string `json:"assigneeId"`
+			Status     string  `json:"status"`
+		} `json:"conversation"`
+	}
+	if err := json.Unmarshal(last, &payload); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || payload.Conversation.AssigneeID != nil || payload.Conversation.Status != "HUMAN" {
+		t.Fatalf("%d conversation.assigned deliveries, the last %s; want a third, with nobody assigned", n, last)
 	}
 }

@@ -127,12 +127,6 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL, s.announcer)
 	s.agents = agent.NewService(s.store, s.store, s.enqueuer, s.announcer, s.clock, log)
-	// Sign-in throttling counts exactly (no local batching): its budgets
-	// are a handful of attempts a minute.
-	if s.accounts, err = accounts(cfg, s.store, redisadapter.NewRateLimiter(rdb), s.clock, log); err != nil {
-		s.close()
-		return nil, err
-	}
 	if s.indexer, err = indexer(cfg, s, log); err != nil {
 		s.close()
 		return nil, err
@@ -145,6 +139,13 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		Clock:           s.clock, Log: log,
 	})
 	s.conversations = conversation.NewService(s.store, s.store, s.lifecycle)
+	// Sign-in throttling counts exactly (no local batching): its budgets
+	// are a handful of attempts a minute. Removing a member reports the
+	// conversations it unassigns through the lifecycle, as assignments do.
+	if s.accounts, err = accounts(cfg, s.store, redisadapter.NewRateLimiter(rdb), s.clock, s.lifecycle, log); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.widgets = widget.NewService(widget.Deps{
 		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Lifecycle: s.lifecycle, Clock: s.clock,
 	})
@@ -190,10 +191,10 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 
 // accounts builds the account use cases, with the SMTP mailer when
 // CONCIERGE_SMTP_URL is set (without it, links are shown, not emailed).
-func accounts(cfg config.Config, store *postgres.Store, limiter ports.RateLimiter, clock ports.Clock, log *slog.Logger) (*account.Service, error) {
+func accounts(cfg config.Config, store *postgres.Store, limiter ports.RateLimiter, clock ports.Clock, assignees account.Assignees, log *slog.Logger) (*account.Service, error) {
 	deps := account.Deps{
 		Users: store, Members: store, Sessions: store, Invitations: store, Resets: store, Sweep: store,
-		Limiter: limiter, Clock: clock, Log: log.With("component", "accounts"),
+		Limiter: limiter, Clock: clock, Assignees: assignees, Log: log.With("component", "accounts"),
 	}
 	if cfg.SMTPURL != "" {
 		m, err := smtpmail.New(smtpmail.Options{URL: cfg.SMTPURL, From: cfg.MailFrom})

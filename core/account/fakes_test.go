@@ -21,6 +21,9 @@ type memStore struct {
 	invitations map[string]domain.Invitation
 	resets      map[string]domain.PasswordReset
 	touches     int
+	// conversations are the workspace conversations RemoveMember
+	// unassigns.
+	conversations []domain.Conversation
 }
 
 func newMemStore() *memStore {
@@ -169,28 +172,42 @@ func (m *memStore) ChangeMemberRole(_ context.Context, workspaceID, userID strin
 	return m.withUser(m.members[i]), nil
 }
 
-func (m *memStore) RemoveMember(_ context.Context, workspaceID, userID string, allow func(domain.Member) error) error {
+func (m *memStore) RemoveMember(_ context.Context, workspaceID, userID string, allow func(domain.Member) error,
+	report func(domain.Conversation) []domain.Delivery) ([]domain.Conversation, []domain.Delivery, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := m.memberIndex(workspaceID, userID)
 	if i < 0 {
-		return domain.NotFound("member")
+		return nil, nil, domain.NotFound("member")
 	}
 	if err := allow(m.withUser(m.members[i])); err != nil {
-		return err
+		return nil, nil, err
 	}
 	if m.members[i].Role == domain.MemberOwner && m.owners(workspaceID) <= 1 {
-		return domain.ErrLastOwner
+		return nil, nil, domain.ErrLastOwner
 	}
 	m.members = slices.Delete(m.members, i, i+1)
+	var (
+		unassigned []domain.Conversation
+		deliveries []domain.Delivery
+	)
+	for j, c := range m.conversations {
+		if c.WorkspaceID == workspaceID && c.AssigneeID == userID {
+			m.conversations[j].AssigneeID = ""
+			unassigned = append(unassigned, m.conversations[j])
+			if report != nil {
+				deliveries = append(deliveries, report(m.conversations[j])...)
+			}
+		}
+	}
 	// As the port promises: no membership left, no session left.
 	for _, mb := range m.members {
 		if mb.UserID == userID {
-			return nil
+			return unassigned, deliveries, nil
 		}
 	}
 	m.deleteSessionsLocked(userID, "")
-	return nil
+	return unassigned, deliveries, nil
 }
 
 func (m *memStore) CreateConsoleSession(_ context.Context, s domain.ConsoleSession) error {
@@ -428,4 +445,38 @@ func (m *memStore) AddMember(workspaceID, userID string, role domain.MemberRole)
 	mb := domain.Member{WorkspaceID: workspaceID, UserID: userID, Role: role, CreatedAt: time.Now()}
 	m.members = append(m.members, mb)
 	return mb, nil
+}
+
+// fakeAssignees records what a removal asks of conversation.Lifecycle:
+// the report it builds (conversation.assigned for each conversation, as
+// the lifecycle's is) and the announcements after the write.
+type fakeAssignees struct {
+	mu         sync.Mutex
+	err        error
+	reportsFor []string
+	reassigned []reassigned
+}
+
+type reassigned struct {
+	deliveries []domain.Delivery
+	convs      []domain.Conversation
+}
+
+func (f *fakeAssignees) AssigneeReport(_ context.Context, workspaceID string) (func(domain.Conversation) []domain.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	f.reportsFor = append(f.reportsFor, workspaceID)
+	ws := domain.Workspace{ID: workspaceID, EventsURL: "https://events.example.com/in"}
+	return func(after domain.Conversation) []domain.Delivery {
+		return domain.AssignedDeliveries(&ws, after, time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC))
+	}, nil
+}
+
+func (f *fakeAssignees) Reassigned(_ context.Context, deliveries []domain.Delivery, convs ...domain.Conversation) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reassigned = append(f.reassigned, reassigned{deliveries: deliveries, convs: convs})
 }

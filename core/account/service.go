@@ -28,8 +28,15 @@ type Deps struct {
 	// Sweep deletes ended sessions and old links (SweepEnded); only the
 	// worker needs it, so it may be nil elsewhere.
 	Sweep ports.AccountSweepStore
-	Clock ports.Clock
-	Log   *slog.Logger
+	// Assignees reports the conversations a removed member held, as every
+	// change of assignee is reported (conversation.Lifecycle's
+	// AssigneeReport and Reassigned): conversation.assigned to the events
+	// URL, written with the removal, and on the workspace event stream
+	// after it, so the team's inboxes move them to Unassigned. Nil reports
+	// nothing (the unassignment still happens).
+	Assignees Assignees
+	Clock     ports.Clock
+	Log       *slog.Logger
 }
 
 // Options are the Service's knobs. Zero values take the defaults named on
@@ -614,14 +621,42 @@ func (s *Service) ChangeRole(ctx context.Context, actor domain.Member, userID st
 	return s.d.Members.ChangeMemberRole(ctx, actor.WorkspaceID, userID, role, ownersOnlyOnOwners(actor, "change an owner's role"))
 }
 
+// Assignees is how a removal reports the conversations it unassigns;
+// *conversation.Lifecycle provides it.
+type Assignees interface {
+	// AssigneeReport returns what the store writes, in the removal's
+	// transaction, for each conversation it unassigns in the workspace.
+	AssigneeReport(ctx context.Context, workspaceID string) (func(after domain.Conversation) []domain.Delivery, error)
+	// Reassigned schedules the deliveries written and tells the
+	// workspace's followers who holds each conversation now. It never
+	// fails.
+	Reassigned(ctx context.Context, deliveries []domain.Delivery, convs ...domain.Conversation)
+}
+
 // RemoveMember removes a member from the actor's workspace. Needs
 // PermMembers; only owners may remove owners; the last owner cannot be
-// removed (domain.ErrLastOwner).
+// removed (domain.ErrLastOwner). The conversations the member held are
+// unassigned in the same write, each reported as conversation.assigned
+// with no assignee (Deps.Assignees); their status stays.
 func (s *Service) RemoveMember(ctx context.Context, actor domain.Member, userID string) error {
 	if err := actor.Role.Require(domain.PermMembers); err != nil {
 		return err
 	}
-	return s.d.Members.RemoveMember(ctx, actor.WorkspaceID, userID, ownersOnlyOnOwners(actor, "remove an owner"))
+	var report func(domain.Conversation) []domain.Delivery
+	if s.d.Assignees != nil {
+		var err error
+		if report, err = s.d.Assignees.AssigneeReport(ctx, actor.WorkspaceID); err != nil {
+			return err
+		}
+	}
+	unassigned, deliveries, err := s.d.Members.RemoveMember(ctx, actor.WorkspaceID, userID, ownersOnlyOnOwners(actor, "remove an owner"), report)
+	if err != nil {
+		return err
+	}
+	if s.d.Assignees != nil {
+		s.d.Assignees.Reassigned(ctx, deliveries, unassigned...)
+	}
+	return nil
 }
 
 // ownersOnlyOnOwners refuses an admin's change to an owner. It runs inside

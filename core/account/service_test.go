@@ -20,20 +20,21 @@ var cheap = account.Argon2Params{Time: 1, MemoryKiB: 64, Threads: 1, SaltLen: 16
 const password = "correct horse battery"
 
 type fixture struct {
-	svc     *account.Service
-	store   *memStore
-	clock   *fakeClock
-	limiter *fakeLimiter
-	mailer  *fakeMailer
-	ws      string
+	svc       *account.Service
+	store     *memStore
+	assignees *fakeAssignees
+	clock     *fakeClock
+	limiter   *fakeLimiter
+	mailer    *fakeMailer
+	ws        string
 }
 
 func newFixture(t *testing.T, withMailer bool) *fixture {
 	t.Helper()
 	f := &fixture{store: newMemStore(), clock: &fakeClock{t: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)},
-		limiter: &fakeLimiter{}, mailer: &fakeMailer{}, ws: domain.NewID(domain.PrefixWorkspace)}
+		limiter: &fakeLimiter{}, mailer: &fakeMailer{}, ws: domain.NewID(domain.PrefixWorkspace), assignees: &fakeAssignees{}}
 	deps := account.Deps{Users: f.store, Members: f.store, Sessions: f.store, Invitations: f.store, Resets: f.store,
-		Limiter: f.limiter, Clock: f.clock}
+		Limiter: f.limiter, Clock: f.clock, Assignees: f.assignees}
 	if withMailer {
 		deps.Mailer = f.mailer
 	}
@@ -452,6 +453,74 @@ func TestChangeRoleAndRemoveMemberRoleMatrix(t *testing.T) {
 		tm := newTeam(t, f)
 		if err := f.svc.RemoveMember(context.Background(), tm.owner, domain.NewID(domain.PrefixUser)); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// Removing a member unassigns what they held and reports it as every
+// change of assignee is reported: the report is asked for the actor's
+// workspace before the write, and after it the deliveries written and the
+// conversations as left are handed over to be scheduled and announced. A
+// removal that fails reports nothing; a report that cannot be built stops
+// the removal.
+func TestRemoveMemberReportsUnassigned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	setup := func(t *testing.T) (*fixture, team, []domain.Conversation) {
+		f := newFixture(t, false)
+		tm := newTeam(t, f)
+		convs := []domain.Conversation{
+			{ID: "ses_agent1", WorkspaceID: f.ws, AssigneeID: tm.agent.UserID, Status: domain.StatusHuman},
+			{ID: "ses_admin", WorkspaceID: f.ws, AssigneeID: tm.admin.UserID, Status: domain.StatusHuman},
+			{ID: "ses_agent2", WorkspaceID: f.ws, AssigneeID: tm.agent.UserID, Status: domain.StatusHandoffRequested},
+			{ID: "ses_elsewhere", WorkspaceID: domain.NewID(domain.PrefixWorkspace), AssigneeID: tm.agent.UserID, Status: domain.StatusHuman},
+		}
+		f.store.mu.Lock()
+		f.store.conversations = slices.Clone(convs)
+		f.store.mu.Unlock()
+		return f, tm, convs
+	}
+	t.Run("removed", func(t *testing.T) {
+		f, tm, _ := setup(t)
+		if err := f.svc.RemoveMember(ctx, tm.admin, tm.agent.UserID); err != nil {
+			t.Fatal(err)
+		}
+		a := f.assignees
+		if !slices.Equal(a.reportsFor, []string{f.ws}) || len(a.reassigned) != 1 {
+			t.Fatalf("reports asked for %v, %d announcements; want one of each", a.reportsFor, len(a.reassigned))
+		}
+		got := a.reassigned[0]
+		var ids []string
+		for _, c := range got.convs {
+			if c.AssigneeID != "" {
+				t.Errorf("announced %s still assigned to %q", c.ID, c.AssigneeID)
+			}
+			ids = append(ids, c.ID)
+		}
+		if !slices.Equal(ids, []string{"ses_agent1", "ses_agent2"}) {
+			t.Errorf("announced %v, want the agent's conversations of this workspace", ids)
+		}
+		if len(got.deliveries) != 2 || got.deliveries[0].ConversationID != "ses_agent1" || got.deliveries[0].Type != domain.EventConversationAssigned {
+			t.Errorf("announced deliveries %+v, want the ones the report wrote", got.deliveries)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		f, tm, convs := setup(t)
+		if err := f.svc.RemoveMember(ctx, tm.admin, tm.owner.UserID); !errors.Is(err, domain.ErrForbidden) {
+			t.Fatalf("admin removes an owner: %v", err)
+		}
+		if len(f.assignees.reassigned) != 0 || !slices.Equal(f.store.conversations, convs) {
+			t.Fatalf("a refused removal announced %d changes or unassigned something", len(f.assignees.reassigned))
+		}
+	})
+	t.Run("no report", func(t *testing.T) {
+		f, tm, convs := setup(t)
+		f.assignees.err = domain.ErrUnavailable
+		if err := f.svc.RemoveMember(ctx, tm.admin, tm.agent.UserID); !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("got %v, want the report's error", err)
+		}
+		if _, err := f.store.GetMember(ctx, f.ws, tm.agent.UserID); err != nil || !slices.Equal(f.store.conversations, convs) {
+			t.Fatalf("the member was removed (%v) or conversations unassigned without their report", err)
 		}
 	})
 }

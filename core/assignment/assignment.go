@@ -89,7 +89,8 @@ func (s *Service) TakeOver(ctx context.Context, ws *domain.Workspace, conversati
 			if moved.Notice != nil {
 				s.d.Lifecycle.PublishMessages(ctx, *moved.Notice)
 				if conv.AssigneeID != actor.UserID {
-					s.publishAssigned(ctx, moved.Conversation)
+					// Move scheduled the deliveries already.
+					s.d.Lifecycle.Reassigned(ctx, nil, moved.Conversation)
 				}
 				return moved.Conversation, nil
 			}
@@ -151,32 +152,26 @@ func (s *Service) Unassign(ctx context.Context, ws *domain.Workspace, conversati
 }
 
 // change applies an assignee change with its conversation.assigned
-// delivery, and schedules what was written.
+// delivery (conversation.AssignedReport), then schedules what was written
+// and tells every member's inbox (Lifecycle.Reassigned), as a member's
+// removal does for the conversations it unassigns.
 func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (domain.Conversation, error) {
-	now := s.d.Clock.Now()
 	changed := false
+	report := conversation.AssignedReport(ws, s.d.Clock.Now())
 	change.Report = func(after domain.Conversation) []domain.Delivery {
 		changed = true
-		return domain.AssignedDeliveries(ws, after, now)
+		return report(after)
 	}
 	after, deliveries, err := s.d.Assignments.ChangeAssignee(ctx, change)
 	if err != nil {
 		return after, err
 	}
-	s.d.Lifecycle.EnqueueDeliveries(ctx, deliveries)
-	if changed {
-		s.publishAssigned(ctx, after)
+	if !changed {
+		s.d.Lifecycle.EnqueueDeliveries(ctx, deliveries)
+		return after, nil
 	}
+	s.d.Lifecycle.Reassigned(ctx, deliveries, after)
 	return after, nil
-}
-
-// publishAssigned tells the workspace's followers (every member's inbox)
-// who holds the conversation now.
-func (s *Service) publishAssigned(ctx context.Context, conv domain.Conversation) {
-	s.d.Lifecycle.PublishWorkspace(ctx, domain.WorkspaceEvent{
-		Type: domain.WorkspaceEventConversationAssigned, WorkspaceID: conv.WorkspaceID, ConversationID: conv.ID,
-		AgentID: conv.AgentID, Status: conv.Status, AssigneeID: conv.AssigneeID, At: s.d.Clock.Now(),
-	})
 }
 
 // checkActor refuses a member of another workspace: the edges resolve the

@@ -263,6 +263,45 @@ func TestMove(t *testing.T) {
 	}
 }
 
+// A move to HANDOFF_REQUESTED records when the visitor asked, in the
+// move's own write, on every request: a conversation asked for again after
+// being resolved waits from the new request. Other moves keep the time.
+func TestMoveStampsTheHandoffRequest(t *testing.T) {
+	earlier := testNow.Add(-time.Hour)
+	tests := []struct {
+		name    string
+		status  domain.ConversationStatus
+		asked   time.Time // when the conversation last asked, before the move
+		to      domain.ConversationStatus
+		wantAsk time.Time
+	}{
+		{"first request", domain.StatusAI, time.Time{}, domain.StatusHandoffRequested, testNow},
+		{"asked again after a resolution", domain.StatusResolved, earlier, domain.StatusHandoffRequested, testNow},
+		{"asked again after the agent got it back", domain.StatusAI, earlier, domain.StatusHandoffRequested, testNow},
+		{"taken over keeps the request", domain.StatusHandoffRequested, earlier, domain.StatusHuman, earlier},
+		{"resolved keeps the request", domain.StatusHandoffRequested, earlier, domain.StatusResolved, earlier},
+		{"never asked stays so", domain.StatusAI, time.Time{}, domain.StatusHuman, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld()
+			conv := w.session(w.agent, tt.status, "")
+			conv.HandoffRequestedAt = tt.asked
+			w.store.Put(conv)
+			got, err := w.lifecycle.Move(t.Context(), &w.ws, conv, Move{To: tt.to})
+			if err != nil || got.Notice == nil {
+				t.Fatalf("Move = %+v, %v", got, err)
+			}
+			if !got.Conversation.HandoffRequestedAt.Equal(tt.wantAsk) {
+				t.Errorf("returned request time %v, want %v", got.Conversation.HandoffRequestedAt, tt.wantAsk)
+			}
+			if stored := w.store.conv(conv.ID); !stored.HandoffRequestedAt.Equal(tt.wantAsk) {
+				t.Errorf("stored request time %v, want %v", stored.HandoffRequestedAt, tt.wantAsk)
+			}
+		})
+	}
+}
+
 // The motive of a move (a person's reply taking over) is stored after the
 // notice, in the same write.
 func TestMoveWithMotive(t *testing.T) {

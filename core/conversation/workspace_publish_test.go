@@ -157,3 +157,52 @@ func TestNoWorkspaceLogNoWorkspaceEvents(t *testing.T) {
 		t.Fatalf("the session's event: %d published", len(evs))
 	}
 }
+
+// A change of assignees made outside core/assignment (a member's removal)
+// is reported as assignments are: the report gives each conversation's
+// conversation.assigned delivery when the workspace has an events URL, and
+// Reassigned schedules what was written and publishes one
+// conversation.assigned per conversation, with its assignee as left ("",
+// unassigned).
+func TestAssigneeReportAndReassigned(t *testing.T) {
+	w, log := worldWithWorkspaceLog()
+	ctx := t.Context()
+	a, b := w.session(w.agent, domain.StatusHuman, ""), w.session(w.agent, domain.StatusHandoffRequested, "")
+	tests := []struct {
+		workspace string
+		want      int // deliveries per conversation
+	}{
+		{w.ws.ID, 1},    // an events URL
+		{w.other.ID, 0}, // none
+	}
+	for _, tt := range tests {
+		report, err := w.lifecycle.AssigneeReport(ctx, tt.workspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := report(a); len(got) != tt.want || (tt.want == 1 && (got[0].Type != domain.EventConversationAssigned || got[0].ConversationID != a.ID)) {
+			t.Errorf("%s: report gives %+v, want %d conversation.assigned", tt.workspace, got, tt.want)
+		}
+	}
+	if _, err := w.lifecycle.AssigneeReport(ctx, domain.NewID(domain.PrefixWorkspace)); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("an unknown workspace: %v, want not found", err)
+	}
+
+	report, _ := w.lifecycle.AssigneeReport(ctx, w.ws.ID)
+	deliveries := append(report(a), report(b)...)
+	w.lifecycle.Reassigned(ctx, deliveries, a, b)
+	if s := w.queue.scheduled(); len(s) != 2 {
+		t.Errorf("scheduled %v, want the two deliveries", s)
+	}
+	events := log.appended()
+	if len(events) != 2 {
+		t.Fatalf("published %+v, want two conversation.assigned", events)
+	}
+	for i, c := range []domain.Conversation{a, b} {
+		ev := events[i]
+		if ev.Type != domain.WorkspaceEventConversationAssigned || ev.ConversationID != c.ID || ev.AssigneeID != "" ||
+			ev.Status != c.Status || ev.WorkspaceID != w.ws.ID || ev.AgentID != w.agent.ID {
+			t.Errorf("event %d: %+v", i, ev)
+		}
+	}
+}

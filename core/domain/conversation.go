@@ -43,11 +43,17 @@ type Conversation struct {
 	ContactNote  string
 	// AssigneeID is the user id of the member who owns the conversation,
 	// "" when nobody does.
-	AssigneeID     string
-	LastMessage    string
-	MessageCount   int
-	LastActivityAt time.Time
-	CreatedAt      time.Time
+	AssigneeID string
+	// HandoffRequestedAt is when the conversation last entered
+	// HANDOFF_REQUESTED (each request, so one handed off again after being
+	// resolved waits from the new one); zero when it never did. It stays
+	// after the conversation moves on, so a thread can say when the
+	// visitor asked.
+	HandoffRequestedAt time.Time
+	LastMessage        string
+	MessageCount       int
+	LastActivityAt     time.Time
+	CreatedAt          time.Time
 }
 
 // NewConversation starts a conversation with an agent.

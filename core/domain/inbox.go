@@ -5,8 +5,8 @@ package domain
 type InboxView string
 
 // Inbox views. Needs holds the conversations waiting for a person
-// (HANDOFF_REQUESTED), oldest activity first so the longest wait is on
-// top; Mine those the member owns, Unassigned those nobody owns, and Open
+// (HANDOFF_REQUESTED), oldest request first (Conversation.HandoffRequestedAt)
+// so the longest wait is on top, however much the visitor wrote since; Mine those the member owns, Unassigned those nobody owns, and Open
 // all of them, among the conversations a person handles
 // (HANDOFF_REQUESTED or HUMAN); Resolved the finished ones. All but Needs
 // are newest activity first.

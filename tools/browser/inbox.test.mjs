@@ -307,6 +307,10 @@ try {
     await row.waitFor();
     figures.handoffToInbox = Date.now() - t0;
     await row.locator('.status', { hasText: 'Waiting for a person' }).waitFor();
+    // The wait counts from the request, with its time in the tooltip.
+    const waiting = row.locator('time', { hasText: /^waiting (just now|\d+ min)$/ });
+    await waiting.waitFor();
+    assert.match(await waiting.getAttribute('title'), /^Asked for a person at \d{4}-\d\d-\d\d \d\d:\d\d UTC$/, 'the request time in the tooltip');
     await row.locator('td', { hasText: 'Nobody' }).waitFor();
     await mia.locator('#inbox-tabs a', { hasText: 'Needs a person' }).locator('.count', { hasText: /^1$/ }).waitFor();
     assert.equal(navigations, 0, 'the inbox was not reloaded');
@@ -322,6 +326,8 @@ try {
     await mia.getByRole('link', { name: 'Ada Visitor' }).click();
     await heading(mia, 'Conversation with Ada Visitor');
     thread = mia.url();
+    // The header says when the visitor asked, and how long they have waited.
+    await mia.locator('#thread-requested', { hasText: /^Asked for a person: \d{4}-\d\d-\d\d \d\d:\d\d UTC \(waiting (just now|\d+ min)\)$/ }).waitFor();
     await mia.getByRole('button', { name: 'Take over' }).click();
     await mia.getByText('You took this conversation over.').waitFor();
     await mia.locator('#thread-owner strong', { hasText: 'you' }).waitFor();

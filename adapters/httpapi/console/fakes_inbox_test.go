@@ -78,7 +78,16 @@ func (f *fakeInbox) List(ctx context.Context, actor domain.Member, req inbox.Req
 	}
 	f.convs.mu.Unlock()
 	if req.View.Oldest() {
-		slices.Reverse(items)
+		// The longest wait first, by when the handoff was requested.
+		slices.SortStableFunc(items, func(a, b domain.Conversation) int {
+			if c := a.HandoffRequestedAt.Compare(b.HandoffRequestedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		return pageOf(items, page, func(c domain.Conversation) domain.Position {
+			return domain.Position{Time: c.HandoffRequestedAt, ID: c.ID}
+		}), nil
 	}
 	return pageOf(items, page, func(c domain.Conversation) domain.Position { return domain.Position{Time: c.LastActivityAt, ID: c.ID} }), nil
 }

@@ -77,6 +77,24 @@ type inboxTab struct {
 type inboxRow struct {
 	conversationRow
 	Contact, Waiting, Assignee string
+	// WaitingISO and WaitingTitle are the time Waiting counts from: the
+	// handoff request for a conversation waiting for a person, the last
+	// activity for the others.
+	WaitingISO, WaitingTitle string
+}
+
+// waitingSince says how long the conversation has waited at now. One
+// that asked for a person has waited since the request ("waiting 12
+// min"), however much the visitor wrote since; the others show how long
+// ago something last happened.
+func waitingSince(c domain.Conversation, now time.Time) (text, iso, title string) {
+	if c.Status == domain.StatusHandoffRequested && !c.HandoffRequestedAt.IsZero() {
+		at := c.HandoffRequestedAt.UTC()
+		return mustText("inbox.waiting", waitText(now.Sub(at))), at.Format(time.RFC3339),
+			mustText("inbox.requested.at", at.Format("2006-01-02 15:04 UTC"))
+	}
+	at := c.LastActivityAt.UTC()
+	return waitText(now.Sub(at)), at.Format(time.RFC3339), at.Format("2006-01-02 15:04 UTC")
 }
 
 type inboxPage struct {
@@ -103,13 +121,15 @@ func countText(n int) string {
 }
 
 // waitText is how long someone has waited, in the words a person reads at
-// a glance: "just now", "12 min", "3 h 5 min", "2 days".
+// a glance: "just now", "12 min", "2 h", "3 h 5 min", "2 days".
 func waitText(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return mustText("inbox.wait.now")
 	case d < time.Hour:
 		return mustText("inbox.wait.min", int(d/time.Minute))
+	case d < 24*time.Hour && d%time.Hour < time.Minute:
+		return mustText("inbox.wait.hour", int(d/time.Hour))
 	case d < 24*time.Hour:
 		return mustText("inbox.wait.hours", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	default:
@@ -234,7 +254,8 @@ func (h *Handlers) InboxPage(c *fiber.Ctx) error {
 		r := inboxRow{conversationRow: conversationRow{Conversation: x, Path: base + "/" + x.ID,
 			StatusText: mustText("convs.status." + string(x.Status)), Playground: x.Channel == domain.ChannelPlayground,
 			Activity: x.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: x.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")},
-			Contact: contactText(x), Waiting: waitText(now.Sub(x.LastActivityAt))}
+			Contact: contactText(x)}
+		r.Waiting, r.WaitingISO, r.WaitingTitle = waitingSince(x, now)
 		if x.AssigneeID != "" {
 			r.Assignee = names[x.AssigneeID]
 			if r.Assignee == "" {
@@ -284,6 +305,9 @@ type threadPage struct {
 	// Path is the thread's URL; Events the workspace event stream;
 	// Suggest the "Suggest a reply" endpoint.
 	Path, Events, Suggest string
+	// Requested and RequestedISO say when the visitor last asked for a
+	// person; empty when they never did.
+	Requested, RequestedISO string
 }
 
 // threadView builds a thread's page; a refused post renders it again
@@ -324,6 +348,12 @@ func (h *Handlers) threadView(c *fiber.Ctx) (*view, *threadPage, error) {
 		CanHandBack: conv.Status == domain.StatusHuman || conv.Status == domain.StatusHandoffRequested,
 		Conversation: conversationRow{Conversation: conv, StatusText: mustText("convs.status." + string(conv.Status)), Playground: conv.Channel == domain.ChannelPlayground,
 			Activity: conv.LastActivityAt.UTC().Format("2006-01-02 15:04 UTC"), ActivityISO: conv.LastActivityAt.UTC().Format("2006-01-02T15:04:05Z")}}
+	if at := conv.HandoffRequestedAt.UTC(); !conv.HandoffRequestedAt.IsZero() {
+		pg.Requested, pg.RequestedISO = at.Format("2006-01-02 15:04 UTC"), at.Format(time.RFC3339)
+		if conv.Status == domain.StatusHandoffRequested {
+			pg.Requested += " (" + mustText("inbox.waiting", waitText(time.Since(at))) + ")"
+		}
+	}
 	list := wire.NewList(msgs, scope, func(m domain.Message) domain.Message { return m })
 	if list.Meta.NextCursor != nil {
 		pg.Next = pg.Path + "?cursor=" + url.QueryEscape(*list.Meta.NextCursor)

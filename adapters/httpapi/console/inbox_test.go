@@ -44,12 +44,14 @@ func (h *harness) seedInbox(t testing.TB) {
 	}
 	add(domain.Conversation{ID: inResolved, Status: domain.StatusResolved, VerifiedUserID: "cust-42", ContactName: "Grace Hopper"}, 48*time.Hour,
 		domain.Message{Role: domain.RoleUser, Content: "An old question"})
+	// inWait1 asked for a person 40 minutes ago and wrote since; it has
+	// waited since the request.
 	add(domain.Conversation{ID: inWait1, Status: domain.StatusHandoffRequested, VerifiedUserID: "cust-42",
-		ContactName: "Grace Hopper", ContactEmail: "grace@example.com"}, 12*time.Minute+30*time.Second,
+		ContactName: "Grace Hopper", ContactEmail: "grace@example.com", HandoffRequestedAt: now.Add(-40*time.Minute - 30*time.Second)}, 12*time.Minute+30*time.Second,
 		domain.Message{Role: domain.RoleUser, Content: "My parcel never arrived"},
 		domain.Message{Role: domain.RoleAssistant, Content: "I do not know.", FallbackReason: domain.FallbackNoKnowledge},
 		domain.Message{Role: domain.RoleSystem, Status: domain.StatusHandoffRequested})
-	add(domain.Conversation{ID: inWait2, Status: domain.StatusHandoffRequested, ContactEmail: "bob@example.com"}, 3*time.Minute,
+	add(domain.Conversation{ID: inWait2, Status: domain.StatusHandoffRequested, ContactEmail: "bob@example.com", HandoffRequestedAt: now.Add(-3 * time.Minute)}, 3*time.Minute,
 		domain.Message{Role: domain.RoleUser, Content: "Can I talk to someone?"})
 	add(domain.Conversation{ID: inAdmin, Status: domain.StatusHuman, AssigneeID: "admin", ContactName: "Linus"}, 2*time.Minute,
 		domain.Message{Role: domain.RoleUser, Content: "Hello"},
@@ -132,7 +134,7 @@ func TestInboxViews(t *testing.T) {
 		want     []string
 		contains []string
 	}{
-		{"/console/w/ws_a/inbox", "agent", []string{inWait1, inWait2}, []string{"12 min", "3 min", "Grace Hopper", "bob@example.com", `aria-current="page">Needs a person`}},
+		{"/console/w/ws_a/inbox", "agent", []string{inWait1, inWait2}, []string{">waiting 40 min<", ">waiting 3 min<", "Grace Hopper", "bob@example.com", `aria-current="page">Needs a person`}},
 		{"/console/w/ws_a/inbox?view=mine", "admin", []string{inAdmin}, []string{"Adam Admin"}},
 		{"/console/w/ws_a/inbox?view=mine", "agent", nil, []string{"You own no open conversation."}},
 		{"/console/w/ws_a/inbox?view=unassigned", "agent", []string{inWait2, inWait1}, nil},
@@ -179,8 +181,9 @@ func TestInboxPagesWithCursors(t *testing.T) {
 	h.seedInbox(t)
 	support, _ := h.agents.Get(context.Background(), "ws_a", "support")
 	for i := range 30 {
+		at := time.Now().Add(time.Duration(i) * time.Second)
 		h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentID: support.ID, AgentSlug: "support", Status: domain.StatusHandoffRequested,
-			LastActivityAt: time.Now().Add(time.Duration(i) * time.Second)})
+			LastActivityAt: at, HandoffRequestedAt: at})
 	}
 	r := h.do(t, req{Path: "/console/w/ws_a/inbox?view=needs", As: "agent"})
 	first := rowsOf(r.Body)
@@ -249,6 +252,14 @@ func TestThreadPage(t *testing.T) {
 		if !strings.Contains(r.Body, s) {
 			t.Errorf("missing %q", s)
 		}
+	}
+	// The header says when the visitor asked for a person, and how long
+	// they have waited; a conversation that never asked says nothing.
+	if !regexp.MustCompile(`<p id="thread-requested">Asked for a person: <time datetime="\d{4}-\d\d-\d\dT[0-9:]+Z">[0-9-]+ [0-9:]+ UTC \(waiting 40 min\)</time></p>`).MatchString(r.Body) {
+		t.Errorf("the handoff request time is missing from the header")
+	}
+	if r := h.do(t, req{Path: "/console/w/ws_a/inbox/" + inAdmin, As: "agent"}); strings.Contains(r.Body, "thread-requested") {
+		t.Errorf("a conversation that never asked for a person shows a request time")
 	}
 	// A resolved conversation offers Reopen, not Resolve.
 	r = h.do(t, req{Path: "/console/w/ws_a/inbox/" + inResolved, As: "agent"})

@@ -1,6 +1,8 @@
 package v2
 
 import (
+	"time"
+
 	"github.com/conciergehq/concierge/adapters/httpapi/wire"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -187,27 +189,42 @@ type conversationDTO struct {
 	ContactNote  *string `json:"contactNote"`
 	// AssigneeID is the member who owns the conversation; null when
 	// nobody does.
-	AssigneeID     *string `json:"assigneeId"`
-	LastActivityAt string  `json:"lastActivityAt"`
-	CreatedAt      string  `json:"createdAt"`
+	AssigneeID *string `json:"assigneeId"`
+	// HandoffRequestedAt is when the conversation last asked for a person
+	// (RFC 3339); null when it never did. It stays after a person takes
+	// over or resolves it, and moves to the new request when it asks again.
+	HandoffRequestedAt *string `json:"handoffRequestedAt"`
+	LastActivityAt     string  `json:"lastActivityAt"`
+	CreatedAt          string  `json:"createdAt"`
 }
 
 func toConversationDTO(c domain.Conversation) conversationDTO {
 	return conversationDTO{
-		ID:             c.ID,
-		Agent:          c.AgentSlug,
-		Channel:        string(c.Channel),
-		Status:         string(c.Status),
-		LastMessage:    c.LastMessage,
-		MessageCount:   c.MessageCount,
-		VerifiedUserID: wire.OptionalString(c.VerifiedUserID),
-		ContactName:    wire.OptionalString(c.ContactName),
-		ContactEmail:   wire.OptionalString(c.ContactEmail),
-		ContactNote:    wire.OptionalString(c.ContactNote),
-		AssigneeID:     wire.OptionalString(c.AssigneeID),
-		LastActivityAt: wire.Time(c.LastActivityAt),
-		CreatedAt:      wire.Time(c.CreatedAt),
+		ID:                 c.ID,
+		Agent:              c.AgentSlug,
+		Channel:            string(c.Channel),
+		Status:             string(c.Status),
+		LastMessage:        c.LastMessage,
+		MessageCount:       c.MessageCount,
+		VerifiedUserID:     wire.OptionalString(c.VerifiedUserID),
+		ContactName:        wire.OptionalString(c.ContactName),
+		ContactEmail:       wire.OptionalString(c.ContactEmail),
+		ContactNote:        wire.OptionalString(c.ContactNote),
+		AssigneeID:         wire.OptionalString(c.AssigneeID),
+		HandoffRequestedAt: optionalTime(c.HandoffRequestedAt),
+		LastActivityAt:     wire.Time(c.LastActivityAt),
+		CreatedAt:          wire.Time(c.CreatedAt),
 	}
+}
+
+// optionalTime is an optional time as the API writes it: null for the zero
+// time.
+func optionalTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	v := wire.Time(t)
+	return &v
 }
 
 type conversationWithMessagesDTO struct {

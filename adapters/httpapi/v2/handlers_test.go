@@ -49,6 +49,7 @@ func aConversation() domain.Conversation {
 func handedOff() domain.Conversation {
 	c := aConversation()
 	c.Status, c.ContactName, c.ContactNote = domain.StatusHandoffRequested, "Ada", "Call me after 5pm <b>please</b>"
+	c.HandoffRequestedAt = now.Add(-5 * time.Minute)
 	return c
 }
 
@@ -260,7 +261,8 @@ func TestConversations(t *testing.T) {
 		Name:   "lists with filters",
 		Req:    list,
 		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.agent": "support", "data.0.contactName": nil, "data.0.contactNote": nil}},
+		Want: httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID, "data.0.agent": "support", "data.0.contactName": nil, "data.0.contactNote": nil,
+			"data.0.handoffRequestedAt": nil}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
 			if f.AgentSlug != "support" || f.Status != domain.StatusAI {
@@ -313,6 +315,7 @@ func TestConversations(t *testing.T) {
 		Script: map[string]httpapitest.Result{"Conversations.Get": {Values: []any{handedOff(), page[domain.Message]()}}},
 		Want: httpapitest.Want{Status: 200, Fields: map[string]any{
 			"status": "HANDOFF_REQUESTED", "contactName": "Ada", "contactEmail": nil, "contactNote": "Call me after 5pm <b>please</b>",
+			"handoffRequestedAt": "2026-11-27T11:55:00.000Z",
 		}},
 	}}, httpapitest.BadPages("/api/v2/conversations/"+sessionID)...), httpapitest.ErrorCases(get, "Conversations.Get", 404, 500)...))
 

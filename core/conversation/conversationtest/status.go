@@ -24,7 +24,7 @@ var statusCases = []contractCase{
 		// preview of what someone said.
 		if got.Status != domain.StatusHandoffRequested || got.ContactName != "Ada" || got.ContactEmail != "ada@example.com" ||
 			got.ContactNote != "call me" || got.MessageCount != 2 || got.LastMessage != "My lamp flickers" || got.LastActivityAt != micro(at) ||
-			got.AgentSlug != "support" || got.WorkspaceID != f.ws || got.CreatedAt != micro(t0) {
+			got.AgentSlug != "support" || got.WorkspaceID != f.ws || got.CreatedAt != micro(t0) || got.HandoffRequestedAt != micro(at) {
 			t.Errorf("returned conversation %+v", got)
 		}
 		if read := f.get(t); read != got {
@@ -47,6 +47,10 @@ var statusCases = []contractCase{
 		if resolved.ContactName != "Ada" || resolved.ContactEmail != "ada@example.com" || resolved.ContactNote != "call me" {
 			t.Errorf("after an empty contact: %+v", resolved)
 		}
+		// Leaving HANDOFF_REQUESTED keeps when it was asked for.
+		if resolved.HandoffRequestedAt != micro(at) {
+			t.Errorf("resolved: request time %v, want %v", resolved.HandoffRequestedAt, micro(at))
+		}
 
 		// Asking again with a new note replaces the note (the latest
 		// request is the one a member answers); the name and email given
@@ -56,6 +60,10 @@ var statusCases = []contractCase{
 		got = f.move(t, again)
 		if got.ContactName != "Ada" || got.ContactEmail != "ada@example.com" || got.ContactNote != "after 5pm please" {
 			t.Errorf("after a second request with a new note: %+v", got)
+		}
+		// The second request is the one the conversation waits from.
+		if got.HandoffRequestedAt != micro(at.Add(2*time.Second)) {
+			t.Errorf("after a second request: request time %v, want %v", got.HandoffRequestedAt, micro(at.Add(2*time.Second)))
 		}
 		if read := f.get(t); read.ContactNote != "after 5pm please" {
 			t.Errorf("GetConversation note %q after a second request", read.ContactNote)

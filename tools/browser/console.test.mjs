@@ -250,15 +250,41 @@ try {
     await owner.clean();
   });
 
+  await step('saved replies: the empty composer links the page; one reply made with the API, one on the page (a taken shortcut refused first)', async () => {
+    // No saved reply yet: the thread's composer links the page.
+    await goto(owner, W + '/inbox/' + session);
+    await heading(owner, 'Conversation with Visitor');
+    await owner.locator('#replies-empty').getByRole('link', { name: 'Manage saved replies' }).click();
+    await heading(owner, 'Saved replies');
+    await owner.getByText('No saved replies yet.').waitFor();
+    // One through the API, with the key of step 4.
+    const res = await fetch(base + '/api/v2/saved-replies', {
+      method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' }),
+    });
+    assert.equal(res.status, 201, `saved reply refund: ${await res.text()}`);
+    // The other on the page, reached from Settings; its shortcut first taken.
+    await goto(owner, W + '/settings');
+    await owner.locator('main a[href$="/settings/saved-replies"]').click();
+    await heading(owner, 'Saved replies');
+    await owner.getByLabel('Shortcut').fill('refund');
+    await owner.getByLabel('Title').fill('Password reset');
+    await owner.getByLabel('Text').fill('Use the reset link on the sign-in page.\nIt works for an hour.');
+    await owner.getByRole('button', { name: 'Create the saved reply' }).click();
+    await owner.locator('#f-shortcut-error', { hasText: 'Another saved reply already uses /refund.' }).waitFor();
+    assert.equal(await owner.getByLabel('Shortcut').getAttribute('aria-invalid'), 'true');
+    assert.equal(await owner.getByLabel('Title').inputValue(), 'Password reset', 'what was typed is kept');
+    await owner.getByLabel('Shortcut').fill('reset');
+    await owner.getByRole('button', { name: 'Create the saved reply' }).click();
+    await owner.waitForURL(`${base}${W}/settings/saved-replies?done=replycreated`);
+    await owner.getByText('The saved reply is created.').waitFor();
+    const row = owner.locator('tbody tr', { hasText: '/reset' });
+    await row.getByText('Use the reset link on the sign-in page.', { exact: true }).waitFor();
+    assert.deepEqual(await owner.locator('tbody tr code').allTextContents(), ['/refund', '/reset'], 'listed in shortcut order');
+    await owner.clean();
+  });
+
   await step('inbox: a thread\'s composer inserts a saved reply with "/" and the keyboard', async () => {
-    // Two saved replies, made with the API key of step 4.
-    for (const r of [{ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' },
-      { shortcut: 'reset', title: 'Password reset', body: 'Use the reset link on the sign-in page.' }]) {
-      const res = await fetch(base + '/api/v2/saved-replies', {
-        method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' }, body: JSON.stringify(r),
-      });
-      assert.equal(res.status, 201, `saved reply ${r.shortcut}: ${await res.text()}`);
-    }
     await goto(owner, W + '/inbox/' + session);
     await heading(owner, 'Conversation with Visitor');
     const box = owner.getByLabel('Message', { exact: true });
@@ -275,10 +301,10 @@ try {
     await box.pressSequentially('/');
     await list.waitFor();
     await box.press('ArrowDown'); // the second, by shortcut order: reset
-    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.');
+    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.\nIt works for an hour.');
     await box.press('Enter');
     await list.waitFor({ state: 'hidden' });
-    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.');
+    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.\nIt works for an hour.');
     await owner.clean();
   });
 
@@ -400,6 +426,13 @@ try {
       await helper.getByText('You may not do this').waitFor();
       assert.ok(!(await helper.content()).includes('Acme Help Desk'), `${path} shows the agent`);
     }
+    // Saved replies: the list read-only, no form, and no edit page.
+    await goto(helper, W + '/settings/saved-replies');
+    await helper.getByText('Owners and admins create and change saved replies').waitFor();
+    await helper.locator('tbody tr', { hasText: '/reset' }).waitFor();
+    assert.equal(await helper.getByRole('button', { name: 'Create the saved reply' }).count(), 0, 'no create form for a helper');
+    assert.equal(await helper.getByRole('link', { name: /^Edit/ }).count(), 0, 'no edit links for a helper');
+    await goto(helper, W + '/settings/saved-replies/rpl_00000000000000000000000000/delete', 403);
     await goto(helper, W, 200);
     await heading(helper, 'Inbox');
     await helper.clean();
@@ -419,6 +452,7 @@ try {
     ['integrations', W + '/settings/integrations', 'Integrations'],
     ['deliveries', W + '/settings/deliveries', 'Delivery log'],
     ['plan', W + '/settings/plan', 'Plan and features'],
+    ['saved-replies', W + '/settings/saved-replies', 'Saved replies'],
     ['members', W + '/members', 'Members'],
     ['account', '/console/account', 'Your account'],
     ['conversations', W + '/conversations', 'Conversations'],

@@ -250,6 +250,7 @@ try {
     await owner.clean();
   });
 
+  let resetEdit; // the edit page of the reply made on the page
   await step('saved replies: the empty composer links the page; one reply made with the API, one on the page (a taken shortcut refused first)', async () => {
     // No saved reply yet: the thread's composer links the page.
     await goto(owner, W + '/inbox/' + session);
@@ -281,6 +282,7 @@ try {
     const row = owner.locator('tbody tr', { hasText: '/reset' });
     await row.getByText('Use the reset link on the sign-in page.', { exact: true }).waitFor();
     assert.deepEqual(await owner.locator('tbody tr code').allTextContents(), ['/refund', '/reset'], 'listed in shortcut order');
+    resetEdit = new URL(await row.getByRole('link', { name: 'Edit /reset' }).evaluate((a) => a.href)).pathname;
     await owner.clean();
   });
 
@@ -453,6 +455,7 @@ try {
     ['deliveries', W + '/settings/deliveries', 'Delivery log'],
     ['plan', W + '/settings/plan', 'Plan and features'],
     ['saved-replies', W + '/settings/saved-replies', 'Saved replies'],
+    ['saved-reply-edit', resetEdit, 'Edit /reset'],
     ['members', W + '/members', 'Members'],
     ['account', '/console/account', 'Your account'],
     ['conversations', W + '/conversations', 'Conversations'],
@@ -489,6 +492,11 @@ try {
           await p.locator('#embed-h').scrollIntoViewIfNeeded();
           await p.evaluate(() => document.getElementById('embed-h').scrollIntoView({ block: 'start' }));
           await p.screenshot({ path: join(shots, `agent-embed-${kind}.png`) });
+        }
+        if (name === 'saved-replies') {
+          // The list, under the create form.
+          await p.evaluate(() => document.querySelector('main .table').scrollIntoView({ block: 'start' }));
+          await p.screenshot({ path: join(shots, `saved-replies-list-${kind}.png`) });
         }
         if (name === 'playground') {
           // The answer's retrieval trace, open, further down the page.

@@ -339,6 +339,17 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/settings/deliveries/:deliveryID", settings, h.DeliveryPage)
 	ws.Post("/settings/deliveries/:deliveryID/retry", settings, h.RetryDelivery)
 	ws.Get("/settings/plan", settings, h.PlanPage)
+	// Saved replies: every member who answers conversations reads the
+	// list (agents insert the replies with "/"); owners and admins
+	// (domain.PermSavedReplies, which savedreply.Service enforces too)
+	// create, edit and delete them.
+	replies := console.Require(domain.PermSavedReplies)
+	ws.Get("/settings/saved-replies", console.Require(domain.PermConversations), h.SavedRepliesPage)
+	ws.Post("/settings/saved-replies", replies, h.CreateSavedReply)
+	ws.Get("/settings/saved-replies/:replyID", replies, h.SavedReplyPage)
+	ws.Post("/settings/saved-replies/:replyID", replies, h.UpdateSavedReply)
+	ws.Get("/settings/saved-replies/:replyID/delete", replies, h.DeleteSavedReplyPage)
+	ws.Post("/settings/saved-replies/:replyID/delete", replies, h.DeleteSavedReply)
 
 	// Conversations: owners, admins and helpers read conversations and use
 	// the playground (the answer engine, on every plan).

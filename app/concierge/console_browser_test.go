@@ -18,16 +18,19 @@ import (
 // and sign-in, the used link refused; an agent created, published, its
 // snippet and live preview; a PDF and a DOCX uploaded with progress and
 // watched until READY; an API key made in Settings and used with the real
-// conciergectl; the webhook secret revealed and rotated with a grace
-// period (both secrets checked on the inbound webhook); a helper invited
-// from Members, accepting in a second browser, refused settings and agent
-// pages; a question asked in the playground, its answer streaming into the
-// page and then shown with its citation and open trace without a reload (a
-// double click asks once), and a question outside the knowledge showing its
-// fallback reason. Every screen (with the conversations list, a transcript
-// and the answered playground) is audited with axe-core (zero WCAG 2.1 A/AA
-// violations) at 1024 and 375 px. Screenshots go to a temporary directory,
-// or to CONSOLE_SCREENSHOT_DIR (`make screenshots` sets it to docs/console).
+// conciergectl; a saved reply made on its settings page (a taken shortcut
+// refused first) and inserted with "/" in a thread's composer; the webhook
+// secret revealed and rotated with a grace period (both secrets checked on
+// the inbound webhook); a helper invited from Members, accepting in a
+// second browser, refused settings and agent pages, seeing the saved
+// replies read-only; a question asked in the playground, its answer
+// streaming into the page and then shown with its citation and open trace
+// without a reload (a double click asks once), and a question outside the
+// knowledge showing its fallback reason. Every screen (with the
+// conversations list, a transcript and the answered playground) is audited
+// with axe-core (zero WCAG 2.1 A/AA violations) at 1024 and 375 px.
+// Screenshots go to a temporary directory, or to CONSOLE_SCREENSHOT_DIR
+// (`make screenshots` sets it to docs/console).
 func TestConsoleInBrowser(t *testing.T) {
 	b := browserTools(t)
 	root := b.root

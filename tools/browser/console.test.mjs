@@ -19,21 +19,16 @@
 // with axe-core (WCAG 2.1 A and AA: zero violations) at desktop width and at
 // 375 px, in contexts that bypass the CSP so axe-core can be injected; the
 // journeys themselves run under the real CSP.
-import { chromium } from 'playwright-core';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { AXE_PATH, AXE_TAGS, AXE_VERSION, DESKTOP, PHONE, env, goto, heading, requireEnv, startRun } from './harness.mjs';
 
-const env = (k, d) => process.env[k] ?? d;
 const base = env('CONSOLE_BASE');
 const ws = env('CONSOLE_WORKSPACE');
 const ownerEmail = env('CONSOLE_OWNER_EMAIL');
 const shots = env('SCREENSHOT_DIR');
-for (const k of ['CONSOLE_BASE', 'CONSOLE_WORKSPACE', 'CONSOLE_WORKSPACE_NAME', 'CONSOLE_OWNER_LINK', 'CONSOLE_OWNER_EMAIL', 'CONSOLE_SPARE_LINK', 'CONSOLE_PDF', 'CONSOLE_DOCX', 'CONCIERGECTL', 'SCREENSHOT_DIR']) {
-  if (!process.env[k]) { console.error(`${k} is not set`); process.exit(2); }
-}
+requireEnv(['CONSOLE_BASE', 'CONSOLE_WORKSPACE', 'CONSOLE_WORKSPACE_NAME', 'CONSOLE_OWNER_LINK', 'CONSOLE_OWNER_EMAIL', 'CONSOLE_SPARE_LINK', 'CONSOLE_PDF', 'CONSOLE_DOCX', 'CONCIERGECTL', 'SCREENSHOT_DIR']);
 // The links name the configured public URL; the pod listens elsewhere.
 const pathOf = (link) => new URL(link).pathname;
 const ownerLink = pathOf(env('CONSOLE_OWNER_LINK'));
@@ -41,119 +36,12 @@ const spareLink = pathOf(env('CONSOLE_SPARE_LINK'));
 const W = `/console/w/${ws}`;
 const PASSWORD = 'correct horse battery staple';
 const HELPER_PASSWORD = 'a helper with a long password';
-const require = createRequire(import.meta.url);
-const AXE_PATH = require.resolve('axe-core/axe.min.js');
-const AXE_VERSION = require('axe-core/package.json').version;
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-const DESKTOP = { width: 1024, height: 720 };
-const PHONE = { width: 375, height: 667 };
-mkdirSync(shots, { recursive: true });
 
-const started = Date.now();
-let passed = 0;
-let failed = false;
-const audited = [];
-
-const browser = await chromium.launch({
-  executablePath: env('CHROMIUM', '/usr/bin/chromium'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  timeout: 30_000,
-});
-
-// newPage opens a fresh context (own cookies) with the checks every page
-// gets: page errors, CSP violations, dialogs, requests that leave the
-// service. opts.state reuses a signed-in context's cookies.
-async function newPage(opts = {}) {
-  const context = await browser.newContext({ viewport: opts.viewport || DESKTOP, bypassCSP: !!opts.bypassCSP, storageState: opts.state });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const watch = { errors: [], dialogs: [], foreign: [], console: [] };
-  page.on('pageerror', (e) => watch.errors.push(String(e)));
-  page.on('console', (m) => watch.console.push(`${m.type()}: ${m.text()}`));
-  page.on('dialog', async (d) => { watch.dialogs.push(d.message()); await d.dismiss(); });
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) watch.foreign.push(r.url());
-  });
-  await page.addInitScript(() => {
-    window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile }));
-  });
-  page.watch = watch;
-  page.clean = async () => {
-    assert.deepEqual(watch.errors, [], 'page errors');
-    assert.deepEqual(watch.dialogs, [], 'dialogs fired');
-    assert.deepEqual(watch.foreign, [], 'requests outside the service');
-    if (opts.bypassCSP) return;
-    assert.deepEqual(await page.evaluate(() => window.__csp), [], 'CSP violations');
-  };
-  return page;
-}
-
-let current; // the page whose screenshot is taken when a step fails
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e && e.stack || e}`);
-    failed = true;
-    throw e;
-  }
-}
-
-// heading waits for the page's h1 (every console page has exactly one).
-async function heading(p, text) {
-  await p.locator('main h1', { hasText: text }).waitFor();
-}
-
-// goto opens a console path and checks the status the browser got.
-async function goto(p, path, status = 200) {
-  const res = await p.goto(base + path);
-  assert.equal(res.status(), status, `GET ${path}`);
-  return res;
-}
-
-// audit runs axe-core on the page as it is; any WCAG 2.1 A/AA violation
-// fails, listing the rule, the elements and the help page.
-async function audit(p, state) {
-  const t0 = Date.now();
-  if (!(await p.evaluate(() => !!window.axe))) await p.addScriptTag({ path: AXE_PATH });
-  const r = await p.evaluate(async (tags) => {
-    const res = await window.axe.run(document, { runOnly: { type: 'tag', values: [...tags, 'best-practice'] }, resultTypes: ['violations'] });
-    const wcag = (v) => v.tags.some((t) => tags.includes(t));
-    return {
-      passes: res.passes.filter(wcag).length,
-      violations: res.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, wcag: wcag(v), nodes: v.nodes.map((n) => ({ target: n.target.join(' '), why: n.failureSummary || '' })) })),
-    };
-  }, AXE_TAGS);
-  const failing = r.violations.filter((v) => v.wcag);
-  for (const v of r.violations.filter((x) => !x.wcag)) console.log(`     axe "${state}": best practice (not failed): ${v.id} ${v.nodes.map((n) => n.target).join(', ')}`);
-  audited.push(`${state}: ${failing.length} violations (${r.passes} rules passed, ${Date.now() - t0} ms)`);
-  if (failing.length) {
-    assert.fail(`axe-core ${AXE_VERSION}: ${failing.length} violation(s) in "${state}":\n` + failing.map((v) => `${v.id} [${v.impact}] ${v.help}\n    ${v.helpUrl}\n` +
-      v.nodes.map((n) => `    - ${n.target}\n      ${n.why.replace(/\n/g, '\n      ')}`).join('\n')).join('\n'));
-  }
-}
-
-// screen audits the page at its current viewport and, for a 375 px one,
-// checks that nothing scrolls sideways; then takes the screenshot.
-async function screen(p, name, kind) {
-  if (kind === 'phone') {
-    const d = await p.evaluate(() => ({
-      sw: document.documentElement.scrollWidth, w: window.innerWidth,
-      // The outermost elements that stick out, to say what to fix.
-      wide: [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > window.innerWidth + 1))
-        .slice(0, 5).map((e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}${e.className ? '.' + String(e.className).split(' ').join('.') : ''} (${Math.round(e.getBoundingClientRect().right)} px)`),
-    }));
-    assert.ok(d.sw <= d.w, `${name}: horizontal scroll at 375 px (${d.sw} > ${d.w}): ${d.wide.join(', ')}`);
-  }
-  await audit(p, `${name}, ${kind}`);
-  await p.screenshot({ path: join(shots, `${name}-${kind}.png`) });
-}
+const run = await startRun({ shots });
+const { step } = run;
+// Every page of the console is on the one pod; opts.state reuses a
+// signed-in context's cookies (harness.mjs: newPage).
+const newPage = (opts) => run.newPage(base, opts);
 
 async function webhook(secret) {
   const res = await fetch(base + '/api/webhooks/inbound', {
@@ -175,7 +63,7 @@ let ownerState;
 let helperState;
 try {
   const owner = await newPage();
-  current = owner;
+  run.current = owner;
 
   await step('1. an invited owner sets a name and password and lands signed in', async () => {
     await goto(owner, ownerLink);
@@ -362,15 +250,43 @@ try {
     await owner.clean();
   });
 
+  let resetEdit; // the edit page of the reply made on the page
+  await step('saved replies: the empty composer links the page; one reply made with the API, one on the page (a taken shortcut refused first)', async () => {
+    // No saved reply yet: the thread's composer links the page.
+    await goto(owner, W + '/inbox/' + session);
+    await heading(owner, 'Conversation with Visitor');
+    await owner.locator('#replies-empty').getByRole('link', { name: 'Manage saved replies' }).click();
+    await heading(owner, 'Saved replies');
+    await owner.getByText('No saved replies yet.').waitFor();
+    // One through the API, with the key of step 4.
+    const res = await fetch(base + '/api/v2/saved-replies', {
+      method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' }),
+    });
+    assert.equal(res.status, 201, `saved reply refund: ${await res.text()}`);
+    // The other on the page, reached from Settings; its shortcut first taken.
+    await goto(owner, W + '/settings');
+    await owner.locator('main a[href$="/settings/saved-replies"]').click();
+    await heading(owner, 'Saved replies');
+    await owner.getByLabel('Shortcut').fill('refund');
+    await owner.getByLabel('Title').fill('Password reset');
+    await owner.getByLabel('Text').fill('Use the reset link on the sign-in page.\nIt works for an hour.');
+    await owner.getByRole('button', { name: 'Create the saved reply' }).click();
+    await owner.locator('#f-shortcut-error', { hasText: 'Another saved reply already uses /refund.' }).waitFor();
+    assert.equal(await owner.getByLabel('Shortcut').getAttribute('aria-invalid'), 'true');
+    assert.equal(await owner.getByLabel('Title').inputValue(), 'Password reset', 'what was typed is kept');
+    await owner.getByLabel('Shortcut').fill('reset');
+    await owner.getByRole('button', { name: 'Create the saved reply' }).click();
+    await owner.waitForURL(`${base}${W}/settings/saved-replies?done=replycreated`);
+    await owner.getByText('The saved reply is created.').waitFor();
+    const row = owner.locator('tbody tr', { hasText: '/reset' });
+    await row.getByText('Use the reset link on the sign-in page.', { exact: true }).waitFor();
+    assert.deepEqual(await owner.locator('tbody tr code').allTextContents(), ['/refund', '/reset'], 'listed in shortcut order');
+    resetEdit = new URL(await row.getByRole('link', { name: 'Edit /reset' }).evaluate((a) => a.href)).pathname;
+    await owner.clean();
+  });
+
   await step('inbox: a thread\'s composer inserts a saved reply with "/" and the keyboard', async () => {
-    // Two saved replies, made with the API key of step 4.
-    for (const r of [{ shortcut: 'refund', title: 'Refunds', body: 'Refunds take 5 working days.' },
-      { shortcut: 'reset', title: 'Password reset', body: 'Use the reset link on the sign-in page.' }]) {
-      const res = await fetch(base + '/api/v2/saved-replies', {
-        method: 'POST', headers: { Authorization: `Bearer ${keySecret}`, 'Content-Type': 'application/json' }, body: JSON.stringify(r),
-      });
-      assert.equal(res.status, 201, `saved reply ${r.shortcut}: ${await res.text()}`);
-    }
     await goto(owner, W + '/inbox/' + session);
     await heading(owner, 'Conversation with Visitor');
     const box = owner.getByLabel('Message', { exact: true });
@@ -387,10 +303,10 @@ try {
     await box.pressSequentially('/');
     await list.waitFor();
     await box.press('ArrowDown'); // the second, by shortcut order: reset
-    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.');
+    assert.equal(await list.getByRole('option', { selected: true }).textContent(), '/reset Password resetUse the reset link on the sign-in page.\nIt works for an hour.');
     await box.press('Enter');
     await list.waitFor({ state: 'hidden' });
-    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.');
+    assert.equal(await box.inputValue(), 'Use the reset link on the sign-in page.\nIt works for an hour.');
     await owner.clean();
   });
 
@@ -494,7 +410,7 @@ try {
 
   await step('6. the helper accepts in a second browser: workspace yes, settings and agents 403', async () => {
     const helper = await newPage();
-    current = helper;
+    run.current = helper;
     await goto(helper, helperLink);
     await helper.getByText('as agent with the email helper@example.com').waitFor();
     await helper.getByLabel('Your name').fill('Harry Helper');
@@ -512,12 +428,19 @@ try {
       await helper.getByText('You may not do this').waitFor();
       assert.ok(!(await helper.content()).includes('Acme Help Desk'), `${path} shows the agent`);
     }
+    // Saved replies: the list read-only, no form, and no edit page.
+    await goto(helper, W + '/settings/saved-replies');
+    await helper.getByText('Owners and admins create and change saved replies').waitFor();
+    await helper.locator('tbody tr', { hasText: '/reset' }).waitFor();
+    assert.equal(await helper.getByRole('button', { name: 'Create the saved reply' }).count(), 0, 'no create form for a helper');
+    assert.equal(await helper.getByRole('link', { name: /^Edit/ }).count(), 0, 'no edit links for a helper');
+    await goto(helper, W + '/settings/saved-replies/rpl_00000000000000000000000000/delete', 403);
     await goto(helper, W, 200);
     await heading(helper, 'Inbox');
     await helper.clean();
     helperState = await helper.context().storageState();
     await helper.context().close();
-    current = owner;
+    run.current = owner;
   });
 
   // Every screen, at desktop width and at 375 px: axe-core and a screenshot.
@@ -531,6 +454,8 @@ try {
     ['integrations', W + '/settings/integrations', 'Integrations'],
     ['deliveries', W + '/settings/deliveries', 'Delivery log'],
     ['plan', W + '/settings/plan', 'Plan and features'],
+    ['saved-replies', W + '/settings/saved-replies', 'Saved replies'],
+    ['saved-reply-edit', resetEdit, 'Edit /reset'],
     ['members', W + '/members', 'Members'],
     ['account', '/console/account', 'Your account'],
     ['conversations', W + '/conversations', 'Conversations'],
@@ -544,29 +469,34 @@ try {
   for (const [kind, viewport] of [['desktop', DESKTOP], ['phone', PHONE]]) {
     await step(`axe ${AXE_VERSION} and screenshots, ${kind} (${viewport.width} px): every screen`, async () => {
       const anon = await newPage({ viewport, bypassCSP: true });
-      current = anon;
+      run.current = anon;
       await goto(anon, '/console/sign-in');
       await heading(anon, 'Sign in');
-      await screen(anon, 'sign-in', kind);
+      await run.screen(anon, 'sign-in', kind);
       await goto(anon, spareLink);
       await anon.getByRole('button', { name: 'Accept the invitation' }).waitFor();
-      await screen(anon, 'accept-invitation', kind);
+      await run.screen(anon, 'accept-invitation', kind);
       await anon.clean();
       await anon.context().close();
 
       const p = await newPage({ viewport, bypassCSP: true, state: ownerState });
-      current = p;
+      run.current = p;
       for (const [name, path, title] of signedIn) {
         await goto(p, path);
         await heading(p, title);
         if (name === 'knowledge') await p.locator('#sources-live', { hasText: '2 ready' }).waitFor();
-        await screen(p, name, kind);
+        await run.screen(p, name, kind);
         if (name === 'agent-edit') {
           // The embed snippet and the live preview, further down the page.
           await p.frameLocator('iframe.preview').locator('h1.cw-title', { hasText: 'Acme Help Desk' }).waitFor();
           await p.locator('#embed-h').scrollIntoViewIfNeeded();
           await p.evaluate(() => document.getElementById('embed-h').scrollIntoView({ block: 'start' }));
           await p.screenshot({ path: join(shots, `agent-embed-${kind}.png`) });
+        }
+        if (name === 'saved-replies') {
+          // The list, under the create form.
+          await p.evaluate(() => document.querySelector('main .table').scrollIntoView({ block: 'start' }));
+          await p.screenshot({ path: join(shots, `saved-replies-list-${kind}.png`) });
         }
         if (name === 'playground') {
           // The answer's retrieval trace, open, further down the page.
@@ -579,18 +509,18 @@ try {
       await p.getByLabel('Name').fill(`Screenshot ${kind}`);
       await p.getByRole('button', { name: 'Create the key' }).click();
       await p.locator('#key-secret').waitFor();
-      await screen(p, 'api-key-created', kind);
+      await run.screen(p, 'api-key-created', kind);
       await p.clean();
       await p.context().close();
 
       // What a helper sees: the workspace, and the 403 page.
       const h = await newPage({ viewport, bypassCSP: true, state: helperState });
-      current = h;
+      run.current = h;
       await goto(h, W);
       await heading(h, 'Inbox');
-      await screen(h, 'workspace-home', kind);
+      await run.screen(h, 'workspace-home', kind);
       await goto(h, W + '/settings', 403);
-      await screen(h, 'forbidden', kind);
+      await run.screen(h, 'forbidden', kind);
       await h.clean();
       await h.context().close();
     });
@@ -613,17 +543,10 @@ try {
     assert.deepEqual(caught.sort(), ['button-name', 'color-contrast']);
     await p.context().close();
   });
-} catch (e) {
-  if (current && !current.isClosed()) {
-    try { await current.screenshot({ path: join(shots, 'failure.png'), fullPage: true }); } catch { /* ignore */ }
-    console.log(`failed on ${current.url()}\nbrowser console:\n  ` + current.watch.console.slice(-30).join('\n  '));
-  }
-  failed = true;
+} catch {
+  await run.reportFailure('failure.png');
 } finally {
-  await browser.close();
+  await run.browser.close();
 }
 
-console.log(`axe-core ${AXE_VERSION} (${AXE_TAGS.join(', ')}), ${audited.length} audits: ` + audited.join('; '));
-console.log(`screenshots in ${shots}`);
-console.log(`${passed} passed, ${failed ? 1 : 0} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-process.exit(failed ? 1 : 0);
+run.finish();

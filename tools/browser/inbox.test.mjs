@@ -20,17 +20,13 @@
 // Exits non-zero on the first failed check. The journeys run under the real
 // CSP; the axe-core audits (WCAG 2.1 A and AA, zero violations) in contexts
 // that bypass it, with the members' cookies.
-import { chromium } from 'playwright-core';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { AXE_VERSION, DESKTOP, PHONE, dompurifyCSP, env, goto, heading, requireEnv, startRun } from './harness.mjs';
 
-const env = (k, d) => process.env[k] ?? d;
-for (const k of ['INBOX_VISITOR_BASE', 'INBOX_MEMBER_BASE', 'INBOX_WORKSPACE', 'INBOX_SLUG', 'INBOX_EARLIER', 'INBOX_MEMBER_LINK', 'INBOX_MEMBER_EMAIL',
-  'INBOX_SECOND_LINK', 'INBOX_SECOND_EMAIL', 'INBOX_QUESTION', 'INBOX_ANSWER_TEXT', 'INBOX_RESULT', 'SCREENSHOT_DIR']) {
-  if (!process.env[k]) { console.error(`${k} is not set`); process.exit(2); }
-}
+requireEnv(['INBOX_VISITOR_BASE', 'INBOX_MEMBER_BASE', 'INBOX_WORKSPACE', 'INBOX_SLUG', 'INBOX_EARLIER', 'INBOX_MEMBER_LINK', 'INBOX_MEMBER_EMAIL',
+  'INBOX_SECOND_LINK', 'INBOX_SECOND_EMAIL', 'INBOX_QUESTION', 'INBOX_ANSWER_TEXT', 'INBOX_RESULT', 'SCREENSHOT_DIR']);
 const visitorBase = env('INBOX_VISITOR_BASE');
 const memberBase = env('INBOX_MEMBER_BASE');
 const W = `/console/w/${env('INBOX_WORKSPACE')}`;
@@ -45,120 +41,23 @@ const NOAH = { name: 'Noah Owner', email: env('INBOX_SECOND_EMAIL'), link: pathO
 const REPLY = 'Hi Ada, Mia here: standard parcels take 3 to 5 business days.';
 // Words that appear nowhere else, so finding them anywhere is a leak.
 const NOTE = 'Internal only: Ada is a VIP-7731, refund without asking.';
-const require = createRequire(import.meta.url);
-const AXE_PATH = require.resolve('axe-core/axe.min.js');
-const AXE_VERSION = require('axe-core/package.json').version;
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-const DESKTOP = { width: 1024, height: 720 };
-const PHONE = { width: 375, height: 667 };
-mkdirSync(shots, { recursive: true });
 
-const started = Date.now();
-let passed = 0;
-let failed = false;
-const audited = [];
 const figures = {};
 const result = {};
 
-const browser = await chromium.launch({
-  executablePath: env('CHROMIUM', '/usr/bin/chromium'),
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  timeout: 30_000,
-});
-
-// newPage opens a page, in a fresh context unless opts.context is given,
-// with the checks every page gets: page errors, CSP violations, dialogs,
-// requests that leave the service.
-async function newPage(base, opts = {}) {
-  const context = opts.context || await browser.newContext({ viewport: opts.viewport || DESKTOP, bypassCSP: !!opts.bypassCSP, storageState: opts.state });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const watch = { errors: [], dialogs: [], foreign: [], console: [] };
-  page.on('pageerror', (e) => watch.errors.push(String(e)));
-  page.on('console', (m) => watch.console.push(`${m.type()}: ${m.text()}`));
-  page.on('dialog', async (d) => { watch.dialogs.push(d.message()); await d.dismiss(); });
-  page.on('request', (r) => {
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) watch.foreign.push(r.url());
-  });
-  await page.addInitScript(() => {
-    window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile }));
-  });
-  page.base = base;
-  page.watch = watch;
-  page.clean = async () => {
-    assert.deepEqual(watch.errors, [], 'page errors');
-    assert.deepEqual(watch.dialogs, [], 'dialogs fired');
-    assert.deepEqual(watch.foreign, [], 'requests outside the service');
-    if (opts.bypassCSP) return;
-    // DOMPurify (the widget's) parses markup in an inert document that
-    // inherits the page's CSP: not a violation of ours.
-    const csp = (await page.evaluate(() => window.__csp)).filter((v) => !(v.directive === 'script-src-attr' && /\/vendor\/dompurify\//.test(v.source)));
-    assert.deepEqual(csp, [], 'CSP violations');
-  };
-  return page;
-}
-
-let current; // the page whose screenshot is taken when a step fails
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    passed++;
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e && e.stack || e}`);
-    failed = true;
-    throw e;
-  }
-}
-
-async function heading(p, text) {
-  await p.locator('main h1', { hasText: text }).waitFor();
-}
-
-async function goto(p, path, status = 200) {
-  const res = await p.goto(p.base + path);
-  assert.equal(res.status(), status, `GET ${path}`);
-  return res;
-}
-
-async function audit(p, state) {
-  const t0 = Date.now();
-  if (!(await p.evaluate(() => !!window.axe))) await p.addScriptTag({ path: AXE_PATH });
-  const r = await p.evaluate(async (tags) => {
-    const res = await window.axe.run(document, { runOnly: { type: 'tag', values: [...tags, 'best-practice'] }, resultTypes: ['violations'] });
-    const wcag = (v) => v.tags.some((t) => tags.includes(t));
-    return {
-      passes: res.passes.filter(wcag).length,
-      violations: res.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, wcag: wcag(v), nodes: v.nodes.map((n) => ({ target: n.target.join(' '), why: n.failureSummary || '' })) })),
-    };
-  }, AXE_TAGS);
-  const failing = r.violations.filter((v) => v.wcag);
-  for (const v of r.violations.filter((x) => !x.wcag)) console.log(`     axe "${state}": best practice (not failed): ${v.id} ${v.nodes.map((n) => n.target).join(', ')}`);
-  audited.push(`${state}: ${failing.length} violations (${r.passes} rules passed, ${Date.now() - t0} ms)`);
-  if (failing.length) {
-    assert.fail(`axe-core ${AXE_VERSION}: ${failing.length} violation(s) in "${state}":\n` + failing.map((v) => `${v.id} [${v.impact}] ${v.help}\n    ${v.helpUrl}\n` +
-      v.nodes.map((n) => `    - ${n.target}\n      ${n.why.replace(/\n/g, '\n      ')}`).join('\n')).join('\n'));
-  }
-}
-
-// noSideScroll checks that a page fits a 375 px phone without scrolling
-// sideways.
-async function noSideScroll(p, kind) {
-  if (kind !== 'phone') return;
-  const d = await p.evaluate(() => ({ sw: document.documentElement.scrollWidth, w: window.innerWidth }));
-  assert.ok(d.sw <= d.w, `${p.url()}: horizontal scroll at 375 px (${d.sw} > ${d.w})`);
-}
+const run = await startRun({ shots });
+const { step } = run;
+// newPage opens a page on base (a pod), in a fresh context unless
+// opts.context is given (harness.mjs). Both the widget's and the console's
+// pages may meet DOMPurify's inert document (dompurifyCSP).
+const newPage = (base, opts = {}) => run.newPage(base, { ignoreCSP: dompurifyCSP, ...opts });
 
 // signIn makes a member out of an invitation (name and password set on its
 // page), then signs in through the console's sign-in page in a fresh
 // context, which it returns with the page on the inbox.
 async function signIn(m) {
   const inv = await newPage(memberBase);
-  current = inv;
+  run.current = inv;
   await goto(inv, m.link);
   await inv.getByLabel('Your name').fill(m.name);
   await inv.getByLabel('Password').fill(m.password);
@@ -168,7 +67,7 @@ async function signIn(m) {
   await inv.context().close();
 
   const p = await newPage(memberBase);
-  current = p;
+  run.current = p;
   await p.goto(memberBase + W + '/inbox');
   await p.waitForURL(/\/console\/sign-in/);
   await p.getByLabel('Email').fill(m.email);
@@ -264,7 +163,7 @@ try {
 
   await step('the visitor asks the agent a question in the widget', async () => {
     visitor = await newPage(visitorBase, { viewport: { width: 420, height: 720 } });
-    current = visitor;
+    run.current = visitor;
     await openWidget(visitor);
     const answer = await ask(visitor, question);
     await answer.locator('.cw-bubble', { hasText: answerText }).waitFor();
@@ -273,7 +172,7 @@ try {
 
   let sid;
   await step('the visitor asks for a person: Mia\'s open inbox shows it in "Needs a person" without a reload, and her other tab counts it in its title', async () => {
-    current = mia;
+    run.current = mia;
     // Each page listens to the workspace stream before the visitor asks.
     const listening = (p) => p.waitForResponse((r) => r.url().includes('/inbox/events'));
     let live = listening(mia);
@@ -293,7 +192,7 @@ try {
     mia.on('framenavigated', (f) => { if (f === mia.mainFrame()) navigations++; });
     for (const r of await live) assert.equal(r.status(), 200, 'the workspace stream');
 
-    current = visitor;
+    run.current = visitor;
     // The member is available: the form asks for no email.
     await visitor.locator('.cw-footer .cw-link-button', { hasText: 'Talk to a person' }).click();
     await visitor.locator('#cw-handoff-intro', { hasText: 'Leave your name and email so the team can follow up.' }).waitFor();
@@ -302,7 +201,7 @@ try {
     sid = await requestPerson(visitor, 'Ada Visitor', 'ada@example.com');
     result.session = sid;
 
-    current = mia;
+    run.current = mia;
     const row = mia.locator('#inbox-list tbody tr', { has: mia.getByRole('link', { name: 'Ada Visitor' }) });
     await row.waitFor();
     figures.handoffToInbox = Date.now() - t0;
@@ -322,7 +221,7 @@ try {
   });
 
   await step('Mia takes over and replies: the widget shows her joining and her reply live', async () => {
-    current = mia;
+    run.current = mia;
     await mia.getByRole('link', { name: 'Ada Visitor' }).click();
     await heading(mia, 'Conversation with Ada Visitor');
     thread = mia.url();
@@ -331,17 +230,17 @@ try {
     await mia.getByRole('button', { name: 'Take over' }).click();
     await mia.getByText('You took this conversation over.').waitFor();
     await mia.locator('#thread-owner strong', { hasText: 'you' }).waitFor();
-    current = visitor;
+    run.current = visitor;
     await visitor.locator('.cw-status', { hasText: 'You are chatting with a person' }).waitFor();
     await visitor.locator('.cw-notice', { hasText: 'A person joined the conversation.' }).waitFor();
 
-    current = mia;
+    run.current = mia;
     let t0 = 0;
     const posted = mia.waitForResponse((r) => r.url().endsWith('/messages') && r.request().method() === 'POST').then(() => { figures.replyPosted = Date.now() - t0; });
     await send(mia, 'reply', REPLY, () => { t0 = Date.now(); });
     await posted;
     await mia.getByText('Your reply was sent.').waitFor();
-    current = visitor;
+    run.current = visitor;
     const reply = visitor.locator('.cw-msg--human', { hasText: REPLY });
     await reply.waitFor();
     figures.replyToWidget = Date.now() - t0;
@@ -352,12 +251,12 @@ try {
   });
 
   await step('Mia writes an internal note: in her thread, never in the widget, the poll or the session\'s stream', async () => {
-    current = mia;
+    run.current = mia;
     await send(mia, 'note', NOTE);
     await mia.getByText('Your internal note was saved. The visitor does not see it.').waitFor();
     await mia.locator('#thread-transcript', { hasText: NOTE }).waitFor();
     result.note = NOTE;
-    current = visitor;
+    run.current = visitor;
     // A visitor's message after the note reaches the member live: the
     // stream the note would have used works, and the note is not on it.
     await visitor.locator('#cw-input').fill('Thanks, that is quick!');
@@ -386,15 +285,15 @@ try {
   });
 
   await step('Mia resolves; the visitor asks again and the agent answers', async () => {
-    current = mia;
+    run.current = mia;
     await mia.getByRole('button', { name: 'Resolve' }).click();
     await mia.getByText('The conversation is resolved.').waitFor();
-    current = visitor;
+    run.current = visitor;
     await visitor.locator('.cw-status', { hasText: 'This conversation is resolved.' }).waitFor();
     const answer = await ask(visitor, question);
     await answer.locator('.cw-bubble', { hasText: answerText }).waitFor();
     assert.equal(await visitor.getByText(NOTE).count(), 0);
-    current = mia;
+    run.current = mia;
     // The thread follows live: the agent's answer shows up there too.
     await mia.locator('#thread-transcript', { hasText: answerText }).waitFor();
     await mia.clean();
@@ -404,13 +303,13 @@ try {
   await step('race: Mia and Noah press Take over on a fresh handoff at the same moment; one wins, the other is told who', async () => {
     const noah = await signIn(NOAH);
     const v2 = await newPage(visitorBase, { viewport: { width: 420, height: 720 } });
-    current = v2;
+    run.current = v2;
     await openWidget(v2);
     await ask(v2, 'Can I return an unused item?');
     const race = await requestPerson(v2, 'Bea Racer', 'bea@example.com');
     result.race = race;
     for (const p of [mia, noah]) {
-      current = p;
+      run.current = p;
       await goto(p, W + '/inbox/' + race);
       await heading(p, 'Conversation with Bea Racer');
     }
@@ -426,7 +325,7 @@ try {
     await loser.locator('#thread-owner strong', { hasText: winnerName }).waitFor();
     result.winner = winnerName;
     // The visitor sees one person joining.
-    current = v2;
+    run.current = v2;
     await v2.locator('.cw-status', { hasText: 'You are chatting with a person' }).waitFor();
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(await v2.locator('.cw-notice', { hasText: 'A person joined the conversation.' }).count(), 1, 'one joining notice');
@@ -441,38 +340,27 @@ try {
     await step(`axe ${AXE_VERSION} and screenshots, ${kind}: the inbox and the thread with its reply and note`, async () => {
       const state = await mia.context().storageState();
       const p = await newPage(memberBase, { viewport, bypassCSP: true, state });
-      current = p;
+      run.current = p;
       await goto(p, W + '/inbox?view=open');
       await heading(p, 'Inbox');
       await p.getByRole('link', { name: 'Bea Racer' }).waitFor();
-      await noSideScroll(p, kind);
-      await audit(p, `inbox, ${kind}`);
-      await p.screenshot({ path: join(shots, `inbox-live-inbox-${kind}.png`) });
+      await run.screen(p, 'inbox', kind, { file: 'inbox-live-inbox' });
       await p.goto(thread);
       await heading(p, 'Conversation with Ada Visitor');
       await p.locator('#thread-transcript', { hasText: NOTE }).waitFor();
-      await noSideScroll(p, kind);
-      await audit(p, `thread, ${kind}`);
-      await p.screenshot({ path: join(shots, `inbox-live-thread-${kind}.png`), fullPage: true });
+      await run.screen(p, 'thread', kind, { file: 'inbox-live-thread', fullPage: true });
       await p.clean();
       await p.context().close();
     });
   }
   await visitor.screenshot({ path: join(shots, 'inbox-live-widget.png') });
   writeFileSync(env('INBOX_RESULT'), JSON.stringify(result));
-} catch (e) {
-  if (current && !current.isClosed()) {
-    try { await current.screenshot({ path: join(shots, 'inbox-failure.png'), fullPage: true }); } catch { /* ignore */ }
-    console.log(`failed on ${current.url()}\nbrowser console:\n  ` + current.watch.console.slice(-30).join('\n  '));
-  }
-  failed = true;
+} catch {
+  await run.reportFailure('inbox-failure.png');
 } finally {
-  await browser.close();
+  await run.browser.close();
 }
 
 if (figures.handoffToInbox !== undefined) console.log(`handoff form submitted -> row in the member's open inbox (another pod): ${figures.handoffToInbox} ms`);
 if (figures.replyToWidget !== undefined) console.log(`Send clicked -> reply shown in the widget (another pod): ${figures.replyToWidget} ms (the form's POST answered after ${figures.replyPosted} ms)`);
-console.log(`axe-core ${AXE_VERSION} (${AXE_TAGS.join(', ')}), ${audited.length} audits: ` + audited.join('; '));
-console.log(`screenshots in ${shots}`);
-console.log(`${passed} passed, ${failed ? 1 : 0} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-process.exit(failed ? 1 : 0);
+run.finish();

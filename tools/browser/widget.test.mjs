@@ -22,15 +22,12 @@
 // first failed check. Timings are recorded and printed, never asserted.
 // The "axe:" steps audit the main states against WCAG 2.1 A and AA with
 // axe-core (test tooling only: injected here, never served by the widget).
-import { chromium } from 'playwright-core';
 import { createHmac } from 'node:crypto';
 import { createServer } from 'node:http';
-import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
+import { AXE_TAGS, AXE_VERSION, dompurifyCSP, env, requireEnv, startRun } from './harness.mjs';
 
-const env = (k, d) => process.env[k] ?? d;
 const base = env('WIDGET_BASE');
 const slug = env('WIDGET_SLUG', 'support');
 const apiKey = env('WIDGET_API_KEY');
@@ -44,103 +41,28 @@ const interruptedSession = env('WIDGET_INTERRUPTED_SESSION', '');
 const interruptedText = env('WIDGET_INTERRUPTED_TEXT', '');
 const shots = env('SCREENSHOT_DIR');
 const PAGE_BUDGET = 200_000; // bytes: "under 200 KB", in decimal kilobytes
-const require = createRequire(import.meta.url);
-const AXE_PATH = require.resolve('axe-core/axe.min.js');
-const AXE_VERSION = require('axe-core/package.json').version;
-const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
-for (const [k, v] of Object.entries({ WIDGET_BASE: base, WIDGET_API_KEY: apiKey, WIDGET_QUESTION: question, SCREENSHOT_DIR: shots })) {
-  if (!v) { console.error(`${k} is not set`); process.exit(2); }
-}
-mkdirSync(shots, { recursive: true });
+requireEnv(['WIDGET_BASE', 'WIDGET_API_KEY', 'WIDGET_QUESTION', 'SCREENSHOT_DIR']);
 
-const started = Date.now();
-const results = [];
 const figures = {};
 
-const browser = await chromium.launch({
-  executablePath: env('CHROMIUM', '/usr/bin/chromium'),
-  headless: true,
-  // playwright gives every launch a fresh temporary --user-data-dir itself.
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  timeout: 30_000,
+const run = await startRun({ shots });
+const { step } = run;
+// newPage opens a fresh context (own storage) with the checks every page
+// gets (harness.mjs), 420 px wide unless opts.viewport says otherwise.
+// opts.bypassCSP is for the axe audits only; opts.scale sets the device
+// scale factor.
+const newPage = (opts = {}) => run.newPage(base, {
+  viewport: { width: 420, height: 720 }, ignoreCSP: dompurifyCSP,
+  offline: 'requests outside the service (the widget must work offline)', ...opts,
 });
-
-// newPage opens a fresh context (own storage) with the checks every page gets:
-// page errors, CSP violations, dialogs, requests that leave the service.
-// opts.bypassCSP is for the axe audits only (the page's script-src 'self'
-// would block the injected axe-core); every other step runs under the real CSP.
-async function newPage(opts = {}) {
-  const context = await browser.newContext({ viewport: opts.viewport || { width: 420, height: 720 }, deviceScaleFactor: opts.scale || 1, bypassCSP: !!opts.bypassCSP });
-  const page = await context.newPage();
-  page.setDefaultTimeout(10_000);
-  const watch = { errors: [], dialogs: [], foreign: [], console: [], requests: [] };
-  page.on('pageerror', (e) => watch.errors.push(String(e)));
-  page.on('console', (m) => watch.console.push(`${m.type()}: ${m.text()}`));
-  page.on('dialog', async (d) => { watch.dialogs.push(d.message()); await d.dismiss(); });
-  page.on('request', (r) => {
-    watch.requests.push(r);
-    if (!r.url().startsWith(base) && !r.url().startsWith('data:')) watch.foreign.push(r.url());
-  });
-  await page.addInitScript(() => {
-    window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push({ directive: e.violatedDirective, blocked: e.blockedURI, source: e.sourceFile }));
-  });
-  page.watch = watch;
-  page.clean = async () => {
-    assert.deepEqual(watch.errors, [], 'page errors');
-    assert.deepEqual(watch.dialogs, [], 'dialogs fired');
-    assert.deepEqual(watch.foreign, [], 'requests outside the service (the widget must work offline)');
-    // DOMPurify parses hostile markup in an inert document that inherits the
-    // page's CSP, which reports (and blocks) the inline handler it contains
-    // before DOMPurify removes it: a second layer, not a violation of ours.
-    if (opts.bypassCSP) return; // no CSP to violate in an audit context
-    const csp = (await page.evaluate(() => window.__csp)).filter((v) => !(v.directive === 'script-src-attr' && /\/vendor\/dompurify\//.test(v.source)));
-    assert.deepEqual(csp, [], 'CSP violations');
-  };
-  return page;
-}
-
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    results.push(`ok   ${name} (${Date.now() - t0} ms)`);
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    console.log(`FAIL ${name}: ${e && e.stack || e}`);
-    failed = true;
-    throw e;
-  }
-}
-let failed = false;
 
 async function shot(page, name) {
   await page.screenshot({ path: join(shots, name + '.png') });
 }
 
-// audit runs axe-core on the page as it is. Any violation of a WCAG 2.1 A or
-// AA rule (AXE_TAGS) fails the step, listing each rule, its impact, the
-// elements (CSS selectors) and the rule's help page. axe's best-practice rules
-// (landmarks, headings...) run too and are printed, not failed, as are the
-// results axe leaves for review (it could not decide, e.g. text over an image).
-async function audit(p, state) {
-  if (!(await p.evaluate(() => !!window.axe))) await p.addScriptTag({ path: AXE_PATH });
-  const r = await p.evaluate(async (tags) => {
-    const res = await window.axe.run(document, { runOnly: { type: 'tag', values: [...tags, 'best-practice'] }, resultTypes: ['violations', 'incomplete'] });
-    const wcag = (v) => v.tags.some((t) => tags.includes(t));
-    const brief = (v) => ({ id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, wcag: wcag(v), nodes: v.nodes.map((n) => ({ target: n.target.join(' '), why: n.failureSummary || '' })) });
-    return { version: res.testEngine.version, passes: res.passes.filter(wcag).length, violations: res.violations.map(brief), incomplete: res.incomplete.map(brief) };
-  }, AXE_TAGS);
-  const failing = r.violations.filter((v) => v.wcag);
-  figures.axe = figures.axe || {};
-  figures.axe[state] = { passes: r.passes, violations: failing.length };
-  for (const v of r.violations.filter((x) => !x.wcag)) console.log(`     axe "${state}": best practice (not failed): ${describe(v)}`);
-  for (const v of r.incomplete) console.log(`     axe "${state}": needs review (not failed): ${describe(v)}`);
-  if (failing.length) assert.fail(`axe-core ${r.version} (${AXE_TAGS.join(', ')}): ${failing.length} violation(s) in "${state}":\n${failing.map(describe).join('\n')}`);
-}
-const describe = (v) => `${v.id} [${v.impact}] ${v.help}\n    ${v.helpUrl}\n` +
-  v.nodes.map((n) => `    - ${n.target}\n      ${n.why.replace(/\n/g, '\n      ')}`).join('\n');
+// audit runs axe-core on the page as it is (harness.mjs), printing also
+// the results axe leaves for review.
+const audit = (p, state) => run.audit(p, state, { review: true });
 
 async function open(page, path = '/chat/' + slug) {
   const res = await page.goto(base + path);
@@ -703,14 +625,11 @@ try {
       await p.context().close();
     });
   }
-} catch (e) {
-  if (page && !page.isClosed()) {
-    try { await shot(page, 'failure'); } catch { /* ignore */ }
-    console.log('browser console:\n  ' + page.watch.console.slice(-30).join('\n  '));
-  }
-  failed = true;
+} catch {
+  run.current = page;
+  await run.reportFailure('failure.png');
 } finally {
-  await browser.close();
+  await run.browser.close();
   if (hostServer) hostServer.close();
 }
 
@@ -720,10 +639,7 @@ if (ft.length) {
   console.log(`first answer token, bytes arrived -> in the DOM on the next frame: ${ft.map((x) => x.toFixed(1)).join(', ')} ms (median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)}, max ${sorted[sorted.length - 1].toFixed(1)}; budget 100 ms, recorded, not asserted)`);
 }
 if (figures.humanReplyMs !== undefined) console.log(`person's reply posted -> shown in the widget: ${figures.humanReplyMs} ms`);
-if (figures.axe) console.log(`axe-core ${AXE_VERSION} (${AXE_TAGS.join(', ')}): ` + Object.entries(figures.axe).map(([k, v]) => `${k}: ${v.violations} violations (${v.passes} rules passed)`).join('; '));
-console.log(`screenshots in ${shots}`);
-console.log(`${results.length} passed, ${failed ? 1 : 0} failed (${((Date.now() - started) / 1000).toFixed(1)} s)`);
-process.exit(failed ? 1 : 0);
+run.finish();
 
 function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
 

@@ -5,11 +5,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbox"
-	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/ports"
 )
 
 // fakeInbox is the inbox's read side over the fake conversations and
@@ -227,15 +228,124 @@ func (f *fakeComposer) SetStatus(_ context.Context, ws *domain.Workspace, id str
 	return domain.Conversation{}, domain.NotFound("conversation")
 }
 
-// fakeSavedReplies returns its replies to members of ws_a.
-type fakeSavedReplies struct{ replies []domain.SavedReply }
-
-func (f *fakeSavedReplies) Search(_ context.Context, actor savedreply.Actor, prefix string, limit int) ([]domain.SavedReply, error) {
-	if actor.WorkspaceID != "ws_a" {
-		return nil, nil
-	}
-	return f.replies, nil
+// fakeSavedReplies is the saved reply store in memory, with the port's
+// documented errors (the Postgres store's words for a taken shortcut and a
+// full workspace). The harness puts the real savedreply.Service on it, so
+// the console's pages meet the service's own role checks and validation.
+// Its prefix match folds ASCII case only, which the tests keep to.
+type fakeSavedReplies struct {
+	mu      sync.Mutex
+	replies []domain.SavedReply
 }
+
+var _ ports.SavedReplyStore = (*fakeSavedReplies)(nil)
+
+func (f *fakeSavedReplies) find(workspaceID, id string) int {
+	return slices.IndexFunc(f.replies, func(r domain.SavedReply) bool { return r.WorkspaceID == workspaceID && r.ID == id })
+}
+
+func (f *fakeSavedReplies) taken(r *domain.SavedReply) error {
+	if slices.ContainsFunc(f.replies, func(o domain.SavedReply) bool {
+		return o.WorkspaceID == r.WorkspaceID && o.Shortcut == r.Shortcut && o.ID != r.ID
+	}) {
+		return domain.Conflict("a saved reply with shortcut %q already exists", r.Shortcut)
+	}
+	return nil
+}
+
+func (f *fakeSavedReplies) CreateSavedReply(_ context.Context, r *domain.SavedReply) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, o := range f.replies {
+		if o.WorkspaceID == r.WorkspaceID {
+			n++
+		}
+	}
+	if n >= domain.MaxSavedRepliesPerWorkspace {
+		return domain.Conflict("a workspace keeps at most %d saved replies; delete one first", domain.MaxSavedRepliesPerWorkspace)
+	}
+	if err := f.taken(r); err != nil {
+		return err
+	}
+	f.replies = append(f.replies, *r)
+	return nil
+}
+
+func (f *fakeSavedReplies) GetSavedReply(_ context.Context, workspaceID, id string) (domain.SavedReply, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := f.find(workspaceID, id); i >= 0 {
+		return f.replies[i], nil
+	}
+	return domain.SavedReply{}, domain.NotFound("saved reply")
+}
+
+func (f *fakeSavedReplies) ListSavedReplies(_ context.Context, workspaceID string, q ports.SavedReplyQuery) (domain.Page[domain.SavedReply], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var items []domain.SavedReply
+	prefix := strings.ToLower(q.Prefix)
+	for _, r := range f.replies {
+		if r.WorkspaceID != workspaceID || r.Shortcut <= q.AfterShortcut {
+			continue
+		}
+		if strings.HasPrefix(r.Shortcut, prefix) || strings.HasPrefix(strings.ToLower(r.Title), prefix) {
+			items = append(items, r)
+		}
+	}
+	slices.SortFunc(items, func(a, b domain.SavedReply) int { return strings.Compare(a.Shortcut, b.Shortcut) })
+	page := domain.Page[domain.SavedReply]{Items: items}
+	if len(items) > q.Limit {
+		page.Items, page.HasMore = items[:q.Limit], true
+		page.Next = &domain.Position{ID: page.Items[q.Limit-1].Shortcut}
+	}
+	return page, nil
+}
+
+func (f *fakeSavedReplies) UpdateSavedReply(_ context.Context, r *domain.SavedReply) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.find(r.WorkspaceID, r.ID)
+	if i < 0 {
+		return domain.NotFound("saved reply")
+	}
+	if err := f.taken(r); err != nil {
+		return err
+	}
+	f.replies[i] = *r
+	return nil
+}
+
+func (f *fakeSavedReplies) DeleteSavedReply(_ context.Context, workspaceID, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := f.find(workspaceID, id)
+	if i < 0 {
+		return domain.NotFound("saved reply")
+	}
+	f.replies = slices.Delete(f.replies, i, i+1)
+	return nil
+}
+
+// seed stores replies as they are, for pages to show.
+func (f *fakeSavedReplies) seed(rs ...domain.SavedReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.replies = append(f.replies, rs...)
+}
+
+// all returns a copy of every stored reply.
+func (f *fakeSavedReplies) all() []domain.SavedReply {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.replies)
+}
+
+// fixedClock always says the same time.
+type fixedClock struct{ now time.Time }
+
+func (c fixedClock) Now() time.Time { return c.now }
 
 // matches is the search: the contact or a message's text (lower case q).
 func (f *fakeInbox) matches(c domain.Conversation, q string) bool {

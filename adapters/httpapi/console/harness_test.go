@@ -11,12 +11,14 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/conciergehq/concierge/adapters/httpapi"
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -83,11 +85,12 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	owner := &fakeOwnership{convs: convs, accounts: accounts}
 	composer := &fakeComposer{convs: convs}
 	replies := &fakeSavedReplies{}
+	replyService := savedreply.NewService(replies, fixedClock{time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)})
 	suggestions := newFakeSuggestions()
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
-			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replies, // Inbox
+			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
 			Availability: accounts, Suggestions: suggestions})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func (h *harness) seedInbox(t testing.TB) {
 	add(domain.Conversation{ID: inAI, Status: domain.StatusAI}, time.Minute, domain.Message{Role: domain.RoleUser, Content: "Hi"})
 	add(domain.Conversation{ID: inOther, WorkspaceID: "ws_b", AgentSlug: "other", Status: domain.StatusHandoffRequested, ContactName: "Beta's visitor"}, time.Minute,
 		domain.Message{Role: domain.RoleUser, Content: "Beta's secret"})
-	h.replies.replies = []domain.SavedReply{{Shortcut: "refund", Title: "Refunds", Body: "Refunds take 5 days."}}
+	h.replies.seed(domain.SavedReply{ID: domain.NewID(domain.PrefixSavedReply), WorkspaceID: "ws_a", Shortcut: "refund", Title: "Refunds", Body: "Refunds take 5 days."})
 }
 
 // Every inbox route is open to owners, admins and agents; another
@@ -476,7 +476,7 @@ func TestInboxEscapesEverything(t *testing.T) {
 	h.accounts.mu.Lock()
 	h.accounts.members = append(h.accounts.members, domain.Member{WorkspaceID: "ws_a", UserID: "usr_evil", Name: evil, Role: domain.MemberAgent})
 	h.accounts.mu.Unlock()
-	h.replies.replies = append(h.replies.replies, domain.SavedReply{Shortcut: "x", Title: evil, Body: "</script>" + evil})
+	h.replies.seed(domain.SavedReply{ID: domain.NewID(domain.PrefixSavedReply), WorkspaceID: "ws_a", Shortcut: "x", Title: evil, Body: "</script>" + evil})
 	for _, path := range []string{"/console/w/ws_a/inbox", "/console/w/ws_a/inbox?view=unassigned", "/console/w/ws_a/inbox/" + c.ID} {
 		r := h.do(t, req{Path: path, As: "agent"})
 		if r.Status != http.StatusOK {

@@ -82,6 +82,8 @@ var notices = map[string]string{
 	"sent": "inbox.done.sent", "noted": "inbox.done.noted", "taken": "inbox.done.taken", "assigned": "inbox.done.assigned",
 	"unassigned": "inbox.done.unassigned", "resolved": "inbox.done.resolved", "reopened": "inbox.done.reopened",
 	"handedback": "inbox.done.handedback",
+	// Saved replies
+	"replycreated": "replies.created", "replysaved": "replies.saved", "replydeleted": "replies.deleted",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

@@ -309,11 +309,28 @@ type Composer interface {
 }
 
 // SavedReplies finds the workspace's saved replies for the composer's "/"
-// (savedreply.Service).
+// and manages them on their settings page (savedreply.Service). Every
+// method returns domain.ErrForbidden for an actor with no role; the ones
+// that change a reply also for a role without domain.PermSavedReplies.
 type SavedReplies interface {
 	// Search returns up to limit replies whose shortcut or title starts
-	// with prefix. Returns domain.ErrForbidden for an actor with no role.
+	// with prefix.
 	Search(ctx context.Context, actor savedreply.Actor, prefix string, limit int) ([]domain.SavedReply, error)
+	// List returns a page of the replies in shortcut order. Returns
+	// domain.ErrInvalidInput for a bad position (AfterShortcut).
+	List(ctx context.Context, actor savedreply.Actor, req savedreply.ListRequest) (domain.Page[domain.SavedReply], error)
+	// Get returns one reply, or domain.ErrNotFound unless the actor's
+	// workspace has it.
+	Get(ctx context.Context, actor savedreply.Actor, id string) (domain.SavedReply, error)
+	// Create stores a new reply. Returns a domain.ValidationError naming
+	// the field (shortcut, title, body) and a domain.ConflictError when
+	// the shortcut is taken or the workspace is full.
+	Create(ctx context.Context, actor savedreply.Actor, d savedreply.Draft) (domain.SavedReply, error)
+	// Update applies a patch. Returns domain.ErrNotFound and the errors
+	// of Create.
+	Update(ctx context.Context, actor savedreply.Actor, id string, p savedreply.Patch) (domain.SavedReply, error)
+	// Delete removes a reply. Returns domain.ErrNotFound.
+	Delete(ctx context.Context, actor savedreply.Actor, id string) error
 }
 
 // Availability sets a member's own availability (availability.Service).

@@ -39,7 +39,13 @@ type Deps struct {
 	// Lifecycle moves a conversation taken over to HUMAN, publishes the
 	// notice and schedules deliveries.
 	Lifecycle *conversation.Lifecycle
-	Clock     ports.Clock
+	// Workspaces reads the workspace an auto-assignment runs in, for its
+	// current setting; only AutoAssign needs it.
+	Workspaces interface {
+		// GetWorkspace returns domain.ErrNotFound for an unknown workspace.
+		GetWorkspace(ctx context.Context, id string) (domain.Workspace, error)
+	}
+	Clock ports.Clock
 }
 
 // Service runs the ownership use cases.
@@ -100,7 +106,7 @@ func (s *Service) TakeOver(ctx context.Context, ws *domain.Workspace, conversati
 		if conv.HeldByOther(actor.UserID) {
 			return domain.Conversation{}, domain.HeldByOther(conv.AssigneeID)
 		}
-		after, err := s.change(ctx, ws, domain.AssigneeChange{
+		after, _, err := s.change(ctx, ws, domain.AssigneeChange{
 			WorkspaceID: ws.ID, ConversationID: conv.ID, AssigneeID: actor.UserID, TakeOver: true,
 		})
 		if errors.Is(err, domain.ErrStatusChanged) {
@@ -131,9 +137,10 @@ func (s *Service) Assign(ctx context.Context, ws *domain.Workspace, conversation
 	if !domain.ValidID(domain.PrefixUser, assigneeUserID) {
 		return domain.Conversation{}, domain.InvalidField("assigneeId", "is not a user id (usr_...)")
 	}
-	return s.change(ctx, ws, domain.AssigneeChange{
+	after, _, err := s.change(ctx, ws, domain.AssigneeChange{
 		WorkspaceID: ws.ID, ConversationID: conversationID, AssigneeID: assigneeUserID,
 	})
+	return after, err
 }
 
 // Unassign leaves the conversation to nobody; its status stays as it is.
@@ -147,27 +154,28 @@ func (s *Service) Unassign(ctx context.Context, ws *domain.Workspace, conversati
 	if !domain.ValidID(domain.PrefixSession, conversationID) {
 		return domain.Conversation{}, domain.NotFound("conversation")
 	}
-	return s.change(ctx, ws, domain.AssigneeChange{WorkspaceID: ws.ID, ConversationID: conversationID})
+	after, _, err := s.change(ctx, ws, domain.AssigneeChange{WorkspaceID: ws.ID, ConversationID: conversationID})
+	return after, err
 }
 
 // change applies an assignee change with its conversation.assigned
-// delivery, and schedules what was written.
-func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (domain.Conversation, error) {
+// delivery, and schedules what was written; changed reports whether the
+// assignee changed.
+func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (_ domain.Conversation, changed bool, _ error) {
 	now := s.d.Clock.Now()
-	changed := false
 	change.Report = func(after domain.Conversation) []domain.Delivery {
 		changed = true
 		return domain.AssignedDeliveries(ws, after, now)
 	}
 	after, deliveries, err := s.d.Assignments.ChangeAssignee(ctx, change)
 	if err != nil {
-		return after, err
+		return after, false, err
 	}
 	s.d.Lifecycle.EnqueueDeliveries(ctx, deliveries)
 	if changed {
 		s.publishAssigned(ctx, after)
 	}
-	return after, nil
+	return after, changed, nil
 }
 
 // publishAssigned tells the workspace's followers (every member's inbox)

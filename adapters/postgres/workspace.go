@@ -31,9 +31,12 @@ type workspaceRow struct {
 	HelpdeskURL               string     `gorm:"column:helpdesk_url"`
 	EventsURL                 string     `gorm:"column:events_url"`
 	SigningSecret             string     `gorm:"column:signing_secret"`
-	AutoAssign                bool       `gorm:"column:auto_assign"`
-	CreatedAt                 time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt                 time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// AutoAssign is read-only to gorm: it changes only through
+	// UpdateIntegrations, and a new workspace takes the column's default
+	// (off), so creating one works on a schema before 00024 too.
+	AutoAssign bool      `gorm:"column:auto_assign;->"`
+	CreatedAt  time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt  time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (workspaceRow) TableName() string { return "workspaces" }
@@ -53,7 +56,6 @@ func workspaceFromDomain(ws domain.Workspace) workspaceRow {
 		HelpdeskURL:       ws.HelpdeskURL,
 		EventsURL:         ws.EventsURL,
 		SigningSecret:     ws.SigningSecret,
-		AutoAssign:        ws.AutoAssign,
 		CreatedAt:         dbTime(ws.CreatedAt),
 		UpdatedAt:         dbTime(ws.UpdatedAt),
 	}

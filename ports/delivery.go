@@ -116,6 +116,8 @@ type IntegrationsPatch struct {
 	// SigningSecretIfNone becomes the secret only if there is none yet, so
 	// two concurrent first configurations agree on one.
 	SigningSecretIfNone string
+	// AutoAssign, when not nil, turns auto-assignment of handoffs on or off.
+	AutoAssign *bool
 }
 
 // IntegrationStore keeps a workspace's integration settings.

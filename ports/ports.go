@@ -215,8 +215,22 @@ type AssignmentStore interface {
 	// a member of the workspace (checked in the same statement, so a member
 	// removed meanwhile is never assigned); for a take-over, the
 	// domain.ConflictError of domain.HeldByOther when another member holds
-	// it, or domain.ErrStatusChanged when it is not HUMAN.
+	// it, or domain.ErrStatusChanged when it is not HUMAN. An
+	// auto-assignment (change.Choose) holds a lock of the workspace's
+	// auto-assignments while it reads the candidates and writes, so two
+	// at once never both choose by the same counts; when the conversation
+	// is assigned or no longer HANDOFF_REQUESTED, or Choose names nobody,
+	// it changes nothing and returns no error.
 	ChangeAssignee(ctx context.Context, change domain.AssigneeChange) (domain.Conversation, []domain.Delivery, error)
+}
+
+// AutoAssignQueue schedules the auto-assignment of a conversation just
+// handed off (core/assignment.AutoAssign), run by the workers.
+type AutoAssignQueue interface {
+	// EnqueueAutoAssign returns an error wrapping domain.ErrUnavailable if
+	// the queue cannot be reached; the conversation then waits unassigned
+	// in "Needs a person", as without auto-assignment.
+	EnqueueAutoAssign(ctx context.Context, workspaceID, conversationID string) error
 }
 
 // InboundEventStore keeps inbound webhook events durably.

@@ -74,6 +74,9 @@ type Processors struct {
 	Knowledge KnowledgeIndexer
 	Slots     WorkspaceSlots
 	Delivery  DeliveryProcessor
+	// AutoAssign runs auto-assignments; nil in tests of other tasks, whose
+	// servers then take no conversation:assign task.
+	AutoAssign AutoAssigner
 }
 
 // userQueuePriorities weighs the queues people wait on: with all busy,
@@ -105,6 +108,7 @@ type Server struct {
 	knowledge  KnowledgeIndexer
 	slots      WorkspaceSlots
 	delivery   DeliveryProcessor
+	autoAssign AutoAssigner
 	indexSlots int
 	logger     *slog.Logger
 }
@@ -131,11 +135,14 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 		cfg.IndexSlotsPerWorkspace = DefaultIndexSlotsPerWorkspace
 	}
 	logger = logger.With("component", "worker")
-	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots, delivery: procs.Delivery,
+	s := &Server{inbound: procs.Inbound, knowledge: procs.Knowledge, slots: procs.Slots, delivery: procs.Delivery, autoAssign: procs.AutoAssign,
 		indexSlots: cfg.IndexSlotsPerWorkspace, logger: logger, userMux: asynq.NewServeMux(), indexMux: asynq.NewServeMux()}
 	s.userMux.HandleFunc(TypeInboundProcess, s.handleInboundProcess)
 	s.userMux.HandleFunc(TypeHandoffDeliver, s.handleDeliver)
 	s.userMux.HandleFunc(TypeEventDeliver, s.handleDeliver)
+	if procs.AutoAssign != nil {
+		s.userMux.HandleFunc(TypeConversationAssign, s.handleConversationAssign)
+	}
 	s.indexMux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
 	s.user = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.Concurrency, userQueuePriorities(), cfg.TaskCheckInterval))
 	s.index = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.IndexConcurrency, map[string]int{QueueKnowledge: 1},

@@ -19,7 +19,7 @@ import (
 // Task types, named noun:verb: every task this service enqueues, with the
 // Server method that handles it (routed in NewServer). Each type's payload,
 // constructor and handler live in the file of its concern: inbound below,
-// delivery.go, knowledge.go.
+// delivery.go, knowledge.go, assign.go (TypeConversationAssign).
 const (
 	// TypeInboundProcess appends a stored inbound webhook event's USER message
 	// to its session and publishes it (handleInboundProcess).
@@ -37,7 +37,8 @@ const (
 
 // Queue names. Server gives each a priority.
 const (
-	// QueueInbound carries work a person is waiting on (inbound messages).
+	// QueueInbound carries work a person is waiting on (inbound messages,
+	// auto-assignments).
 	QueueInbound = "inbound"
 	// QueueDelivery carries deliveries to workspaces' receivers, which may be
 	// slow or down; it has a queue of its own so they never hold up inbound

@@ -333,6 +333,7 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Post("/settings/webhook-secret/rotate", secrets, h.RotateWebhookSecret)
 	ws.Get("/settings/integrations", settings, h.IntegrationsPage)
 	ws.Post("/settings/integrations", settings, h.SaveIntegrations)
+	ws.Post("/settings/integrations/auto-assign", settings, h.SaveAutoAssign)
 	ws.Get("/settings/integrations/signing-secret", settings, h.RotateSigningPage)
 	ws.Post("/settings/integrations/signing-secret", settings, h.RotateSigningSecret)
 	ws.Get("/settings/deliveries", settings, h.DeliveriesPage)

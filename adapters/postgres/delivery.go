@@ -251,11 +251,12 @@ func (s *Store) UpdateIntegrations(ctx context.Context, workspaceID string, p po
 			helpdesk_url = COALESCE(?::text, helpdesk_url),
 			events_url = COALESCE(?::text, events_url),
 			signing_secret = COALESCE(NULLIF(?::text, ''), CASE WHEN signing_secret = '' THEN NULLIF(?::text, '') END, signing_secret),
+			auto_assign = COALESCE(?::boolean, auto_assign),
 			updated_at = ?
 		WHERE id = ?
 		RETURNING id, name, plan, addons, webhook_secret, webhook_secret_hash, previous_webhook_secret,
-			previous_webhook_secret_hash, previous_secret_expires_at, helpdesk_url, events_url, signing_secret, created_at, updated_at`,
-		p.HelpdeskURL, p.EventsURL, p.SigningSecret, p.SigningSecretIfNone, dbTime(at), workspaceID).Scan(&row)
+			previous_webhook_secret_hash, previous_secret_expires_at, helpdesk_url, events_url, signing_secret, auto_assign, created_at, updated_at`,
+		p.HelpdeskURL, p.EventsURL, p.SigningSecret, p.SigningSecretIfNone, p.AutoAssign, dbTime(at), workspaceID).Scan(&row)
 	if res.Error != nil {
 		return domain.Workspace{}, dbError("update integrations", res.Error)
 	}

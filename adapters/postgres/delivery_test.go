@@ -323,8 +323,17 @@ func TestUpdateIntegrations(t *testing.T) {
 	}
 	// Rotation replaces it; an empty URL clears one.
 	got, err = store.UpdateIntegrations(ctx, ws.ID, ports.IntegrationsPatch{HelpdeskURL: str(""), SigningSecret: second}, t0)
-	if err != nil || got.SigningSecret != second || got.HelpdeskURL != "" || got.EventsURL == "" {
+	if err != nil || got.SigningSecret != second || got.HelpdeskURL != "" || got.EventsURL == "" || got.AutoAssign {
 		t.Fatalf("rotation: %+v, %v", got, err)
+	}
+	// Auto-assignment is off until turned on, and stays as it is when
+	// the patch does not name it.
+	on, off := true, false
+	if got, err = store.UpdateIntegrations(ctx, ws.ID, ports.IntegrationsPatch{AutoAssign: &on}, t0); err != nil || !got.AutoAssign {
+		t.Fatalf("auto-assign on: %+v, %v", got, err)
+	}
+	if got, err = store.UpdateIntegrations(ctx, ws.ID, ports.IntegrationsPatch{EventsURL: str("https://events.example.com/in")}, t0); err != nil || !got.AutoAssign {
+		t.Fatalf("a patch without auto-assign: %+v, %v", got, err)
 	}
 	read, err := store.GetWorkspace(ctx, ws.ID)
 	if err != nil || !reflect.DeepEqual(read, got) {
@@ -336,7 +345,10 @@ func TestUpdateIntegrations(t *testing.T) {
 	if err := store.UpdateWorkspace(ctx, read); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := store.GetWorkspace(ctx, ws.ID); err != nil || again.SigningSecret != second || again.HelpdeskURL != "" || again.Plan != domain.PlanEnterprise {
+	if again, err := store.GetWorkspace(ctx, ws.ID); err != nil || again.SigningSecret != second || again.HelpdeskURL != "" || again.Plan != domain.PlanEnterprise || !again.AutoAssign {
 		t.Fatalf("after UpdateWorkspace: %+v, %v", again, err)
+	}
+	if got, err = store.UpdateIntegrations(ctx, ws.ID, ports.IntegrationsPatch{AutoAssign: &off}, t0); err != nil || got.AutoAssign {
+		t.Fatalf("auto-assign off: %+v, %v", got, err)
 	}
 }

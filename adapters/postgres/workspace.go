@@ -31,8 +31,12 @@ type workspaceRow struct {
 	HelpdeskURL               string     `gorm:"column:helpdesk_url"`
 	EventsURL                 string     `gorm:"column:events_url"`
 	SigningSecret             string     `gorm:"column:signing_secret"`
-	CreatedAt                 time.Time  `gorm:"column:created_at;autoCreateTime:false"`
-	UpdatedAt                 time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	// AutoAssign is read-only to gorm: it changes only through
+	// UpdateIntegrations, and a new workspace takes the column's default
+	// (off), so creating one works on a schema before 00024 too.
+	AutoAssign bool      `gorm:"column:auto_assign;->"`
+	CreatedAt  time.Time `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt  time.Time `gorm:"column:updated_at;autoUpdateTime:false"`
 }
 
 func (workspaceRow) TableName() string { return "workspaces" }
@@ -74,6 +78,7 @@ func (r workspaceRow) toDomain() domain.Workspace {
 		HelpdeskURL:           r.HelpdeskURL,
 		EventsURL:             r.EventsURL,
 		SigningSecret:         r.SigningSecret,
+		AutoAssign:            r.AutoAssign,
 		CreatedAt:             r.CreatedAt.UTC(),
 		UpdatedAt:             r.UpdatedAt.UTC(),
 	}
@@ -126,7 +131,7 @@ func (s *Store) GetWorkspace(ctx context.Context, id string) (domain.Workspace, 
 
 // UpdateWorkspace saves name, plan, add-ons and webhook secrets (with their
 // hashes) and the update time. Integration settings (helpdesk and events
-// URLs, signing secret) are not written: they change only through
+// URLs, signing secret, auto-assignment) are not written: they change only through
 // UpdateIntegrations, so a plan change read before a concurrent settings
 // change cannot undo it. Returns domain.ErrNotFound if the workspace
 // does not exist, domain.ErrConflict if another workspace has the secret.

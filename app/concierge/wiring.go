@@ -136,7 +136,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.lifecycle = conversation.New(conversation.Deps{
 		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Deliveries: s.enqueuer, Bus: bus,
 		WorkspaceEvents: redisadapter.NewWorkspaceLog(rdb, redisadapter.DefaultWorkspaceLogRetention),
-		Clock:           s.clock, Log: log,
+		AutoAssign:      s.enqueuer, Clock: s.clock, Log: log,
 	})
 	s.conversations = conversation.NewService(s.store, s.store, s.lifecycle)
 	// Sign-in throttling counts exactly (no local batching): its budgets
@@ -161,7 +161,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
 	}, cfg.MaxMessageChars)
 	s.assignments = assignment.NewService(assignment.Deps{
-		Assignments: s.store, Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock,
+		Assignments: s.store, Conversations: s.store, Lifecycle: s.lifecycle, Workspaces: s.store, Clock: s.clock,
 	})
 	s.memberInbox = memberinbox.NewService(memberinbox.Deps{Inbox: s.store, Agents: s.agentCache, Members: s.store})
 	s.availability = availability.NewService(availability.Deps{Members: s.store, Workspaces: s.store, Conversations: s.store})
@@ -429,7 +429,8 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	srv := workers.NewServer(s.redisOpt,
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
 			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
-		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries}, s.log)
+		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries,
+			AutoAssign: s.assignments}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),

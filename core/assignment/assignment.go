@@ -39,7 +39,13 @@ type Deps struct {
 	// Lifecycle moves a conversation taken over to HUMAN, publishes the
 	// notice and schedules deliveries.
 	Lifecycle *conversation.Lifecycle
-	Clock     ports.Clock
+	// Workspaces reads the workspace an auto-assignment runs in, for its
+	// current setting; only AutoAssign needs it.
+	Workspaces interface {
+		// GetWorkspace returns domain.ErrNotFound for an unknown workspace.
+		GetWorkspace(ctx context.Context, id string) (domain.Workspace, error)
+	}
+	Clock ports.Clock
 }
 
 // Service runs the ownership use cases.
@@ -101,7 +107,7 @@ func (s *Service) TakeOver(ctx context.Context, ws *domain.Workspace, conversati
 		if conv.HeldByOther(actor.UserID) {
 			return domain.Conversation{}, domain.HeldByOther(conv.AssigneeID)
 		}
-		after, err := s.change(ctx, ws, domain.AssigneeChange{
+		after, _, err := s.change(ctx, ws, domain.AssigneeChange{
 			WorkspaceID: ws.ID, ConversationID: conv.ID, AssigneeID: actor.UserID, TakeOver: true,
 		})
 		if errors.Is(err, domain.ErrStatusChanged) {
@@ -132,9 +138,10 @@ func (s *Service) Assign(ctx context.Context, ws *domain.Workspace, conversation
 	if !domain.ValidID(domain.PrefixUser, assigneeUserID) {
 		return domain.Conversation{}, domain.InvalidField("assigneeId", "is not a user id (usr_...)")
 	}
-	return s.change(ctx, ws, domain.AssigneeChange{
+	after, _, err := s.change(ctx, ws, domain.AssigneeChange{
 		WorkspaceID: ws.ID, ConversationID: conversationID, AssigneeID: assigneeUserID,
 	})
+	return after, err
 }
 
 // Unassign leaves the conversation to nobody; its status stays as it is.
@@ -148,15 +155,16 @@ func (s *Service) Unassign(ctx context.Context, ws *domain.Workspace, conversati
 	if !domain.ValidID(domain.PrefixSession, conversationID) {
 		return domain.Conversation{}, domain.NotFound("conversation")
 	}
-	return s.change(ctx, ws, domain.AssigneeChange{WorkspaceID: ws.ID, ConversationID: conversationID})
+	after, _, err := s.change(ctx, ws, domain.AssigneeChange{WorkspaceID: ws.ID, ConversationID: conversationID})
+	return after, err
 }
 
 // change applies an assignee change with its conversation.assigned
 // delivery (conversation.AssignedReport), then schedules what was written
 // and tells every member's inbox (Lifecycle.Reassigned), as a member's
-// removal does for the conversations it unassigns.
-func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (domain.Conversation, error) {
-	changed := false
+// removal does for the conversations it unassigns; changed reports whether
+// the assignee changed.
+func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domain.AssigneeChange) (_ domain.Conversation, changed bool, _ error) {
 	report := conversation.AssignedReport(ws, s.d.Clock.Now())
 	change.Report = func(after domain.Conversation) []domain.Delivery {
 		changed = true
@@ -164,14 +172,14 @@ func (s *Service) change(ctx context.Context, ws *domain.Workspace, change domai
 	}
 	after, deliveries, err := s.d.Assignments.ChangeAssignee(ctx, change)
 	if err != nil {
-		return after, err
+		return after, false, err
 	}
 	if !changed {
 		s.d.Lifecycle.EnqueueDeliveries(ctx, deliveries)
-		return after, nil
+		return after, false, nil
 	}
 	s.d.Lifecycle.Reassigned(ctx, deliveries, after)
-	return after, nil
+	return after, true, nil
 }
 
 // checkActor refuses a member of another workspace: the edges resolve the

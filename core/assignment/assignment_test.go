@@ -26,6 +26,8 @@ type recordingStore struct {
 	got   *domain.AssigneeChange
 	err   error
 	calls int
+	// candidates are what an auto-assignment's Choose is given.
+	candidates []domain.AssignCandidate
 }
 
 func (r *recordingStore) ChangeAssignee(_ context.Context, c domain.AssigneeChange) (domain.Conversation, []domain.Delivery, error) {
@@ -35,6 +37,12 @@ func (r *recordingStore) ChangeAssignee(_ context.Context, c domain.AssigneeChan
 		return domain.Conversation{}, nil, r.err
 	}
 	after := domain.Conversation{ID: c.ConversationID, WorkspaceID: c.WorkspaceID, AssigneeID: c.AssigneeID, Status: domain.StatusHuman}
+	if c.Choose != nil {
+		after.Status, after.AssigneeID = domain.StatusHandoffRequested, c.Choose(r.candidates)
+		if after.AssigneeID == "" {
+			return after, nil, nil
+		}
+	}
 	var ds []domain.Delivery
 	if c.Report != nil {
 		ds = c.Report(after)
@@ -83,9 +91,15 @@ type rig struct {
 
 func newRig(t *testing.T, plan domain.Plan) *rig {
 	t.Helper()
+	return newRigWith(t, plan, false)
+}
+
+// newRigWith is newRig with the workspace's auto-assignment on or off.
+func newRigWith(t *testing.T, plan domain.Plan, autoAssign bool) *rig {
+	t.Helper()
 	r := &rig{
 		convs: memory.NewConversations(), store: &recordingStore{}, bus: &recordingBus{}, queue: &recordingQueue{},
-		ws:  &domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: plan, EventsURL: "https://hooks.example/e"},
+		ws:  &domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Plan: plan, EventsURL: "https://hooks.example/e", AutoAssign: autoAssign},
 		now: time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC),
 	}
 	r.agent = domain.Agent{ID: domain.NewID(domain.PrefixAgent), WorkspaceID: r.ws.ID, Slug: "support"}
@@ -93,7 +107,9 @@ func newRig(t *testing.T, plan domain.Plan) *rig {
 		Conversations: r.convs, Deliveries: r.queue, Bus: r.bus, Clock: fixedClock{r.now},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	r.svc = assignment.NewService(assignment.Deps{Assignments: r.store, Conversations: r.convs, Lifecycle: lifecycle, Clock: fixedClock{r.now}})
+	r.svc = assignment.NewService(assignment.Deps{
+		Assignments: r.store, Conversations: r.convs, Lifecycle: lifecycle, Workspaces: workspaces{ws: *r.ws}, Clock: fixedClock{r.now},
+	})
 	return r
 }
 

@@ -32,8 +32,11 @@ type Deps struct {
 	// publication also feeds (Publication, PublishWorkspace); nil publishes
 	// no workspace events.
 	WorkspaceEvents ports.WorkspaceEventLog
-	Clock           ports.Clock
-	Log             *slog.Logger
+	// AutoAssign schedules the auto-assignment of conversations handed off
+	// in workspaces that have it on (Move); nil schedules none.
+	AutoAssign ports.AutoAssignQueue
+	Clock      ports.Clock
+	Log        *slog.Logger
 }
 
 // Lifecycle owns the Conversation aggregate: it finds a session for a
@@ -66,6 +69,23 @@ func (l *Lifecycle) EnqueueDeliveries(ctx context.Context, deliveries []domain.D
 		if err := l.d.Deliveries.EnqueueDelivery(ctx, d); err != nil {
 			l.d.Log.WarnContext(ctx, "enqueueing a delivery failed; the sweeper will retry", "deliveryId", d.ID, "type", d.Type, "error", err)
 		}
+	}
+}
+
+// enqueueAutoAssign schedules the auto-assignment of a conversation just
+// moved to HANDOFF_REQUESTED when its workspace has it on. ws may be a
+// cached copy: the task reads the setting again, so a stale "on" assigns
+// nothing, and a change of the setting drops the caches. It never fails
+// its caller: the handoff is committed, and a conversation whose
+// assignment could not be scheduled waits unassigned in "Needs a person",
+// as without auto-assignment, until a member takes it.
+func (l *Lifecycle) enqueueAutoAssign(ctx context.Context, ws *domain.Workspace, conv domain.Conversation) {
+	if l.d.AutoAssign == nil || !ws.AutoAssign || conv.Status != domain.StatusHandoffRequested || conv.AssigneeID != "" {
+		return
+	}
+	if err := l.d.AutoAssign.EnqueueAutoAssign(ctx, ws.ID, conv.ID); err != nil {
+		l.d.Log.WarnContext(ctx, "enqueueing an auto-assignment failed; the conversation waits unassigned",
+			"workspaceId", ws.ID, "conversationId", conv.ID, "error", err)
 	}
 }
 

@@ -58,7 +58,9 @@ type Moved struct {
 // message appended after the transcript was read) it decides again on the
 // conversation as it now is, up to StatusAttempts times, then gives up with
 // domain.ErrStatusChanged. A conversation already in m.To, or not in
-// m.From, is returned as read last, with nothing stored. Returns m.Refused's
+// m.From, is returned as read last, with nothing stored. A move to
+// HANDOFF_REQUESTED in a workspace with auto-assignment on schedules it
+// (enqueueAutoAssign). Returns m.Refused's
 // error (or a ConflictError) for a move the state machine forbids, and the
 // store's errors.
 func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.Conversation, m Move) (Moved, error) {
@@ -101,6 +103,9 @@ func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.
 		}
 		if changed {
 			l.EnqueueDeliveries(ctx, change.Deliveries)
+			if m.To == domain.StatusHandoffRequested {
+				l.enqueueAutoAssign(ctx, ws, current)
+			}
 			return Moved{Conversation: current, Notice: &change.Notice, Deliveries: change.Deliveries}, nil
 		}
 		conv = current

@@ -21,6 +21,11 @@ func (s *Service) Integrations(ctx context.Context, workspaceID string) (domain.
 type IntegrationsChange struct {
 	HelpdeskURL *string
 	EventsURL   *string
+	// AutoAssign turns auto-assignment of handed-off conversations to the
+	// available members on or off (core/assignment.AutoAssign). Any plan
+	// may turn it on: without the handoff feature there is simply nothing
+	// to assign.
+	AutoAssign *bool
 }
 
 // SetIntegrations validates and saves where ws's deliveries go. A helpdesk
@@ -36,6 +41,7 @@ func (s *Service) SetIntegrations(ctx context.Context, ws *domain.Workspace, cha
 	if patch.EventsURL, err = s.receiverURL("eventsUrl", change.EventsURL); err != nil {
 		return domain.Workspace{}, "", err
 	}
+	patch.AutoAssign = change.AutoAssign
 	setsHelpdesk := patch.HelpdeskURL != nil && *patch.HelpdeskURL != ""
 	if setsHelpdesk {
 		if err := ws.Require(domain.FeatureHandoff); err != nil {

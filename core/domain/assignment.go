@@ -1,5 +1,7 @@
 package domain
 
+import "time"
+
 // AssigneeChange is one change of who owns a conversation, applied by the
 // store in one conditional statement so concurrent changes serialize on the
 // conversation's row.
@@ -18,6 +20,29 @@ type AssigneeChange struct {
 	// writes them in the change's transaction, and only when the assignee
 	// changed.
 	Report func(after Conversation) []Delivery
+	// Choose, when not nil, makes the change the system's auto-assignment:
+	// the store serialises it with every other auto-assignment of the
+	// workspace, reads the candidates (AssignCandidate, available members
+	// with their open conversations) and assigns the conversation to the
+	// member Choose names, only while the conversation waits unassigned in
+	// HANDOFF_REQUESTED, stamping that member's turn with At. Choose
+	// returns "" when nobody fits: nothing changes. AssigneeID is ignored.
+	Choose func(candidates []AssignCandidate) string
+	// At is the time of an auto-assignment, the member's new turn.
+	At time.Time
+}
+
+// AssignCandidate is a member auto-assignment may pick.
+type AssignCandidate struct {
+	UserID    string
+	Role      MemberRole
+	Available bool
+	// Open counts the conversations assigned to the member that a person
+	// handles now (HANDOFF_REQUESTED or HUMAN).
+	Open int
+	// LastAutoAssignedAt is when the member was last given a conversation
+	// by auto-assignment; zero for never.
+	LastAutoAssignedAt time.Time
 }
 
 // HeldByOther reports whether a member other than userID holds conv, so

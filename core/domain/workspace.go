@@ -28,8 +28,12 @@ type Workspace struct {
 	// SigningSecret signs deliveries to both ("whsec_" + base64, Standard
 	// Webhooks).
 	SigningSecret string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// AutoAssign gives every conversation handed off to a person to one of
+	// the available members (core/assignment.AutoAssign); off, handoffs
+	// wait unassigned in "Needs a person" until a member takes one.
+	AutoAssign bool
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // MaxWorkspaceNameLength bounds workspace names.

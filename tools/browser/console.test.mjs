@@ -443,6 +443,29 @@ try {
     run.current = owner;
   });
 
+  await step('auto-assignment: the switch on Settings → Integrations, its state in words, by mouse and keyboard', async () => {
+    await goto(owner, W + '/settings/integrations');
+    await heading(owner, 'Integrations');
+    const name = 'Assign handed-off conversations automatically';
+    const state = async (checked, words) => {
+      assert.equal(await owner.getByRole('switch', { name }).getAttribute('aria-checked'), checked);
+      await owner.getByText(words).waitFor();
+    };
+    await state('false', 'Off: handed-off conversations wait in Needs a person.');
+    await owner.getByRole('switch', { name }).click();
+    await owner.getByText('Auto-assignment is on.').waitFor();
+    await state('true', 'On: handed-off conversations go to an available member.');
+    await owner.getByRole('switch', { name }).focus();
+    await owner.keyboard.press('Space');
+    await owner.getByText('Auto-assignment is off.').waitFor();
+    await state('false', 'Off: handed-off conversations wait in Needs a person.');
+    // Left on, so the screenshot shows it on.
+    await owner.getByRole('switch', { name }).press('Enter');
+    await owner.getByText('Auto-assignment is on.').waitFor();
+    await state('true', 'On: handed-off conversations go to an available member.');
+    await owner.clean();
+  });
+
   // Every screen, at desktop width and at 375 px: axe-core and a screenshot.
   const signedIn = [
     ['agents', W + '/agents', 'Agents'],
@@ -452,6 +475,9 @@ try {
     ['api-keys', W + '/settings/api-keys', 'API keys'],
     ['webhook-secret', W + '/settings/webhook-secret', 'Webhook secret'],
     ['integrations', W + '/settings/integrations', 'Integrations'],
+    // The same page scrolled to the auto-assignment switch (left on), as
+    // after turning it on (another URL: a fragment alone does not navigate).
+    ['auto-assign', W + '/settings/integrations?done=autoassignon#autoassign-h', 'Integrations'],
     ['deliveries', W + '/settings/deliveries', 'Delivery log'],
     ['plan', W + '/settings/plan', 'Plan and features'],
     ['saved-replies', W + '/settings/saved-replies', 'Saved replies'],

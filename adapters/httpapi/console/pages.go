@@ -75,6 +75,7 @@ var notices = map[string]string{
 	"others": "account.others.done", "signedout": "signedout", "reset": "reset.done",
 	// Settings
 	"keyrevoked": "keys.revoked", "integrations": "integrations.saved", "retried": "delivery.retried",
+	"autoassignon": "autoassign.done.on", "autoassignoff": "autoassign.done.off",
 	// Knowledge
 	"source": "knowledge.added", "files": "knowledge.filesadded", "reindex": "knowledge.reindexing",
 	"sourcedeleted": "knowledge.deleted",

@@ -367,6 +367,8 @@ type integrationsPage struct {
 	// HandoffPlan is the smallest plan that does.
 	HandoffAllowed bool
 	HandoffPlan    string
+	// AutoAssign says handed-off conversations go to an available member.
+	AutoAssign bool
 }
 
 func (h *Handlers) integrationsView(c *fiber.Ctx, d Deliveries) (*view, *integrationsPage, *domain.Workspace, error) {
@@ -381,6 +383,7 @@ func (h *Handlers) integrationsView(c *fiber.Ctx, d Deliveries) (*view, *integra
 	pg := &integrationsPage{
 		HelpdeskURL: ws.HelpdeskURL, EventsURL: ws.EventsURL, SigningSecretSet: ws.SigningSecret != "",
 		HandoffAllowed: ws.Allows(domain.FeatureHandoff), HandoffPlan: domain.MinimumPlanFor(domain.FeatureHandoff).Title(),
+		AutoAssign: ws.AutoAssign,
 	}
 	v.Data = pg
 	return v, pg, &ws, nil
@@ -470,6 +473,38 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 		return redirect(c, Prefix+"/w/"+member(c).WorkspaceID+"/settings/integrations?done=integrations")
 	}
 	return h.toSigningSecret(c, secret, "integrations.saved")
+}
+
+// SaveAutoAssign serves POST .../settings/integrations/auto-assign: the
+// switch that turns auto-assignment of handed-off conversations on
+// (autoAssign=true) or off (false). It is a form of its own, not a field
+// of the URLs' form, so flipping it never re-sends URLs being edited.
+// Owners and admins only, as every setting.
+func (h *Handlers) SaveAutoAssign(c *fiber.Ctx) error {
+	d, err := h.deliveryService()
+	if err != nil {
+		return err
+	}
+	var on bool
+	switch c.FormValue("autoAssign") {
+	case "true":
+		on = true
+	case "false":
+	default:
+		return domain.InvalidField("autoAssign", mustText("autoassign.bad"))
+	}
+	ws, err := d.Integrations(c.UserContext(), member(c).WorkspaceID)
+	if err != nil {
+		return err
+	}
+	if _, _, err := d.SetIntegrations(c.UserContext(), &ws, delivery.IntegrationsChange{AutoAssign: &on}); err != nil {
+		return err
+	}
+	done := "autoassignoff"
+	if on {
+		done = "autoassignon"
+	}
+	return redirect(c, Prefix+"/w/"+member(c).WorkspaceID+"/settings/integrations?done="+done)
 }
 
 // RotateSigningPage asks to confirm replacing the signing secret.

@@ -27,7 +27,10 @@ var errNoSettings = errors.New("fake: built without settings")
 // fakeNow is the fakes' clock: every stamp is fixed, so pages compare.
 var fakeNow = time.Date(2027, 3, 1, 9, 30, 0, 0, time.UTC)
 
-type fakeIntegrations struct{ helpdesk, events, signing string }
+type fakeIntegrations struct {
+	helpdesk, events, signing string
+	autoAssign                bool
+}
 
 type fakeSecret struct {
 	current, previous string
@@ -65,7 +68,7 @@ func (s *fakeSettings) apply(ws *domain.Workspace) {
 		ws.WebhookSecret, ws.PreviousWebhookSecret, ws.PreviousSecretExpiresAt = sec.current, sec.previous, sec.until
 	}
 	in := s.integrations[ws.ID]
-	ws.HelpdeskURL, ws.EventsURL, ws.SigningSecret = in.helpdesk, in.events, in.signing
+	ws.HelpdeskURL, ws.EventsURL, ws.SigningSecret, ws.AutoAssign = in.helpdesk, in.events, in.signing, in.autoAssign
 }
 
 func (f fakeWorkspaces) CreateAPIKey(_ context.Context, ws, name string) (domain.APIKey, string, error) {
@@ -223,6 +226,9 @@ func (f *fakeDeliveries) SetIntegrations(_ context.Context, ws *domain.Workspace
 	}
 	if events != nil {
 		in.events = *events
+	}
+	if change.AutoAssign != nil {
+		in.autoAssign = *change.AutoAssign
 	}
 	secret := ""
 	if in.signing == "" && (in.helpdesk != "" || in.events != "") {

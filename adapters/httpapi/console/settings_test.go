@@ -67,6 +67,7 @@ func TestSettingsRoleMatrix(t *testing.T) {
 		{"POST", "/console/w/ws_a/settings/integrations", url.Values{"eventsUrl": {"https://hooks.example.com/c"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/integrations/signing-secret", nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/settings/integrations/signing-secret", nil, want{see, see, forbid, nf, see}},
+		{"POST", "/console/w/ws_a/settings/integrations/auto-assign", url.Values{"autoAssign": {"true"}}, want{see, see, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/deliveries", nil, want{ok, ok, forbid, nf, see}},
 		{"GET", "/console/w/ws_a/settings/deliveries/" + failedID, nil, want{ok, ok, forbid, nf, see}},
 		{"POST", "/console/w/ws_a/settings/deliveries/" + failedID + "/retry", nil, want{see, see, forbid, nf, see}},
@@ -126,6 +127,7 @@ func TestSettingsCSRF(t *testing.T) {
 		{"/console/w/ws_a/settings/webhook-secret/rotate", url.Values{"grace": {"none"}, "password": {ownerPassword}}},
 		{"/console/w/ws_a/settings/integrations", url.Values{"eventsUrl": {"https://hooks.example.com/c"}}},
 		{"/console/w/ws_a/settings/integrations/signing-secret", nil},
+		{"/console/w/ws_a/settings/integrations/auto-assign", url.Values{"autoAssign": {"true"}}},
 		{"/console/w/ws_a/settings/deliveries/" + failedID + "/retry", nil},
 	}
 	for _, p := range posts {
@@ -727,6 +729,49 @@ func BenchmarkDeliveriesPage(b *testing.B) {
 	for b.Loop() {
 		if res := h.do(b, r); res.Status != http.StatusOK {
 			b.Fatal(res.Status)
+		}
+	}
+}
+
+// The auto-assignment switch on the integrations page: off at first,
+// turned on and off again with a notice, the URLs left alone; anything but
+// true or false is refused with the field named.
+func TestAutoAssignSwitch(t *testing.T) {
+	h := newHarness(t, publicURL)
+	h.settings.integrations["ws_a"] = fakeIntegrations{events: "https://hooks.example.com/c"}
+	path := "/console/w/ws_a/settings/integrations"
+	switchOf := func(body string) string {
+		i := strings.Index(body, `name="autoAssign"`)
+		if i < 0 {
+			t.Fatalf("no auto-assignment switch:\n%s", body)
+		}
+		return body[i : i+strings.Index(body[i:], ">")]
+	}
+	page := h.do(t, req{Path: path, As: "admin"})
+	if s := switchOf(page.Body); !strings.Contains(s, `value="true"`) || !strings.Contains(s, `aria-checked="false"`) ||
+		!strings.Contains(page.Body, "Off: handed-off conversations wait in Needs a person.") {
+		t.Fatalf("initial switch %q", s)
+	}
+	for _, tt := range []struct {
+		as, value, notice, checked, next string
+		on                               bool
+	}{
+		{"owner", "true", "Auto-assignment is on.", "true", "false", true},
+		{"admin", "false", "Auto-assignment is off.", "false", "true", false},
+	} {
+		r := h.do(t, req{Method: "POST", Path: path + "/auto-assign", As: tt.as, Form: url.Values{"autoAssign": {tt.value}}})
+		if r.Status != http.StatusSeeOther || h.settings.integrations["ws_a"].autoAssign != tt.on || h.settings.integrations["ws_a"].events == "" {
+			t.Fatalf("%s turns it %s: %d %+v\n%s", tt.as, tt.value, r.Status, h.settings.integrations["ws_a"], r.Body)
+		}
+		page := h.follow(t, r, tt.as)
+		if s := switchOf(page.Body); !strings.Contains(page.Body, tt.notice) || !strings.Contains(s, `aria-checked="`+tt.checked+`"`) || !strings.Contains(s, `value="`+tt.next+`"`) {
+			t.Fatalf("after %s: switch %q\n%s", tt.value, s, page.Body)
+		}
+	}
+	for _, bad := range []string{"", "yes", "TRUE"} {
+		r := h.do(t, req{Method: "POST", Path: path + "/auto-assign", As: "owner", Form: url.Values{"autoAssign": {bad}}})
+		if r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "must be true or false") || h.settings.integrations["ws_a"].autoAssign {
+			t.Fatalf("autoAssign=%q: %d %+v\n%s", bad, r.Status, h.settings.integrations["ws_a"], r.Body)
 		}
 	}
 }

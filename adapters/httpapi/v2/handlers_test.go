@@ -521,12 +521,14 @@ func TestIntegrations(t *testing.T) {
 		Req:    get,
 		Script: map[string]httpapitest.Result{"Integrations.Integrations": {Values: []any{aWorkspace()}}},
 		Want: httpapitest.Want{Status: 200, Fields: map[string]any{"helpdesk": "inbox", "helpdeskUrl": nil, "eventsUrl": "https://hooks.example/events",
-			"signingSecretSet": true, "signingSecret": httpapitest.Absent}},
+			"signingSecretSet": true, "signingSecret": httpapitest.Absent, "autoAssign": false}},
 	}}, httpapitest.ErrorCases(get, "Integrations.Integrations", 500, 503)...))
 
 	update := httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{"helpdeskUrl":"https://desk.example/hook","eventsUrl":""}`}
 	withDesk := aWorkspace()
 	withDesk.HelpdeskURL = "https://desk.example/hook"
+	autoAssigning := aWorkspace()
+	autoAssigning.AutoAssign = true
 	httpapitest.Run(t, "PATCH /integrations", newApp, append(append([]httpapitest.Case{{
 		Name:   "updates and shows a new secret once",
 		Req:    update,
@@ -544,8 +546,22 @@ func TestIntegrations(t *testing.T) {
 		Script: map[string]httpapitest.Result{"Integrations.SetIntegrations": {Values: []any{aWorkspace(), ""}}},
 		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"signingSecret": httpapitest.Absent}, Header: map[string]string{"Cache-Control": ""}},
 	}, {
+		Name:   "turns auto-assignment on, the URLs left alone",
+		Req:    httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{"autoAssign":true}`},
+		Script: map[string]httpapitest.Result{"Integrations.SetIntegrations": {Values: []any{autoAssigning, ""}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"autoAssign": true, "helpdesk": "inbox"}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			ch := httpapitest.OnlyCall(t, s, "Integrations.SetIntegrations")[1].(delivery.IntegrationsChange)
+			if ch.AutoAssign == nil || !*ch.AutoAssign || ch.HelpdeskURL != nil || ch.EventsURL != nil {
+				t.Fatalf("SetIntegrations(%+v)", ch)
+			}
+		},
+	}, {
 		Name: "wrong type", Req: httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{"eventsUrl":true}`},
 		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.eventsUrl": "must be a string"}},
+	}, {
+		Name: "auto-assignment not a boolean", Req: httpapitest.Request{Method: "PATCH", Path: "/api/v2/integrations", Body: `{"autoAssign":"yes"}`},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.autoAssign": "must be a boolean"}},
 	}}, httpapitest.BadBodies("PATCH", "/api/v2/integrations")...), httpapitest.ErrorCases(update, "Integrations.SetIntegrations", 400, 403, 500)...))
 
 	rotate := httpapitest.Request{Method: "POST", Path: "/api/v2/integrations/signing-secret"}

@@ -26,6 +26,7 @@ func NewIntegrationHandlers(deliveries Integrations, decoder *wire.Decoder) *Int
 type integrationsUpdate struct {
 	HelpdeskURL *string `json:"helpdeskUrl" validate:"omitnil,max=2048"`
 	EventsURL   *string `json:"eventsUrl" validate:"omitnil,max=2048"`
+	AutoAssign  *bool   `json:"autoAssign"`
 }
 
 // integrationsDTO never carries the signing secret, except in the one
@@ -38,7 +39,10 @@ type integrationsDTO struct {
 	EventsURL        *string `json:"eventsUrl"`
 	SigningSecretSet bool    `json:"signingSecretSet"`
 	SigningSecret    *string `json:"signingSecret,omitempty"`
-	UpdatedAt        string  `json:"updatedAt"`
+	// AutoAssign says handed-off conversations are given to an available
+	// member (core/assignment.AutoAssign).
+	AutoAssign bool   `json:"autoAssign"`
+	UpdatedAt  string `json:"updatedAt"`
 }
 
 func toIntegrationsDTO(ws domain.Workspace, shownOnce string) integrationsDTO {
@@ -48,6 +52,7 @@ func toIntegrationsDTO(ws domain.Workspace, shownOnce string) integrationsDTO {
 		EventsURL:        wire.OptionalString(ws.EventsURL),
 		SigningSecretSet: ws.SigningSecret != "",
 		SigningSecret:    wire.OptionalString(shownOnce),
+		AutoAssign:       ws.AutoAssign,
 		UpdatedAt:        wire.Time(ws.UpdatedAt),
 	}
 	if ws.HelpdeskURL != "" {
@@ -73,7 +78,7 @@ func (h *IntegrationHandlers) Update(c *fiber.Ctx) error {
 	}
 	p, _ := wire.Principal(c)
 	ws, secret, err := h.deliveries.SetIntegrations(c.UserContext(), &p.Workspace, delivery.IntegrationsChange{
-		HelpdeskURL: body.HelpdeskURL, EventsURL: body.EventsURL,
+		HelpdeskURL: body.HelpdeskURL, EventsURL: body.EventsURL, AutoAssign: body.AutoAssign,
 	})
 	if err != nil {
 		return err

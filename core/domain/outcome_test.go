@@ -40,18 +40,26 @@ func TestDecideOutcome(t *testing.T) {
 		{"quiet just under 24 h: undecided", answered, last.Add(day - time.Microsecond),
 			domain.OutcomeDecision{NextCheck: last.Add(day)}},
 		{"quiet 24 h exactly: decided", answered, last.Add(day), final(domain.OutcomeResolvedUnconfirmed)},
-		{"person resolved", with(func(s *domain.OutcomeSignals) { s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusResolved }),
+		{"person resolved", with(func(s *domain.OutcomeSignals) {
+			s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusResolved
+		}),
 			last.Add(day), final(domain.OutcomeResolvedByPerson)},
 		{"person resolution beats a thumbs up", with(func(s *domain.OutcomeSignals) {
 			s.PersonReplied, s.Status, s.LatestRating = true, domain.StatusResolved, domain.RatingUp
 		}), last.Add(day), final(domain.OutcomeResolvedByPerson)},
 		{"handoff requested, nobody answered", with(func(s *domain.OutcomeSignals) { s.PersonRequested, s.Status = true, domain.StatusHandoffRequested }),
 			last.Add(day), final(domain.OutcomeHandedOff)},
-		{"a person answering, not resolved", with(func(s *domain.OutcomeSignals) { s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusHuman }),
+		{"a person answering, not resolved", with(func(s *domain.OutcomeSignals) {
+			s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusHuman
+		}),
 			last.Add(day), final(domain.OutcomeHandedOff)},
-		{"reopened after a person resolved it", with(func(s *domain.OutcomeSignals) { s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusAI }),
+		{"reopened after a person resolved it", with(func(s *domain.OutcomeSignals) {
+			s.PersonRequested, s.PersonReplied, s.Status = true, true, domain.StatusAI
+		}),
 			last.Add(day), final(domain.OutcomeHandedOff)},
-		{"handoff beats a fallback", with(func(s *domain.OutcomeSignals) { s.PersonRequested, s.LastTurnFailed, s.Status = true, true, domain.StatusHuman }),
+		{"handoff beats a fallback", with(func(s *domain.OutcomeSignals) {
+			s.PersonRequested, s.LastTurnFailed, s.Status = true, true, domain.StatusHuman
+		}),
 			last.Add(day), final(domain.OutcomeHandedOff)},
 		{"team resolved an agent-only conversation: agent rules", with(func(s *domain.OutcomeSignals) { s.Status = domain.StatusResolved }),
 			last.Add(day), final(domain.OutcomeResolvedUnconfirmed)},

@@ -111,7 +111,7 @@ func TestContactNoteMigrationDownAndUp(t *testing.T) {
 	}
 
 	provider, db := migrationProvider(t, dsn)
-	if rs, err := provider.DownTo(ctx, 21); err != nil || len(rs) != 1 || rs[0].Source.Version != 22 {
+	if rs, err := provider.DownTo(ctx, 21); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 22 {
 		t.Fatalf("down to 21: %+v, %v", rs, err)
 	}
 	var columns int

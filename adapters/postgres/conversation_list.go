@@ -30,7 +30,7 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 // searchQuery is listConversationsQuery whose page, when notBefore is set,
 // ends at that position (included): a text search's window.
 func searchQuery(workspaceID string, filter domain.ConversationFilter, after, notBefore *domain.Position, limit int) (string, []any) {
-	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
+	const selectFrom = "SELECT " + conversationListColumns + ", " + outcomeColumn + " FROM conversations AS c WHERE c.workspace_id = $1"
 	if filter.Query == "" {
 		k := newKeysetQuery(selectFrom, workspaceID)
 		listConditions(k, filter)
@@ -93,7 +93,7 @@ func searchOlderQuery(workspaceID string, filter domain.ConversationFilter, edge
 	conditions := k.sql.String()
 	k.args = append(k.args, limit)
 	order := fmt.Sprintf(" ORDER BY c.last_activity_at DESC, c.id DESC LIMIT $%d", len(k.args))
-	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
+	const selectFrom = "SELECT " + conversationListColumns + ", " + outcomeColumn + " FROM conversations AS c WHERE c.workspace_id = $1"
 	return `WITH contact_hits AS MATERIALIZED (
 	` + selectFrom + ` AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + conditions + `
 ), message_hits AS MATERIALIZED (
@@ -208,15 +208,23 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, capacity)
 	var channel, status string
-	var verified, assignee *string
+	var verified, assignee, outcome *string
+	// The API's lists also select the outcome (outcomeColumn); the
+	// inbox's do not.
+	withOutcome := len(rows.FieldDescriptions()) > conversationListColumnCount
 	for rows.Next() {
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
-		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt); err != nil {
+		dest := []any{&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
+			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt}
+		if withOutcome {
+			dest = append(dest, &outcome)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
+		c.Outcome = domain.Outcome(deref(outcome))
 		c.LastActivityAt, c.CreatedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC()
 	}
 	return items, rows.Err()

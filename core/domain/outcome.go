@@ -291,6 +291,8 @@ type ConversationOutcome struct {
 	DecidedAt time.Time
 	Final     bool
 	// NextCheckAt is when the worker looks again; zero when nothing is
-	// scheduled (final, and no later event since).
+	// scheduled (final, and no later event since) or when DueNow: a new
+	// conversation, or a later event, waiting for the worker's next sweep.
 	NextCheckAt time.Time
+	DueNow      bool
 }

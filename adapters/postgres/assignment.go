@@ -24,16 +24,16 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var channel, status string
-		var verified, assignee *string
+		var verified, assignee, outcome *string
 		err := tx.QueryRow(ctx, changeAssigneeSQL,
 			change.WorkspaceID, change.ConversationID, nullString(change.AssigneeID), change.TakeOver,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
-			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt)
+			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt, &outcome)
 		if err != nil {
 			return err
 		}
 		conv.WorkspaceID, conv.Channel, conv.Status = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status)
-		conv.VerifiedUserID, conv.AssigneeID = deref(verified), deref(assignee)
+		conv.VerifiedUserID, conv.AssigneeID, conv.Outcome = deref(verified), deref(assignee), domain.Outcome(deref(outcome))
 		conv.LastActivityAt, conv.CreatedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC()
 		if change.Report != nil {
 			deliveries = change.Report(conv)
@@ -68,11 +68,11 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 // changeAssigneeSQL sets the assignee ($3, NULL unassigns) if it is another
 // than the conversation's and a member of the workspace and, for a
 // take-over ($4), only while the conversation is HUMAN and not held by
-// another member. Returns the updated row (conversationListColumns) or no
-// row.
+// another member. Returns the updated row (conversationListColumns and
+// its outcome, which an assignment does not change) or no row.
 const changeAssigneeSQL = `UPDATE conversations AS c SET assignee_id = $3
 WHERE c.workspace_id = $1 AND c.id = $2
 	AND c.assignee_id IS DISTINCT FROM $3::text
 	AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM memberships AS m WHERE m.workspace_id = $1 AND m.user_id = $3))
 	AND (NOT $4 OR (c.status = 'HUMAN' AND c.assignee_id IS NULL))
-RETURNING ` + conversationListColumns
+RETURNING ` + conversationListColumns + ", " + outcomeColumn

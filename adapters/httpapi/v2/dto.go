@@ -190,6 +190,9 @@ type conversationDTO struct {
 	AssigneeID     *string `json:"assigneeId"`
 	LastActivityAt string  `json:"lastActivityAt"`
 	CreatedAt      string  `json:"createdAt"`
+	// Outcome is how the conversation ended (docs/outcomes.md), as the
+	// worker decided it; null while undecided.
+	Outcome *string `json:"outcome"`
 }
 
 func toConversationDTO(c domain.Conversation) conversationDTO {
@@ -207,6 +210,7 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 		AssigneeID:     wire.OptionalString(c.AssigneeID),
 		LastActivityAt: wire.Time(c.LastActivityAt),
 		CreatedAt:      wire.Time(c.CreatedAt),
+		Outcome:        wire.OptionalString(string(c.Outcome)),
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 
 // DefaultBatch is how many conversations one transaction decides: large
 // enough that a backlog (a fresh migration's every conversation) drains in
-// few round trips, small enough that the rows stay locked for milliseconds.
-const DefaultBatch = 500
+// few round trips, small enough that the claimed rows stay locked for
+// milliseconds: a message appended to a claimed conversation waits for the
+// claim (its trigger marks the row due again after it).
+const DefaultBatch = 200
 
 // maxBatchesPerSweep bounds one sweep's work, so a backlog is worked off
 // over several sweeps instead of holding one for long.

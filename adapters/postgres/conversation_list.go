@@ -93,16 +93,21 @@ func searchOlderQuery(workspaceID string, filter domain.ConversationFilter, edge
 	conditions := k.sql.String()
 	k.args = append(k.args, limit)
 	order := fmt.Sprintf(" ORDER BY c.last_activity_at DESC, c.id DESC LIMIT $%d", len(k.args))
-	const selectFrom = "SELECT " + conversationListColumns + ", " + outcomeColumn + " FROM conversations AS c WHERE c.workspace_id = $1"
+	// The outcome is read for the page only, outside the matches: the
+	// contact search's matches may be thousands.
+	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
 	return `WITH contact_hits AS MATERIALIZED (
 	` + selectFrom + ` AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + conditions + `
 ), message_hits AS MATERIALIZED (
 	SELECT m.conversation_id FROM messages AS m WHERE m.workspace_id = $1 AND m.role <> 'SYSTEM' AND m.content ILIKE $2
 )
-(SELECT * FROM contact_hits AS c` + order + `)
-UNION
-(` + selectFrom + ` AND c.id IN (SELECT conversation_id FROM message_hits)` + conditions + order + `)
-ORDER BY last_activity_at DESC, id DESC` + fmt.Sprintf(" LIMIT $%d", len(k.args)), k.args
+SELECT c.*, ` + outcomeColumn + ` FROM (
+	(SELECT * FROM contact_hits AS c` + order + `)
+	UNION
+	(` + selectFrom + ` AND c.id IN (SELECT conversation_id FROM message_hits)` + conditions + order + `)
+	ORDER BY last_activity_at DESC, id DESC` + fmt.Sprintf(" LIMIT $%d", len(k.args)) + `
+) AS c
+ORDER BY c.last_activity_at DESC, c.id DESC`, k.args
 }
 
 // listConditions adds the filters but the text query.

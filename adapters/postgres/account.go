@@ -266,7 +266,7 @@ func (s *Store) RemoveMember(ctx context.Context, workspaceID, userID string, al
 		if err != nil {
 			return err
 		}
-		unassigned, err = scanConversationRows(rows, workspaceID, 0)
+		unassigned, err = scanConversationRows(rows, workspaceID, 0, false)
 		if cerr := rows.Close(); err == nil {
 			err = cerr
 		}

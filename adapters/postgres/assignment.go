@@ -33,17 +33,18 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 			change.AssigneeID = chosen
 		}
 		var channel, status string
-		var verified, assignee *string
+		var verified, assignee, outcome *string
 		var handoff *time.Time
 		err := tx.QueryRow(ctx, changeAssigneeSQL,
 			change.WorkspaceID, change.ConversationID, nullString(change.AssigneeID), change.TakeOver, auto,
 		).Scan(&conv.ID, &conv.AgentID, &conv.AgentSlug, &channel, &status, &verified, &conv.ContactName, &conv.ContactEmail, &conv.ContactNote,
-			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt, &handoff)
+			&assignee, &conv.LastMessage, &conv.MessageCount, &conv.LastActivityAt, &conv.CreatedAt, &handoff, &outcome)
 		if err != nil {
 			return err
 		}
 		conv.WorkspaceID, conv.Channel, conv.Status = change.WorkspaceID, domain.Channel(channel), domain.ConversationStatus(status)
 		conv.VerifiedUserID, conv.AssigneeID = deref(verified), deref(assignee)
+		conv.Outcome = domain.Outcome(deref(outcome))
 		conv.LastActivityAt, conv.CreatedAt, conv.HandoffRequestedAt = conv.LastActivityAt.UTC(), conv.CreatedAt.UTC(), timeOrZero(handoff)
 		if auto {
 			if _, err := tx.Exec(ctx, `UPDATE memberships SET last_auto_assigned_at = $3 WHERE workspace_id = $1 AND user_id = $2`,
@@ -90,14 +91,15 @@ func (s *Store) ChangeAssignee(ctx context.Context, change domain.AssigneeChange
 // take-over ($4), only while the conversation is HUMAN and not held by
 // another member, for an auto-assignment ($5), only while it waits
 // unassigned in HANDOFF_REQUESTED. Returns the updated row
-// (conversationListColumns) or no row.
+// (conversationListColumns and its outcome, which an assignment does not
+// change) or no row.
 const changeAssigneeSQL = `UPDATE conversations AS c SET assignee_id = $3
 WHERE c.workspace_id = $1 AND c.id = $2
 	AND c.assignee_id IS DISTINCT FROM $3::text
 	AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM memberships AS m WHERE m.workspace_id = $1 AND m.user_id = $3))
 	AND (NOT $4 OR (c.status = 'HUMAN' AND c.assignee_id IS NULL))
 	AND (NOT $5 OR (c.status = 'HANDOFF_REQUESTED' AND c.assignee_id IS NULL))
-RETURNING ` + conversationListColumns
+RETURNING ` + conversationListColumns + ", " + outcomeColumn
 
 // errNobodyToAssign ends an auto-assignment's transaction that has nothing
 // to write: the conversation does not wait for a person any more, or no

@@ -32,14 +32,17 @@ type conversationRow struct {
 	// HandoffRequestedAt is NULL until the first handoff request
 	// (migration 00023).
 	HandoffRequestedAt *time.Time `gorm:"column:handoff_requested_at"`
+	// Outcome is read only (outcomeColumn): the worker writes outcomes.
+	Outcome *string `gorm:"column:outcome;->"`
 }
 
 func (conversationRow) TableName() string { return "conversations" }
 
 // conversationColumns is what conversation reads select: the row without
-// anything else, plus the agent's slug from the join.
+// anything else, plus the agent's slug from the join and the outcome the
+// worker stored (outcomeColumn).
 const conversationColumns = `c.id, c.workspace_id, c.agent_id, c.agent_slug, c.channel, c.status,
-	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at, c.handoff_requested_at`
+	c.verified_user_id, c.contact_name, c.contact_email, c.contact_note, c.assignee_id, c.last_message, c.message_count, c.last_activity_at, c.created_at, c.handoff_requested_at, ` + outcomeColumn
 
 // conversationListColumns is conversationColumns less the workspace id, which
 // a list already knows; in this order for positional scanning.
@@ -85,6 +88,7 @@ func (r conversationRow) toDomain() (domain.Conversation, error) {
 		LastActivityAt:     r.LastActivityAt.UTC(),
 		CreatedAt:          r.CreatedAt.UTC(),
 		HandoffRequestedAt: timeOrZero(r.HandoffRequestedAt),
+		Outcome:            domain.Outcome(deref(r.Outcome)),
 	}, nil
 }
 

@@ -31,7 +31,7 @@ func listConversationsQuery(workspaceID string, filter domain.ConversationFilter
 // searchQuery is listConversationsQuery whose page, when notBefore is set,
 // ends at that position (included): a text search's window.
 func searchQuery(workspaceID string, filter domain.ConversationFilter, after, notBefore *domain.Position, limit int) (string, []any) {
-	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
+	const selectFrom = "SELECT " + conversationListColumns + ", " + outcomeColumn + " FROM conversations AS c WHERE c.workspace_id = $1"
 	if filter.Query == "" {
 		k := newKeysetQuery(selectFrom, workspaceID)
 		listConditions(k, filter)
@@ -94,16 +94,21 @@ func searchOlderQuery(workspaceID string, filter domain.ConversationFilter, edge
 	conditions := k.sql.String()
 	k.args = append(k.args, limit)
 	order := fmt.Sprintf(" ORDER BY c.last_activity_at DESC, c.id DESC LIMIT $%d", len(k.args))
+	// The outcome is read for the page only, outside the matches: the
+	// contact search's matches may be thousands.
 	const selectFrom = "SELECT " + conversationListColumns + " FROM conversations AS c WHERE c.workspace_id = $1"
 	return `WITH contact_hits AS MATERIALIZED (
 	` + selectFrom + ` AND (c.contact_name || ' ' || c.contact_email) ILIKE $2` + conditions + `
 ), message_hits AS MATERIALIZED (
 	SELECT m.conversation_id FROM messages AS m WHERE m.workspace_id = $1 AND m.role <> 'SYSTEM' AND m.content ILIKE $2
 )
-(SELECT * FROM contact_hits AS c` + order + `)
-UNION
-(` + selectFrom + ` AND c.id IN (SELECT conversation_id FROM message_hits)` + conditions + order + `)
-ORDER BY last_activity_at DESC, id DESC` + fmt.Sprintf(" LIMIT $%d", len(k.args)), k.args
+SELECT c.*, ` + outcomeColumn + ` FROM (
+	(SELECT * FROM contact_hits AS c` + order + `)
+	UNION
+	(` + selectFrom + ` AND c.id IN (SELECT conversation_id FROM message_hits)` + conditions + order + `)
+	ORDER BY last_activity_at DESC, id DESC` + fmt.Sprintf(" LIMIT $%d", len(k.args)) + `
+) AS c
+ORDER BY c.last_activity_at DESC, c.id DESC`, k.args
 }
 
 // listConditions adds the filters but the text query.
@@ -205,7 +210,11 @@ func (s *Store) scanConversations(ctx context.Context, workspaceID, query string
 		return nil, err
 	}
 	defer rows.Close()
-	return scanConversationRows(rows, workspaceID, capacity)
+	// The API's lists also select the outcome (outcomeColumn, last); the
+	// inbox's do not.
+	fields := rows.FieldDescriptions()
+	withOutcome := len(fields) > 0 && fields[len(fields)-1].Name == "outcome"
+	return scanConversationRows(rows, workspaceID, capacity, withOutcome)
 }
 
 // conversationRows are rows of conversationListColumns: pgx's, or
@@ -217,22 +226,28 @@ type conversationRows interface {
 }
 
 // scanConversationRows reads rows of conversationListColumns of the
-// workspace; capacity is how many are expected.
-func scanConversationRows(rows conversationRows, workspaceID string, capacity int) ([]domain.Conversation, error) {
+// workspace, followed by outcomeColumn when withOutcome; capacity is how
+// many are expected.
+func scanConversationRows(rows conversationRows, workspaceID string, capacity int, withOutcome bool) ([]domain.Conversation, error) {
 	// Scan straight into the page's items: no row structs to copy, and no
 	// per-row heap escape.
 	items := make([]domain.Conversation, 0, capacity)
 	var channel, status string
-	var verified, assignee *string
+	var verified, assignee, outcome *string
 	var handoff *time.Time
 	for rows.Next() {
 		items = append(items, domain.Conversation{WorkspaceID: workspaceID})
 		c := &items[len(items)-1]
-		if err := rows.Scan(&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
-			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt, &handoff); err != nil {
+		dest := []any{&c.ID, &c.AgentID, &c.AgentSlug, &channel, &status,
+			&verified, &c.ContactName, &c.ContactEmail, &c.ContactNote, &assignee, &c.LastMessage, &c.MessageCount, &c.LastActivityAt, &c.CreatedAt, &handoff}
+		if withOutcome {
+			dest = append(dest, &outcome)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		c.Channel, c.Status, c.VerifiedUserID, c.AssigneeID = domain.Channel(channel), domain.ConversationStatus(status), deref(verified), deref(assignee)
+		c.Outcome = domain.Outcome(deref(outcome))
 		c.LastActivityAt, c.CreatedAt, c.HandoffRequestedAt = c.LastActivityAt.UTC(), c.CreatedAt.UTC(), timeOrZero(handoff)
 	}
 	return items, rows.Err()

@@ -282,7 +282,7 @@ func TestHandoffRequestedAtMigrationDownAndUp(t *testing.T) {
 		}
 	}
 	check("migrated", [5]int{1, 2, 1, 1, 1})
-	if rs, err := provider.DownTo(ctx, 22); err != nil || len(rs) != 1 || rs[0].Source.Version != 23 {
+	if rs, err := provider.DownTo(ctx, 22); err != nil || len(rs) == 0 || rs[len(rs)-1].Source.Version != 23 { // later ones go first
 		t.Fatalf("down to 22: %+v, %v", rs, err)
 	}
 	check("down", [5]int{})

@@ -41,6 +41,7 @@ import (
 	"github.com/conciergehq/concierge/core/inbound"
 	memberinbox "github.com/conciergehq/concierge/core/inbox"
 	"github.com/conciergehq/concierge/core/knowledge"
+	"github.com/conciergehq/concierge/core/outcome"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/core/widget"
@@ -424,7 +425,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 }
 
 // workerServer builds the asynq server and the sweepers of inbound events,
-// index jobs and deliveries.
+// index jobs and deliveries, and the job deciding conversation outcomes.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	srv := workers.NewServer(s.redisOpt,
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
@@ -437,8 +438,23 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
 		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("ended console sessions and old links", endedAccounts{s.accounts}, accountSweepPeriod, s.log),
+		workers.NewSweeper("conversation outcomes", decidedOutcomes{outcome.NewService(s.store, s.clock, outcome.DefaultBatch)}, outcomeSweepPeriod, s.log),
 	}
 	return srv, sweepers
+}
+
+// outcomeSweepPeriod is how often due conversation outcomes are decided:
+// outcomes move at the pace of 24 h and 7 day windows, and a late event
+// shows in them within a minute.
+const outcomeSweepPeriod = time.Minute
+
+// decidedOutcomes runs the decision of due conversation outcomes
+// (outcome.Service.Sweep) as a sweep; the count it reports is
+// conversations decided, not tasks requeued.
+type decidedOutcomes struct{ outcomes *outcome.Service }
+
+func (d decidedOutcomes) RequeueStale(ctx context.Context) (int, error) {
+	return d.outcomes.Sweep(ctx)
 }
 
 // accountSweepPeriod is how often ended console sessions and old links are

@@ -127,7 +127,7 @@ const (
 func conversation(id, lastMessage string) string {
 	b, _ := json.Marshal(map[string]any{
 		"id": id, "agent": "support", "channel": "CHAT", "status": "AI", "lastMessage": lastMessage,
-		"messageCount": 2, "verifiedUserId": nil, "assigneeId": nil, "lastActivityAt": "2026-11-21T10:05:00.000Z", "createdAt": "2026-11-21T10:00:00.000Z",
+		"messageCount": 2, "verifiedUserId": nil, "assigneeId": nil, "handoffRequestedAt": nil, "lastActivityAt": "2026-11-21T10:05:00.000Z", "createdAt": "2026-11-21T10:00:00.000Z", "outcome": nil,
 	})
 	return string(b)
 }

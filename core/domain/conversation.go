@@ -54,6 +54,9 @@ type Conversation struct {
 	MessageCount       int
 	LastActivityAt     time.Time
 	CreatedAt          time.Time
+	// Outcome is how the conversation ended (DecideOutcome), as the worker
+	// last stored it; "" while undecided.
+	Outcome Outcome
 }
 
 // NewConversation starts a conversation with an agent.

@@ -196,6 +196,9 @@ type conversationDTO struct {
 	HandoffRequestedAt *string `json:"handoffRequestedAt"`
 	LastActivityAt     string  `json:"lastActivityAt"`
 	CreatedAt          string  `json:"createdAt"`
+	// Outcome is how the conversation ended (docs/outcomes.md), as the
+	// worker decided it; null while undecided.
+	Outcome *string `json:"outcome"`
 }
 
 func toConversationDTO(c domain.Conversation) conversationDTO {
@@ -214,6 +217,7 @@ func toConversationDTO(c domain.Conversation) conversationDTO {
 		HandoffRequestedAt: optionalTime(c.HandoffRequestedAt),
 		LastActivityAt:     wire.Time(c.LastActivityAt),
 		CreatedAt:          wire.Time(c.CreatedAt),
+		Outcome:            wire.OptionalString(string(c.Outcome)),
 	}
 }
 

@@ -42,7 +42,7 @@ const (
 		"primaryColor":"#2563eb","avatarUrl":"","allowedOrigins":[],"widgetUrl":"https://chat.example.com/chat/support",
 		"createdAt":"2026-11-21T10:00:00.123Z","updatedAt":"2026-11-21T10:00:00.123Z"}`
 	conversationFields = `"id":"ses_1","agent":"support","channel":"CHAT","status":"AI","lastMessage":"hello",
-		"messageCount":2,"verifiedUserId":null,"assigneeId":null,"lastActivityAt":"2026-11-21T10:00:00.123Z","createdAt":"2026-11-21T09:00:00.000Z"`
+		"messageCount":2,"verifiedUserId":null,"assigneeId":null,"handoffRequestedAt":null,"lastActivityAt":"2026-11-21T10:00:00.123Z","createdAt":"2026-11-21T09:00:00.000Z","outcome":null`
 	messageJSON = `{"id":"msg_1","role":"ASSISTANT","content":"Refunds take 30 days.","createdAt":"2026-11-21T10:00:00.123Z",
 		"citations":[{"documentName":"Refund policy","sourceId":"src_1","sourceType":"text","url":null,"snippet":"30 days","score":0.82}]}`
 )

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
-	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -96,15 +95,8 @@ func TestHandoffNoteStoredOnTheConversation(t *testing.T) {
 // rows that exist (catalog only, no rewrite of a stored value).
 func TestContactNoteMigrationDownAndUp(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn, pg, store, ws, agent := migrationFixture(t, t0)
 	ctx := ctxT(t)
-	pg, err := postgres.Open(ctx, dsn, postgres.Options{MaxOpenConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := postgres.NewStore(pg.Gorm, pg.Pool)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
 	conv := handoffWithNote(t, store, newConversation(t, store, ws.ID, agent, t0), domain.HandoffContact{Name: "Ada", Note: "call me"}, t0.Add(time.Minute))
 	if err := pg.Close(); err != nil {
 		t.Fatal(err)

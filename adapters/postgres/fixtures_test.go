@@ -132,6 +132,22 @@ func sortedIDs[T any](items []T, id func(T) string, less func(a, b T) bool) []st
 	return ids
 }
 
+// migrationFixture is what a test taking migrations down and up again
+// starts from: a migrated database (its DSN, for migrationProvider), a
+// small pool on it to write rows the migrations must keep (close it before
+// migrating), a workspace and its agent "support" created at created.
+func migrationFixture(t *testing.T, created time.Time) (string, *postgres.DB, *postgres.Store, domain.Workspace, domain.Agent) {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	pg, err := postgres.Open(ctxT(t), dsn, postgres.Options{MaxOpenConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := postgres.NewStore(pg.Gorm, pg.Pool)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	return dsn, pg, store, ws, newAgent(t, store, ws.ID, "support", created)
+}
+
 // migrationProvider returns goose's provider of the project's migrations
 // over the database at dsn, as the migrate command runs them, and the
 // connection it uses (closed when the test ends), for the tests that take

@@ -245,15 +245,8 @@ func TestNeedsPageUsesItsIndex(t *testing.T) {
 // others without a time.
 func TestHandoffRequestedAtMigrationDownAndUp(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn, pg, store, ws, agent := migrationFixture(t, w0)
 	ctx := ctxT(t)
-	pg, err := postgres.Open(ctx, dsn, postgres.Options{MaxOpenConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := postgres.NewStore(pg.Gorm, pg.Pool)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", w0)
 	asked := requestHandoff(t, store, newConversation(t, store, ws.ID, agent, w0), w0.Add(5*time.Minute))
 	if _, _, err := store.AppendMessage(ctx, newMessage(ws.ID, asked.ID, domain.RoleUser, "hello?", w0.Add(20*time.Minute)), ""); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/postgres"
-	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -260,15 +259,8 @@ func TestOutcomeConcurrentSweeps(t *testing.T) {
 // and the triggers then track new ones.
 func TestOutcomesMigrationDownAndUp(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn, pg, store, ws, agent := migrationFixture(t, t0)
 	ctx := ctxT(t)
-	pg, err := postgres.Open(ctx, dsn, postgres.Options{MaxOpenConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := postgres.NewStore(pg.Gorm, pg.Pool)
-	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
-	agent := newAgent(t, store, ws.ID, "support", t0)
 	f := conversationFixture{store: store, ws: ws, agent: agent}
 	existing := startAnswered(t, f, "", "How do I reset my password?", answer("Use the link."), t0)
 	decideAll(t, store, t0.Add(25*time.Hour))

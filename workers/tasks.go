@@ -20,6 +20,9 @@ import (
 // Server method that handles it (routed in NewServer). Each type's payload,
 // constructor and handler live in the file of its concern: inbound below,
 // delivery.go, knowledge.go, assign.go (TypeConversationAssign).
+// Periodic work is not a task: Sweeper (sweeper.go) runs it in every worker,
+// wired in app/concierge/wiring.go (lost inbound events, index jobs and
+// deliveries re-enqueued; conversation outcomes decided, core/outcome).
 const (
 	// TypeInboundProcess appends a stored inbound webhook event's USER message
 	// to its session and publishes it (handleInboundProcess).

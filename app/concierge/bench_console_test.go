@@ -368,19 +368,23 @@ func seedConsoleWorkspace(b *testing.B, s *stack, name string, tag int, size con
 
 	// Conversations over the last 100 days: most on "support", statuses
 	// mixed, one in fifty started in the playground. Ids are valid ids
-	// (26 characters of the id alphabet) unique to this workspace.
+	// (26 characters of the id alphabet) unique to this workspace. The
+	// seeding runs without triggers (replica), so it writes what the move
+	// would: a waiting conversation's handoff time, a minute before its
+	// last activity.
 	n := size.conversations
 	exec(`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at,
-			contact_name, contact_email)
+			contact_name, contact_email, handoff_requested_at)
 		SELECT 'ses_' || lpad((?::int)::text || i::text, 26, '0'), a.workspace_id, a.id, a.slug,
 		       CASE WHEN i % 50 = 0 THEN 'PLAYGROUND' ELSE 'CHAT' END,
 		       (ARRAY['RESOLVED','RESOLVED','AI','AI','HUMAN','HANDOFF_REQUESTED'])[1 + i % 6],
 		       'What do you think about politics and the election' || chr(63), 10,
 		       now() - (?::int - i) * (interval '100 days' / ?::int), now() - (?::int - i) * (interval '100 days' / ?::int) - interval '5 minutes',
-		       CASE WHEN i % 6 >= 4 THEN 'Customer ' || i ELSE '' END, CASE WHEN i % 6 >= 4 THEN 'customer' || i || '@example.com' ELSE '' END
+		       CASE WHEN i % 6 >= 4 THEN 'Customer ' || i ELSE '' END, CASE WHEN i % 6 >= 4 THEN 'customer' || i || '@example.com' ELSE '' END,
+		       CASE WHEN i % 6 = 5 THEN now() - (?::int - i) * (interval '100 days' / ?::int) - interval '1 minute' END
 		FROM generate_series(1, ?::int) AS i
 		JOIN agents a ON a.workspace_id = ? AND a.slug = (ARRAY['support','support','support','support','support','support','billing','sales','onboarding','internal'])[1 + i % 10]`,
-		tag, n, n, n, n, n, tn.ID)
+		tag, n, n, n, n, n, n, n, tn.ID)
 
 	exec("ANALYZE conversations")
 

@@ -61,7 +61,7 @@ func (h *harness) seedConversations(t testing.TB) {
 // conversation of another workspace in any workspace's URL.
 func TestConversationsRoleMatrix(t *testing.T) {
 	const ok, see, nf = http.StatusOK, http.StatusSeeOther, http.StatusNotFound
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	ask := url.Values{"agent": {"support"}, "question": {"How do refunds work?"}}
 	routes := []struct {
 		method, path string
@@ -87,15 +87,8 @@ func TestConversationsRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_a/conversations?id=" + convB, nil, want{nf, nf, nf, nf, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.method+" "+rt.path+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.method+" "+rt.path+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedAgent(t, "support", "Support", true)
 				h.seedConversations(t)

@@ -253,3 +253,23 @@ func multipartBody(t testing.TB, form url.Values, files []upload) (io.Reader, st
 	}
 	return &buf, w.FormDataContentType()
 }
+
+// roleStatuses is the status a route answers each kind of caller with in
+// the role-matrix tests: the workspace's owner, admin and agent, the owner
+// of another workspace, and nobody signed in.
+type roleStatuses struct{ owner, admin, agent, other, out int }
+
+// roleCase is one caller of a role-matrix row: as is the harness's
+// identity ("" signed out), name the subtest's.
+type roleCase struct {
+	as, name string
+	want     int
+}
+
+// roles lists the row's callers in a fixed order.
+func (w roleStatuses) roles() []roleCase {
+	return []roleCase{
+		{"owner", "owner", w.owner}, {"admin", "admin", w.admin}, {"agent", "agent", w.agent},
+		{"other", "other", w.other}, {"", "signed-out", w.out},
+	}
+}

@@ -52,7 +52,7 @@ func (s fakeWorkspaceStream) Run(_ context.Context, sink relay.WorkspaceSink) er
 // signed out is sent to sign in.
 func TestInboxEventsRoleMatrix(t *testing.T) {
 	const ok, see, nf = http.StatusOK, http.StatusSeeOther, http.StatusNotFound
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	routes := []struct {
 		path string
 		want want
@@ -63,15 +63,8 @@ func TestInboxEventsRoleMatrix(t *testing.T) {
 		{"/console/w/ws_nope/inbox/events", want{nf, nf, nf, nf, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.path+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.path+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				r := h.do(t, req{Path: rt.path, As: who.as})
 				if r.Status != who.want {

@@ -50,7 +50,7 @@ func formKey(t *testing.T, body string) string {
 // A session of another workspace is not found in any workspace's URL.
 func TestPlaygroundStreamRoleMatrix(t *testing.T) {
 	const ok, see, nf = http.StatusOK, http.StatusSeeOther, http.StatusNotFound
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	routes := []struct {
 		path string
 		form url.Values
@@ -61,15 +61,8 @@ func TestPlaygroundStreamRoleMatrix(t *testing.T) {
 		{"/console/w/ws_b/playground/stream", url.Values{"session": {convA}, "question": {"Hello?"}}, want{nf, nf, nf, nf, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.path+" "+rt.form.Get("question")+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.path+" "+rt.form.Get("question")+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedAgent(t, "support", "Support", true)
 				h.seedConversations(t)

@@ -50,7 +50,7 @@ func replyForm(shortcut, title, body string) url.Values {
 // named in this workspace's URLs; signed out goes to sign-in.
 func TestSavedRepliesRoleMatrix(t *testing.T) {
 	const ok, see, forbid, nf = http.StatusOK, http.StatusSeeOther, http.StatusForbidden, http.StatusNotFound
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	edit := replyForm("refund-v2", "Refunds", "Refunds take 3 days.")
 	routes := []struct {
 		method, path string
@@ -75,15 +75,8 @@ func TestSavedRepliesRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_b/settings/saved-replies", nil, want{nf, nf, nf, ok, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.method+" "+rt.path+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.method+" "+rt.path+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedReplies()
 				before := h.replies.all()

@@ -20,7 +20,7 @@ func agentForm(slug, name string) url.Values {
 // callers are sent to sign-in; another workspace's user gets the same 404
 // as for an unknown workspace; a helper (agent role) gets 403 on settings.
 func TestRoleMatrix(t *testing.T) {
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	const (
 		ok     = http.StatusOK
 		see    = http.StatusSeeOther
@@ -72,15 +72,8 @@ func TestRoleMatrix(t *testing.T) {
 		{"POST", "/console/w/ws_a/inbox/" + suggestedConv + "/suggestion", nil, want{ok, ok, ok, nf, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.method+" "+rt.path+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.method+" "+rt.path+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedAgent(t, "support", "Support", true)
 				h.seedSource(t, "support", domain.Source{ID: matrixSource, Type: domain.SourceText, Name: "Refunds", Status: domain.SourceReady}) // Knowledge

@@ -47,7 +47,7 @@ func (h *harness) seedSettings(t testing.TB) {
 // workspace's user gets 404; signed out goes to sign-in.
 func TestSettingsRoleMatrix(t *testing.T) {
 	const ok, see, forbid, nf = http.StatusOK, http.StatusSeeOther, http.StatusForbidden, http.StatusNotFound
-	type want struct{ owner, admin, agent, other, out int }
+	type want = roleStatuses
 	pw := url.Values{"password": {ownerPassword}}
 	routes := []struct {
 		method, path string
@@ -76,15 +76,8 @@ func TestSettingsRoleMatrix(t *testing.T) {
 		{"GET", "/console/w/ws_b/settings/webhook-secret", nil, want{nf, nf, nf, ok, see}},
 	}
 	for _, rt := range routes {
-		for _, who := range []struct {
-			as   string
-			want int
-		}{{"owner", rt.want.owner}, {"admin", rt.want.admin}, {"agent", rt.want.agent}, {"other", rt.want.other}, {"", rt.want.out}} {
-			name := who.as
-			if name == "" {
-				name = "signed-out"
-			}
-			t.Run(rt.method+" "+rt.path+" as "+name, func(t *testing.T) {
+		for _, who := range rt.want.roles() {
+			t.Run(rt.method+" "+rt.path+" as "+who.name, func(t *testing.T) {
 				h := newHarness(t, publicURL)
 				h.seedSettings(t)
 				r := h.do(t, req{Method: rt.method, Path: rt.path, As: who.as, Form: rt.form, Header: map[string]string{"Sec-Fetch-Site": "same-origin"}})

@@ -101,6 +101,31 @@ type ConversationFilter struct {
 	// email, or the text of one of whose messages, contains it, ignoring
 	// case. It is plain text: no wildcards, no operators.
 	Query string
+	// The report filters (issue 18) keep the conversations a report
+	// counted, read from the same per-conversation rollup the report sums
+	// (docs/outcomes.md), so a number and its list always agree. A list
+	// with any of them set holds only conversations the rollup has counted
+	// (never the playground's, nor one started since the worker's last
+	// sweep).
+	//
+	// StartedFrom and StartedBefore, when set, keep conversations that
+	// started in [StartedFrom, StartedBefore) (UTC days: a report's range).
+	StartedFrom, StartedBefore time.Time
+	// Outcome, when set, keeps conversations with that outcome;
+	// OutcomeUndecided those without one yet.
+	Outcome Outcome
+	// FallbackReason, when set, keeps conversations with at least one
+	// fallback answer of that reason.
+	FallbackReason FallbackReason
+	// HandedOff, when true, keeps conversations ever handed to people.
+	HandedOff bool
+}
+
+// ReportFiltered is whether f narrows by any report filter, so the list
+// reads the report's rollup.
+func (f ConversationFilter) ReportFiltered() bool {
+	return !f.StartedFrom.IsZero() || !f.StartedBefore.IsZero() || f.Outcome != "" ||
+		f.FallbackReason != "" || f.HandedOff
 }
 
 // FallbackFilter narrows a conversation list by its fallback answers.

@@ -35,6 +35,9 @@ const (
 	// same verified user came back on the same topic (SameTopic) within
 	// OutcomeRecontactWindow.
 	OutcomeRecontact Outcome = "RECONTACT"
+	// OutcomeUndecided is no outcome: only a filter and a report's column
+	// use it (a conversation not decided yet); DecideOutcome never does.
+	OutcomeUndecided Outcome = "UNDECIDED"
 )
 
 // Outcomes lists every outcome, in the order reports show them.

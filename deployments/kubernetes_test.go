@@ -297,7 +297,7 @@ func checkPod(w workload) []string {
 				at("securityContext must not run privileged or as root")
 			}
 		}
-		if !mountsEmptyDir(spec, c, "/tmp") && c.Name != "migrate" {
+		if !mountsEmptyDir(spec, c, "/tmp") {
 			at("no emptyDir volume on /tmp: with a read-only root filesystem, temporary files (PDF extraction) fail")
 		}
 		for _, e := range c.Env {
@@ -468,6 +468,7 @@ func TestKubernetesManifestsRefuse(t *testing.T) {
 		{name: "unused kind", old: "apiVersion: v1\nkind: Service", new: "apiVersion: v1\nkind: ConfigMap", wantError: "ConfigMap"},
 		{name: "root filesystem writable", old: "readOnlyRootFilesystem: true\n            capabilities: { drop: [\"ALL\"] }\n          volumeMounts:\n            - { name: tmp, mountPath: /tmp }\n      volumes:\n        # The", new: "readOnlyRootFilesystem: false\n            capabilities: { drop: [\"ALL\"] }\n          volumeMounts:\n            - { name: tmp, mountPath: /tmp }\n      volumes:\n        # The", wantCheck: "Deployment concierge-api: container api: securityContext must set readOnlyRootFilesystem: true"},
 		{name: "no seccomp profile", old: "      restartPolicy: OnFailure\n      automountServiceAccountToken: false\n      securityContext:\n        runAsNonRoot: true\n        runAsUser: 65532 # the image's nonroot user (distroless)\n        runAsGroup: 65532\n        seccompProfile: { type: RuntimeDefault }", new: "      restartPolicy: OnFailure\n      automountServiceAccountToken: false\n      securityContext:\n        runAsNonRoot: true", wantCheck: "Job concierge-migrate: the pod's securityContext must set seccompProfile RuntimeDefault"},
+		{name: "no writable /tmp", old: "          volumeMounts:\n            - { name: tmp, mountPath: /tmp }\n      volumes:\n        - name: tmp\n          emptyDir: { sizeLimit: 64Mi }\n", new: "", wantCheck: "Job concierge-migrate: container migrate: no emptyDir volume on /tmp"},
 		{name: "no memory limit", old: "resources: { requests: { cpu: 100m, memory: 64Mi }, limits: { memory: 256Mi } }", new: "resources: { requests: { cpu: 100m, memory: 64Mi } }", wantCheck: "Job concierge-migrate: container migrate: no memory limit"},
 		{name: "readiness on the wrong path", old: "httpGet: { path: /readyz, port: http }", new: "httpGet: { path: /healthz, port: http }", wantCheck: "readiness probe must GET /readyz on the http port"},
 		{name: "worker without liveness", old: "          livenessProbe:\n            tcpSocket: { port: metrics }\n", new: "          readinessProbe:\n            tcpSocket: { port: metrics }\n", wantCheck: "Deployment concierge-worker: container worker has no liveness probe"},

@@ -298,7 +298,7 @@ func checkPod(w workload) []string {
 			}
 		}
 		if !mountsEmptyDir(spec, c, "/tmp") {
-			at("no emptyDir volume on /tmp: with a read-only root filesystem, temporary files (PDF extraction) fail")
+			at("no emptyDir volume on /tmp: with a read-only root filesystem, temporary files (pdftotext's input) cannot be written")
 		}
 		for _, e := range c.Env {
 			var port string

@@ -6,7 +6,7 @@ PKGS      ?= ./...
 TEST_FLAGS ?= -race -count=1 -timeout 14m
 BIN       := bin
 
-.PHONY: run test bench eval synonyms build lint services mock-llm mailpit browser screenshots fmt clean
+.PHONY: run test bench eval synonyms build lint services mock-llm mailpit browser promtool screenshots fmt clean
 
 ## run: start PostgreSQL/Redis if needed, then Concierge in dev mode (API + worker + demo data)
 run: services
@@ -17,7 +17,7 @@ run: services
 ## beside the other packages, then every
 ## fuzz target for FUZZTIME (default 5s) each (scripts/fuzz.sh) while the
 ## shards finish)
-test: services mock-llm mailpit browser
+test: services mock-llm mailpit browser promtool
 	$(GO) vet $(PKGS)
 	GO=$(GO) TEST_FLAGS="$(TEST_FLAGS)" bash scripts/test.sh
 
@@ -66,6 +66,11 @@ mailpit:
 ## browser: install Debian's chromium (apt) and the pinned playwright-core (tools/browser) for the widget's and the console's browser tests
 browser:
 	@bash scripts/browser.sh
+
+## promtool: install Debian's prometheus package (apt) for promtool, which checks and unit-tests
+## the alert rules (deployments/alerts_test.go; skipped without it, failing under CI=true)
+promtool:
+	@bash scripts/promtool.sh
 
 ## screenshots: run the widget's, the console's and the inbox's browser tests and keep their
 ## screenshots in docs/widget and docs/console

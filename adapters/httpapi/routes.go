@@ -366,6 +366,9 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
 	ws.Post("/playground/stream", convs, h.PlaygroundStream)
+	// Reports: the figures of the conversations, each linking to them.
+	ws.Get("/reports", convs, h.ReportsPage)
+	ws.Get("/reports.csv", convs, h.ReportCSV)
 	// Inbox: every role that answers conversations. The workspace event
 	// stream's route is listed before the thread's, which would take
 	// "events" for a conversation id.

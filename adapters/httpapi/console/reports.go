@@ -77,7 +77,7 @@ type reportsPage struct {
 	// Medians are the first reply's and the resolution's, in words
 	// (Rate), with the conversations they are drawn from.
 	Medians []reportFigureRow
-	Usage                  []reportUsageRow
+	Usage   []reportUsageRow
 	// Chart is the charts' data (JSON, read by reports.js); CSV the
 	// link to the same report as a file.
 	Chart, CSV string

@@ -41,7 +41,7 @@ func (f *fakeReportStore) Report(_ context.Context, q domain.ReportQuery) (domai
 		Outcomes:              map[domain.Outcome]int{domain.OutcomeResolvedConfirmed: 1, domain.OutcomeHandedOff: 1, domain.OutcomeAbandonedAfterFallback: 1},
 		Undecided:             1,
 		FallbackConversations: 2, FallbacksByReason: map[domain.FallbackReason]int{domain.FallbackNoKnowledge: 2, domain.FallbackModelDeclined: 1},
-		HandedOff:             1, RatedUp: 1, RatedDown: 1, ThumbsUp: 3, ThumbsDown: 1}
+		HandedOff: 1, RatedUp: 1, RatedDown: 1, ThumbsUp: 3, ThumbsDown: 1}
 	if q.WorkspaceID == "ws_b" {
 		day = domain.ReportFigures{Conversations: 900, Messages: 9001}
 	}
@@ -238,10 +238,10 @@ func TestReportsLinkEveryNumber(t *testing.T) {
 // and a list without one shows none.
 func TestConversationsReportFilterBadInput(t *testing.T) {
 	for query, words := range map[string]string{
-		"startedFrom=2026-11-31":     "startedFrom must be a day, as 2026-11-01",
-		"handedOff=false":            "handedOff must be true",
-		"outcome=GREAT":              "outcome is not an outcome",
-		"fallbackReason=BORED":       "fallbackReason is not a fallback reason",
+		"startedFrom=2026-11-31":      "startedFrom must be a day, as 2026-11-01",
+		"handedOff=false":             "handedOff must be true",
+		"outcome=GREAT":               "outcome is not an outcome",
+		"fallbackReason=BORED":        "fallbackReason is not a fallback reason",
 		"outcome=%3Cscript%3Ex%3C%2F": "outcome is not an outcome",
 	} {
 		t.Run(query, func(t *testing.T) {

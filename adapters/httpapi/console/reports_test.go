@@ -282,7 +282,7 @@ func TestReportsEscaping(t *testing.T) {
 	if !strings.Contains(r.Body, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(r.Body, `data-chart="{&#34;days&#34;:[`) {
 		t.Errorf("model or chart data not shown escaped:\n%s", r.Body)
 	}
-	if !strings.Contains(r.Body, `role="img" aria-label="Conversations per day, stacked by outcome.`) || !strings.Contains(r.Body, "vendor/uplot/uPlot.iife.min.js") {
+	if !strings.Contains(r.Body, `<div class="chart-outcomes" data-label="Conversations per day, stacked by outcome.`) || !strings.Contains(r.Body, "vendor/uplot/uPlot.iife.min.js") {
 		t.Error("the charts lack their label or their script")
 	}
 	c := h.do(t, req{Path: "/console/w/ws_a/reports.csv?preset=yesterday", As: "owner"})

@@ -75,11 +75,12 @@ document.addEventListener("DOMContentLoaded", () => {
     axes: [{}, { label: data.percent }],
   }, [data.days, data.fallbackRate], fallbackEl)]);
 
-  // uPlot draws on canvases it creates: name them as their figures are.
+  // uPlot draws on canvases it creates: each is an image named by its
+  // figure's words (the page's day-by-day table is the text alternative).
   for (const [el] of charts) {
     for (const canvas of el.querySelectorAll("canvas")) {
-      canvas.setAttribute("aria-label", el.getAttribute("aria-label"));
       canvas.setAttribute("role", "img");
+      canvas.setAttribute("aria-label", el.dataset.label);
     }
   }
   let pending = 0;

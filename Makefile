@@ -76,7 +76,7 @@ promtool:
 ## screenshots in docs/widget and docs/console
 screenshots: services browser
 	WIDGET_SCREENSHOT_DIR=$(CURDIR)/docs/widget CONSOLE_SCREENSHOT_DIR=$(CURDIR)/docs/console \
-		$(GO) test -count=1 -run '^(TestWidgetInBrowser|TestConsoleInBrowser|TestInboxInBrowser)$$' -v ./app/concierge/
+		$(GO) test -count=1 -run '^(TestWidgetInBrowser|TestConsoleInBrowser|TestInboxInBrowser|TestReportsInBrowser)$$' -v ./app/concierge/
 
 ## services: make sure PostgreSQL and Redis are running
 services:

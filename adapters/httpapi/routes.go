@@ -57,6 +57,9 @@ type Services struct {
 	SavedReplies *savedreply.Service
 	// Availability says whether a person is there to answer a handoff.
 	Availability *availability.Service
+	// Reports answers /api/v2/analytics (a *report.Service); nil answers
+	// those routes 503 with the error body.
+	Reports v2.Reports
 	// Console serves /console; nil leaves the console out.
 	Console *console.Handlers
 }
@@ -154,6 +157,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		ratings       = v2.NewFeedbackHandlers(s.Feedback)
 		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
 		suggestions   = v2.NewSuggestionHandlers(s.Chat, decoder)
+		reports       = v2.NewReportHandlers(s.Reports, s.Agents)
 
 		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
 		sessionEvents   = v1.NewEventHandlers(follower)
@@ -223,6 +227,8 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Get("/saved-replies/:id", replies.Get)
 	v2api.Patch("/saved-replies/:id", replies.Update)
 	v2api.Delete("/saved-replies/:id", replies.Delete)
+	v2api.Get("/analytics/report", reports.Report)
+	v2api.Get("/analytics/report.csv", reports.CSV)
 
 	v1api := api.Group("/v1", keyed)
 	v1api.Post("/sessions", sessions.CreateSession)
@@ -360,6 +366,9 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
 	ws.Post("/playground/stream", convs, h.PlaygroundStream)
+	// Reports: the figures of the conversations, each linking to them.
+	ws.Get("/reports", convs, h.ReportsPage)
+	ws.Get("/reports.csv", convs, h.ReportCSV)
 	// Inbox: every role that answers conversations. The workspace event
 	// stream's route is listed before the thread's, which would take
 	// "events" for a conversation id.

@@ -139,7 +139,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 	root := &cobra.Command{
 		Use:           "conciergectl",
 		Short:         "Command-line client of the Concierge API v2",
-		Long:          "conciergectl lists the agents and conversations of a Concierge workspace through the API v2.\n\n" + helpFooter,
+		Long:          "conciergectl lists the agents and conversations of a Concierge workspace, and reports on them, through the API v2.\n\n" + helpFooter,
 		Version:       version(),
 		Args:          cobra.ArbitraryArgs,
 		RunE:          requireSubcommand,
@@ -168,7 +168,7 @@ func newRootCommand(getenv func(string) string, stdout, stderr io.Writer) *cobra
 	}
 	conversations.AddCommand(newConversationsListCommand(e))
 
-	root.AddCommand(agents, conversations)
+	root.AddCommand(agents, conversations, newAnalyticsCommand(e))
 	return root
 }
 

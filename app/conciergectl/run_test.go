@@ -47,6 +47,7 @@ type answer struct {
 	body   string
 	delay  time.Duration
 	ctype  string
+	header map[string]string
 }
 
 func newFakeAPI(t *testing.T, script map[string]answer) *fakeAPI {
@@ -86,6 +87,9 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Request-Id", "req_test")
+	for k, v := range a.header {
+		w.Header().Set(k, v)
+	}
 	w.WriteHeader(a.status)
 	fmt.Fprint(w, a.body)
 
@@ -230,7 +234,7 @@ func TestRun(t *testing.T) {
 		{name: "bad status is a usage error", args: []string{"conversations", "list", "--status", "OPEN"}, wantCode: exitUsage, wantStderr: []string{"--status must be one of"}, wantCalls: []url.Values{}},
 		{name: "unknown flag", args: []string{"agents", "list", "--bogus"}, wantCode: exitUsage, wantStderr: []string{"unknown flag: --bogus"}, wantCalls: []url.Values{}},
 		{name: "unknown command", args: []string{"agents", "lsit"}, wantCode: exitUsage, wantStderr: []string{`unknown command "lsit"`, "did you mean list?"}, wantCalls: []url.Values{}},
-		{name: "no command", args: nil, wantCode: exitUsage, wantStderr: []string{"needs a command: agents, conversations"}, wantCalls: []url.Values{}},
+		{name: "no command", args: nil, wantCode: exitUsage, wantStderr: []string{"needs a command: agents, analytics, conversations"}, wantCalls: []url.Values{}},
 		{name: "extra argument", args: []string{"agents", "list", "support"}, wantCode: exitUsage, wantCalls: []url.Values{}},
 		{
 			name: "missing key", args: []string{"agents", "list"}, noKey: true, wantCode: exitUsage,

@@ -9,6 +9,7 @@ package conversation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,6 +57,30 @@ type ListFilter struct {
 	// Assignee is a member's user id, or AssigneeNone for conversations
 	// assigned to nobody.
 	Assignee string
+	// The report filters (issue 18): a report's figure links to the list
+	// with its filters. StartedFrom and StartedTo are the first and the
+	// last day (UTC midnights, both included) the conversations started
+	// on; Outcome an outcome or domain.OutcomeUndecided; FallbackReason a
+	// reason of FallbackReasons; HandedOff keeps conversations ever handed
+	// to people.
+	StartedFrom, StartedTo time.Time
+	Outcome                domain.Outcome
+	FallbackReason         domain.FallbackReason
+	HandedOff              bool
+}
+
+// FallbackReasons lists the fallback reasons a list can filter by (and a
+// report counts), in the order screens show them.
+var FallbackReasons = []domain.FallbackReason{
+	domain.FallbackNoKnowledge, domain.FallbackModelDeclined, domain.FallbackModelError, domain.FallbackToolError,
+	domain.FallbackEmptyMessage, domain.FallbackPromptInjection, domain.FallbackBlockedTopic, domain.FallbackTooLong,
+	domain.FallbackHumanActive, domain.FallbackInterrupted,
+}
+
+// ValidOutcomeFilter is whether o names an outcome a list can filter by:
+// one of domain.Outcomes or domain.OutcomeUndecided.
+func ValidOutcomeFilter(o domain.Outcome) bool {
+	return o == domain.OutcomeUndecided || slices.Contains(domain.Outcomes, o)
 }
 
 // AssigneeNone is the assignee filter of unassigned conversations.
@@ -63,7 +88,8 @@ const AssigneeNone = "none"
 
 // List returns a page of the workspace's conversations, newest activity first.
 // A filter value it cannot mean is domain.ErrInvalidInput naming the field
-// (status, activeBefore, fallback, rating, q, assignee); an unknown agent slug is
+// (status, activeBefore, fallback, rating, q, assignee, startedFrom,
+// startedTo, outcome, fallbackReason); an unknown agent slug is
 // domain.ErrNotFound.
 func (s *Service) List(ctx context.Context, workspaceID string, f ListFilter, page domain.PageRequest) (domain.Page[domain.Conversation], error) {
 	filter, err := f.validate()
@@ -116,6 +142,9 @@ func (f ListFilter) validate() (domain.ConversationFilter, error) {
 	default:
 		return filter, domain.InvalidField("rating", "must be up or down")
 	}
+	if err := f.validateReport(&filter); err != nil {
+		return filter, err
+	}
 	if filter.Query != "" {
 		if err := domain.ValidateText("q", filter.Query); err != nil {
 			return filter, err
@@ -128,6 +157,43 @@ func (f ListFilter) validate() (domain.ConversationFilter, error) {
 		}
 	}
 	return filter, nil
+}
+
+// validateReport checks the report filters into filter: days are UTC
+// midnights (the list counts whole days, as reports do), the last not
+// before the first, the outcome and the reason names the domain gives.
+func (f ListFilter) validateReport(filter *domain.ConversationFilter) error {
+	isDay := func(t time.Time) bool { return t.Equal(t.UTC().Truncate(24 * time.Hour)) }
+	switch {
+	case !f.StartedFrom.IsZero() && !isDay(f.StartedFrom):
+		return domain.InvalidField("startedFrom", "must be a day, as 2026-11-01")
+	case !f.StartedTo.IsZero() && !isDay(f.StartedTo):
+		return domain.InvalidField("startedTo", "must be a day, as 2026-11-30")
+	case !f.StartedFrom.IsZero() && !f.StartedTo.IsZero() && f.StartedTo.Before(f.StartedFrom):
+		return domain.InvalidField("startedTo", "must not be before startedFrom")
+	}
+	if !f.StartedFrom.IsZero() {
+		filter.StartedFrom = f.StartedFrom.UTC()
+	}
+	if !f.StartedTo.IsZero() {
+		filter.StartedBefore = f.StartedTo.UTC().AddDate(0, 0, 1)
+	}
+	if f.Outcome != "" && !ValidOutcomeFilter(f.Outcome) {
+		names := make([]string, 0, len(domain.Outcomes)+1)
+		for _, o := range domain.Outcomes {
+			names = append(names, string(o))
+		}
+		return domain.InvalidField("outcome", "must be one of "+strings.Join(append(names, string(domain.OutcomeUndecided)), ", "))
+	}
+	if f.FallbackReason != "" && !slices.Contains(FallbackReasons, f.FallbackReason) {
+		names := make([]string, 0, len(FallbackReasons))
+		for _, r := range FallbackReasons {
+			names = append(names, string(r))
+		}
+		return domain.InvalidField("fallbackReason", "must be one of "+strings.Join(names, ", "))
+	}
+	filter.Outcome, filter.FallbackReason, filter.HandedOff = f.Outcome, f.FallbackReason, f.HandedOff
+	return nil
 }
 
 // Get returns a conversation of the workspace with a page of its messages,

@@ -88,6 +88,9 @@ type Options struct {
 	// answering 503.
 	Availability Availability
 	Suggestions  Suggestions
+	// Reports serves the Reports page and its CSV (report.Service); nil
+	// leaves them answering 503.
+	Reports Reports
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -124,6 +127,7 @@ type Handlers struct {
 
 	availability Availability
 	suggestions  Suggestions
+	reports      Reports
 }
 
 type asset struct {
@@ -148,7 +152,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		reveals: o.Reveals,
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
-		availability: o.Availability, suggestions: o.Suggestions,
+		availability: o.Availability, suggestions: o.Suggestions, reports: o.Reports,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,18 @@ type conversationsPage struct {
 	QueryMin, QueryMax int
 	// Filtered says a filter is set, for the empty state's words.
 	Filtered bool
+	// Report holds the report filters a Reports page link set (kept as
+	// hidden fields, so the form refines within them); ReportText says
+	// them in words and ClearReport is this list without them.
+	Report                  []reportParam
+	ReportText, ClearReport string
 }
+
+// reportParam is one report filter of the list, by its query name.
+type reportParam struct{ Name, Value string }
+
+// reportParams are the report filters' query names, as the v2 list's.
+var reportParams = []string{"startedFrom", "startedTo", "outcome", "fallbackReason", "handedOff"}
 
 var (
 	conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
@@ -95,7 +107,12 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 		Fallbacks: fallbackFilters, Ratings: ratingFilters,
 		QueryMin: domain.MinConversationQueryLength, QueryMax: domain.MaxConversationQueryLength,
 	}
-	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != "" || pg.Fallback != "" || pg.Rating != "" || pg.Q != ""
+	for _, name := range reportParams {
+		if value := query(name); value != "" {
+			pg.Report = append(pg.Report, reportParam{Name: name, Value: value})
+		}
+	}
+	pg.Filtered = pg.Agent != "" || pg.Status != "" || pg.From != "" || pg.To != "" || pg.Fallback != "" || pg.Rating != "" || pg.Q != "" || len(pg.Report) > 0
 	v.Data = pg
 	if pg.Agents, err = h.workspaceAgents(c); err != nil {
 		return err
@@ -126,7 +143,32 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 	// continue another.
 	keep := url.Values{"agent": {pg.Agent}, "status": {pg.Status}, "from": {pg.From}, "to": {pg.To},
 		"fallback": {pg.Fallback}, "rating": {pg.Rating}, "q": {pg.Q}}
+	// The cursor's scope names the report filters only when set, so the
+	// cursors of lists without them stay what they were.
 	scope := "console-conversations|" + keep.Encode()
+	if len(pg.Report) > 0 {
+		report := url.Values{}
+		for _, p := range pg.Report {
+			report.Set(p.Name, p.Value)
+		}
+		scope += "|" + report.Encode()
+		clear := url.Values{}
+		for name, values := range keep {
+			if values[0] != "" {
+				clear[name] = values
+			}
+		}
+		pg.ClearReport = Prefix + "/w/" + ws + "/conversations"
+		if len(clear) > 0 {
+			pg.ClearReport += "?" + clear.Encode()
+		}
+		for name, values := range report {
+			keep[name] = values
+		}
+	}
+	if err := reportFilter(pg, &filter); err != nil {
+		return h.conversationsError(c, v, pg, err)
+	}
 	filter.ActiveFrom, err = formDate(pg.From, "from")
 	if err == nil {
 		filter.ActiveBefore, err = formDate(pg.To, "to")
@@ -164,18 +206,85 @@ func (h *Handlers) ConversationsPage(c *fiber.Ctx) error {
 		}
 	}
 	if err != nil {
-		if pg.Agent != "" && errors.Is(err, domain.ErrNotFound) {
-			// The agent filter is a choice of the page: an agent it does
-			// not offer is bad input, not a missing page.
-			err = domain.InvalidField("agent", mustText("convs.agent.unknown"))
-		}
-		err = conversationFilterError(err)
-		if ferr := formError(v, err); ferr != nil {
-			return ferr
-		}
-		return h.render(c, fiber.StatusBadRequest, "conversations", v)
+		return h.conversationsError(c, v, pg, err)
 	}
 	return h.render(c, fiber.StatusOK, "conversations", v)
+}
+
+// conversationsError renders the list's refusal of its filters as the
+// page with the fields marked.
+func (h *Handlers) conversationsError(c *fiber.Ctx, v *view, pg *conversationsPage, err error) error {
+	if pg.Agent != "" && errors.Is(err, domain.ErrNotFound) {
+		// The agent filter is a choice of the page: an agent it does
+		// not offer is bad input, not a missing page.
+		err = domain.InvalidField("agent", mustText("convs.agent.unknown"))
+	}
+	err = conversationFilterError(err)
+	if ferr := formError(v, err); ferr != nil {
+		return ferr
+	}
+	return h.render(c, fiber.StatusBadRequest, "conversations", v)
+}
+
+// reportFilter reads the report filters of a Reports page's link into
+// filter and says them in words. A bad value is an error on the field
+// "report", which the page shows on its report line.
+func reportFilter(pg *conversationsPage, filter *conversation.ListFilter) error {
+	if len(pg.Report) == 0 {
+		return nil
+	}
+	values := map[string]string{}
+	for _, p := range pg.Report {
+		values[p.Name] = p.Value
+	}
+	bad := func(err error) error {
+		var verr *domain.ValidationError
+		if errors.As(err, &verr) {
+			for name, reason := range verr.Fields {
+				return domain.InvalidField("report", mustText("convs.report.bad", name+" "+reason))
+			}
+		}
+		return err
+	}
+	var err error
+	if filter.StartedFrom, err = wire.Day("startedFrom", values["startedFrom"]); err != nil {
+		return bad(err)
+	}
+	if filter.StartedTo, err = wire.Day("startedTo", values["startedTo"]); err != nil {
+		return bad(err)
+	}
+	if filter.HandedOff, err = wire.HandedOff(values["handedOff"]); err != nil {
+		return bad(err)
+	}
+	filter.Outcome = domain.Outcome(values["outcome"])
+	filter.FallbackReason = domain.FallbackReason(values["fallbackReason"])
+	switch {
+	case filter.Outcome != "" && !conversation.ValidOutcomeFilter(filter.Outcome):
+		return bad(domain.InvalidField("outcome", "is not an outcome"))
+	case filter.FallbackReason != "" && !slices.Contains(conversation.FallbackReasons, filter.FallbackReason):
+		return bad(domain.InvalidField("fallbackReason", "is not a fallback reason"))
+	}
+	var words []string
+	from, to := values["startedFrom"], values["startedTo"]
+	switch {
+	case from != "" && to != "":
+		words = append(words, mustText("convs.report.started", from, to))
+	case from != "":
+		words = append(words, mustText("convs.report.startedfrom", from))
+	case to != "":
+		words = append(words, mustText("convs.report.startedto", to))
+	}
+	if filter.Outcome != "" {
+		words = append(words, mustText("convs.report.outcome", mustText("reports.outcome."+string(filter.Outcome))))
+	}
+	if filter.FallbackReason != "" {
+		words = append(words, mustText("convs.report.reason", reasonText(string(filter.FallbackReason))))
+	}
+	if filter.HandedOff {
+		words = append(words, mustText("convs.report.handedoff"))
+	}
+	pg.ReportText = mustText("convs.report", strings.Join(words, ", "))
+	return nil
 }
 
 // conversationFilterError puts the list's refusals in the page's words,
@@ -194,6 +303,11 @@ func conversationFilterError(err error) error {
 		return domain.InvalidField("rating", mustText("convs.rating.bad"))
 	case verr.Fields["q"] != "":
 		return domain.InvalidField("q", mustText("convs.q.bad", domain.MinConversationQueryLength, domain.MaxConversationQueryLength))
+	}
+	for _, name := range reportParams {
+		if reason := verr.Fields[name]; reason != "" {
+			return domain.InvalidField("report", mustText("convs.report.bad", name+" "+reason))
+		}
 	}
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi"
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -48,6 +49,8 @@ type harness struct {
 	// once keeps the secrets between a POST and the GET showing them,
 	// unless the harness was built on another store.
 	once *fakeOnce
+	// Reports: the rollups report.Service reads (reports_test.go).
+	reports *fakeReportStore
 }
 
 // harnessOptions change what newHarnessWith builds on: another one-time
@@ -57,6 +60,8 @@ type harnessOptions struct {
 	log     *slog.Logger
 	// noReveals builds the console without a one-time store.
 	noReveals bool
+	// noReports builds the console without reports.
+	noReports bool
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -87,11 +92,16 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	replies := &fakeSavedReplies{}
 	replyService := savedreply.NewService(replies, fixedClock{time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)})
 	suggestions := newFakeSuggestions()
+	reportStore := &fakeReportStore{}
+	var reports console.Reports
+	if !o.noReports {
+		reports = report.NewService(reportStore, reportAgents{agents}, fixedClock{time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}, reportPrices)
+	}
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
-			Availability: accounts, Suggestions: suggestions})
+			Availability: accounts, Suggestions: suggestions, Reports: reports})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +121,7 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	}
 	return &harness{app: app, accounts: accounts, agents: agents, cookie: cookie, settings: settings, deliveries: deliveries,
 		convs: convs, chat: chatter, once: once, events: events,
-		inbox: inb, ownership: owner, composer: composer, replies: replies, suggestions: suggestions}
+		inbox: inb, ownership: owner, composer: composer, replies: replies, suggestions: suggestions, reports: reportStore}
 }
 
 // follow GETs a redirect's target as the same user, as a browser does

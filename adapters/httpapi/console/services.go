@@ -12,8 +12,17 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/inbox"
+	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
 )
+
+// Reports answers the Reports page (report.Service).
+type Reports interface {
+	// Report returns the workspace's report: a ValidationError naming
+	// preset, from or to for a bad range, domain.ErrNotFound for an agent
+	// the workspace does not have.
+	Report(ctx context.Context, workspaceID string, r report.Request) (domain.Report, error)
+}
 
 // The use cases the console calls, each exactly as much of its service as
 // the pages need, so every handler can be tested with a scripted fake.

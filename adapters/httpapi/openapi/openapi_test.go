@@ -183,6 +183,8 @@ func TestDocumentOperations(t *testing.T) {
 		"POST /api/widget/{slug}/sessions":                          {},
 		"POST /api/chat/{sessionId}/messages/{messageId}/feedback":  {},
 		"GET /api/v2/feedback":                                      {security: "bearer"},
+		"GET /api/v2/analytics/report":                              {security: "bearer"},
+		"GET /api/v2/analytics/report.csv":                          {security: "bearer"},
 		"GET /healthz":                                              {},
 		"GET /readyz":                                               {},
 	}

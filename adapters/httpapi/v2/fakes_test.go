@@ -16,6 +16,7 @@ import (
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
 )
 
@@ -209,6 +210,17 @@ func (f fakeRatedAnswers) List(_ context.Context, ws string, filter feedback.Lis
 // by s, for the principal httpapitest.Principal.
 func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	t.Helper()
+	return buildApp(t, s, fakeReports{s})
+}
+
+// newAppWithoutReports is the app of a server built without reports.
+func newAppWithoutReports(t testing.TB, s *httpapitest.Script) *httpapitest.App {
+	t.Helper()
+	return buildApp(t, s, nil)
+}
+
+func buildApp(t testing.TB, s *httpapitest.Script, reports v2.Reports) *httpapitest.App {
+	t.Helper()
 	p := httpapitest.Principal()
 	app := httpapitest.New(t, &p)
 	d := wire.NewDecoder()
@@ -223,6 +235,7 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	ratings := v2.NewFeedbackHandlers(fakeRatedAnswers{s})
 	replies := v2.NewSavedReplyHandlers(fakeSavedReplies{s}, d)
 	suggestions := v2.NewSuggestionHandlers(fakeSuggestions{s}, d)
+	analytics := v2.NewReportHandlers(reports, fakeAgents{s})
 
 	r := app.Group("/api/v2")
 	r.Get("/agents", agents.List)
@@ -257,7 +270,18 @@ func newApp(t testing.TB, s *httpapitest.Script) *httpapitest.App {
 	r.Get("/saved-replies/:id", replies.Get)
 	r.Patch("/saved-replies/:id", replies.Update)
 	r.Delete("/saved-replies/:id", replies.Delete)
+	r.Get("/analytics/report", analytics.Report)
+	r.Get("/analytics/report.csv", analytics.CSV)
 	return app
+}
+
+type fakeReports struct{ *httpapitest.Script }
+
+var _ v2.Reports = fakeReports{}
+
+func (f fakeReports) Report(_ context.Context, ws string, req report.Request) (domain.Report, error) {
+	r := f.Call("Reports.Report", ws, req)
+	return httpapitest.Value[domain.Report](r, 0), r.Err
 }
 
 type fakeSavedReplies struct{ *httpapitest.Script }

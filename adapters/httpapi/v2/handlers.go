@@ -6,6 +6,7 @@ package v2
 import (
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -224,7 +225,9 @@ func (h *AgentHandlers) DeleteSource(c *fiber.Ctx) error {
 }
 
 // List serves GET /api/v2/conversations: filters agent, status,
-// fallback, rating, q and assignee (checked by the use case).
+// fallback, rating, q and assignee, and the report filters startedFrom,
+// startedTo, outcome, fallbackReason and handedOff (checked by the use
+// case; days and handedOff parsed here).
 func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	filter := conversation.ListFilter{
 		AgentSlug: strings.Clone(c.Query("agent")),
@@ -244,6 +247,14 @@ func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	if filter.Assignee != "" {
 		scope += "|" + url.Values{"assignee": {filter.Assignee}}.Encode()
 	}
+	if err := reportFilters(c, &filter); err != nil {
+		return err
+	}
+	if filter.StartedFrom != (time.Time{}) || filter.StartedTo != (time.Time{}) || filter.Outcome != "" || filter.FallbackReason != "" || filter.HandedOff {
+		report := wire.ConversationQuery(conversation.ListFilter{StartedFrom: filter.StartedFrom, StartedTo: filter.StartedTo,
+			Outcome: filter.Outcome, FallbackReason: filter.FallbackReason, HandedOff: filter.HandedOff})
+		scope += "|" + report.Encode()
+	}
 	page, err := wire.Page(c, scope, domain.PrefixSession)
 	if err != nil {
 		return err
@@ -253,6 +264,24 @@ func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(wire.NewList(convs, scope, toConversationDTO))
+}
+
+// reportFilters reads the report filters of a list into f (issue 18):
+// the links of GET /api/v2/analytics/report.
+func reportFilters(c *fiber.Ctx, f *conversation.ListFilter) error {
+	var err error
+	if f.StartedFrom, err = wire.Day("startedFrom", c.Query("startedFrom")); err != nil {
+		return err
+	}
+	if f.StartedTo, err = wire.Day("startedTo", c.Query("startedTo")); err != nil {
+		return err
+	}
+	if f.HandedOff, err = wire.HandedOff(c.Query("handedOff")); err != nil {
+		return err
+	}
+	f.Outcome = domain.Outcome(strings.Clone(c.Query("outcome")))
+	f.FallbackReason = domain.FallbackReason(strings.Clone(c.Query("fallbackReason")))
+	return nil
 }
 
 // Get serves GET /api/v2/conversations/{id}: the conversation with a page

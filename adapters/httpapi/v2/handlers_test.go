@@ -290,6 +290,32 @@ func TestConversations(t *testing.T) {
 				t.Fatalf("List(%+v)", f)
 			}
 		},
+	}, {
+		Name:   "passes the report filters, days as UTC midnights",
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?startedFrom=2026-11-01&startedTo=2026-11-30&outcome=UNDECIDED&fallbackReason=MODEL_DECLINED&handedOff=true"},
+		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID}},
+		Calls: func(t *testing.T, s *httpapitest.Script) {
+			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
+			if !f.StartedFrom.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) || !f.StartedTo.Equal(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) ||
+				f.Outcome != domain.OutcomeUndecided || f.FallbackReason != domain.FallbackModelDeclined || !f.HandedOff {
+				t.Fatalf("List(%+v)", f)
+			}
+		},
+	}, {
+		Name: "a day that is no day", Req: httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?startedFrom=2026-02-30"},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.startedFrom": "must be a day, as 2026-11-01"}},
+	}, {
+		Name: "a time for a day", Req: httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?startedTo=" + url.QueryEscape("2026-11-30T10:00:00Z")},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.startedTo": "must be a day, as 2026-11-01"}},
+	}, {
+		Name: "handedOff other than true", Req: httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?handedOff=false"},
+		Want: httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.handedOff": "must be true"}},
+	}, {
+		Name:   "the use case refuses an outcome",
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?outcome=GREAT"},
+		Script: map[string]httpapitest.Result{"Conversations.List": {Err: domain.InvalidField("outcome", "must be one of ...")}},
+		Want:   httpapitest.Want{Status: 400, Code: domain.CodeValidation, Fields: map[string]any{"error.details.outcome": "must be one of ..."}},
 	}}, httpapitest.BadPages("/api/v2/conversations")...), httpapitest.ErrorCases(list, "Conversations.List", 400, 404, 500)...))
 
 	get := httpapitest.Request{Method: "GET", Path: "/api/v2/conversations/" + sessionID}

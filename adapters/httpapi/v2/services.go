@@ -11,6 +11,7 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
+	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
 )
 
@@ -177,4 +178,12 @@ type SavedReplies interface {
 	Update(ctx context.Context, actor savedreply.Actor, id string, p savedreply.Patch) (domain.SavedReply, error)
 	// Delete returns domain.ErrNotFound.
 	Delete(ctx context.Context, actor savedreply.Actor, id string) error
+}
+
+// Reports answers report requests (report.Service, issue 18).
+type Reports interface {
+	// Report returns the workspace's report for r: a ValidationError naming
+	// preset, from or to for a bad range, domain.ErrNotFound for an agent
+	// the workspace does not have.
+	Report(ctx context.Context, workspaceID string, r report.Request) (domain.Report, error)
 }

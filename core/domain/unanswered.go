@@ -169,6 +169,10 @@ const (
 	TopicCandidates = 200
 	// TopicExamples is how many example questions a topic shows.
 	TopicExamples = 5
+	// MaxTopicTerms bounds a topic's term profile: the terms most of its
+	// questions share are what matches; a long tail of one-off words
+	// (numbers, names) only makes the profile heavier to read.
+	MaxTopicTerms = 40
 	// MaxTopicLinks bounds the conversations a new Q&A source is linked to.
 	MaxTopicLinks = 100
 )
@@ -302,4 +306,72 @@ var termSynonyms = map[string]string{
 	"invoic": "invoice", "receipt": "invoice", "bill": "invoice", "billing": "invoice",
 	"broke": "broken", "damag": "broken", "damaged": "broken", "defect": "broken", "defective": "broken",
 	"delet": "delete", "remov": "delete", "remove": "delete",
+}
+
+// TopicChoice is grouping's decision for one question: its terms, and the
+// candidate it joins (Index, with Score its similarity), or -1 for a new
+// topic.
+type TopicChoice struct {
+	Terms []string
+	Index int
+	Score float64
+}
+
+// ChooseTopic groups q among candidates (an agent's recently active open
+// topics): the best match at TopicMatchThreshold or above, else a new
+// topic.
+//
+// A question with no content word ("hi", "??") has nothing to compare: it
+// joins an open topic without terms whose label is the same text (case and
+// spaces aside), so a hundred "hello"s make one topic, not a hundred.
+func ChooseTopic(q UnansweredQuestion, candidates []UnansweredTopic) TopicChoice {
+	terms := QuestionTerms(q.Text)
+	if len(terms) == 0 {
+		text := strings.Join(strings.Fields(strings.ToLower(q.Text)), " ")
+		for i, c := range candidates {
+			if len(c.Terms) == 0 && strings.Join(strings.Fields(strings.ToLower(c.Label)), " ") == text {
+				return TopicChoice{Terms: terms, Index: i, Score: 1}
+			}
+		}
+		return TopicChoice{Terms: terms, Index: -1}
+	}
+	i, score := BestTopic(terms, candidates)
+	return TopicChoice{Terms: terms, Index: i, Score: score}
+}
+
+// LabelScore is how well a question represents a topic whose profile
+// already counts it: the label is the question with the best score so
+// far.
+func LabelScore(terms []string, profile map[string]int) float64 {
+	return TopicSimilarity(terms, profile)
+}
+
+// AddToProfile returns profile with terms counted once more, pruned to
+// the MaxTopicTerms most frequent terms (ties to the alphabetically
+// first, so every worker prunes alike).
+func AddToProfile(profile map[string]int, terms []string) map[string]int {
+	out := make(map[string]int, len(profile)+len(terms))
+	for k, v := range profile {
+		out[k] = v
+	}
+	for _, t := range terms {
+		out[t]++
+	}
+	if len(out) <= MaxTopicTerms {
+		return out
+	}
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if out[keys[i]] != out[keys[j]] {
+			return out[keys[i]] > out[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys[MaxTopicTerms:] {
+		delete(out, k)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package domain_test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -162,5 +163,21 @@ func TestTopicAnswerValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestAddToProfile(t *testing.T) {
+	p := domain.AddToProfile(nil, []string{"refund", "order"})
+	p = domain.AddToProfile(p, []string{"refund"})
+	if p["refund"] != 2 || p["order"] != 1 || len(p) != 2 {
+		t.Errorf("profile = %v", p)
+	}
+	var many []string
+	for i := range domain.MaxTopicTerms + 10 {
+		many = append(many, fmt.Sprintf("w%03d", i))
+	}
+	p = domain.AddToProfile(p, many)
+	if len(p) != domain.MaxTopicTerms || p["refund"] != 2 || p["order"] != 1 || p["w000"] != 1 {
+		t.Errorf("pruned profile has %d terms: refund %d, order %d, w000 %d", len(p), p["refund"], p["order"], p["w000"])
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/core/unanswered"
 	corewidget "github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -57,6 +58,9 @@ type Services struct {
 	SavedReplies *savedreply.Service
 	// Availability says whether a person is there to answer a handoff.
 	Availability *availability.Service
+	// Unanswered groups the questions agents failed on into topics the
+	// team answers with Q&A sources.
+	Unanswered *unanswered.Service
 	// Console serves /console; nil leaves the console out.
 	Console *console.Handlers
 }
@@ -154,6 +158,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		ratings       = v2.NewFeedbackHandlers(s.Feedback)
 		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
 		suggestions   = v2.NewSuggestionHandlers(s.Chat, decoder)
+		topics        = v2.NewUnansweredHandlers(s.Unanswered, decoder)
 
 		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
 		sessionEvents   = v1.NewEventHandlers(follower)
@@ -201,6 +206,9 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Post("/agents/:slug/sources/:id/reindex", agents.ReindexSource)
 	v2api.Delete("/agents/:slug/sources/:id", agents.DeleteSource)
 	v2api.Post("/agents/:slug/retrieve", chats.Retrieve)
+	v2api.Get("/agents/:slug/unanswered-topics", topics.List)
+	v2api.Get("/agents/:slug/unanswered-topics/:id", topics.Get)
+	v2api.Post("/agents/:slug/unanswered-topics/:id/answer", topics.Answer)
 	v2api.Post("/chat", chats.Chat) // JSON, or SSE with "stream": true
 	v2api.Get("/conversations", conversations.List)
 	v2api.Get("/conversations/:id", conversations.Get)

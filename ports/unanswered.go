@@ -32,11 +32,11 @@ type UnansweredStore interface {
 	// questions' conversations and messages. Returns domain.ErrNotFound
 	// unless the topic is the agent's, in the workspace.
 	AddressTopic(ctx context.Context, workspaceID, agentID, topicID, sourceID string, now time.Time) error
-	// QuestionTopic returns the topic of the visitor's USER message
-	// messageID ("" when it is in none). Returns domain.ErrNotFound unless
-	// the message is a USER message of a conversation of the agent, in the
-	// workspace.
-	QuestionTopic(ctx context.Context, workspaceID, agentID, conversationID, messageID string) (string, error)
+	// Question returns the visitor's USER message messageID as a question:
+	// its text, and its topic (TopicID "" when it is in none). Returns
+	// domain.ErrNotFound unless the message is a USER message of a
+	// conversation of the agent, in the workspace.
+	Question(ctx context.Context, workspaceID, agentID, conversationID, messageID string) (domain.UnansweredQuestion, error)
 	// AddressQuestion links the Q&A source to the visitor's USER message
 	// messageID of the agent's conversation, and marks the message's topic
 	// addressed, if it is in one; it returns that topic's id or "".

@@ -326,22 +326,22 @@ func (s *Store) AddressQuestion(ctx context.Context, workspaceID, agentID, conve
 	return topicID, err
 }
 
-// QuestionTopic checks the message and reads its topic.
-func (s *Store) QuestionTopic(ctx context.Context, workspaceID, agentID, conversationID, messageID string) (string, error) {
-	var (
-		found bool
-		topic *string
-	)
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages AS m
-			JOIN conversations AS c ON c.id = m.conversation_id AND c.workspace_id = m.workspace_id
-			WHERE m.id = $3 AND m.conversation_id = $2 AND m.workspace_id = $1 AND m.role = 'USER' AND c.agent_id = $4),
-		(SELECT topic_id FROM unanswered_questions WHERE message_id = $3 AND workspace_id = $1 AND topic_id IS NOT NULL LIMIT 1)`,
-		workspaceID, conversationID, messageID, agentID).Scan(&found, &topic)
+// Question reads the message and its topic.
+func (s *Store) Question(ctx context.Context, workspaceID, agentID, conversationID, messageID string) (domain.UnansweredQuestion, error) {
+	q := domain.UnansweredQuestion{WorkspaceID: workspaceID, AgentID: agentID, ConversationID: conversationID, MessageID: messageID}
+	var topic *string
+	err := s.pool.QueryRow(ctx, `SELECT m.content, m.created_at,
+			(SELECT u.topic_id FROM unanswered_questions AS u WHERE u.message_id = m.id AND u.workspace_id = m.workspace_id AND u.topic_id IS NOT NULL LIMIT 1)
+		FROM messages AS m
+		JOIN conversations AS c ON c.id = m.conversation_id AND c.workspace_id = m.workspace_id
+		WHERE m.id = $3 AND m.conversation_id = $2 AND m.workspace_id = $1 AND m.role = 'USER' AND c.agent_id = $4`,
+		workspaceID, conversationID, messageID, agentID).Scan(&q.Text, &q.AskedAt, &topic)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return q, domain.NotFound("message")
+	}
 	if err != nil {
-		return "", dbError("question topic", err)
+		return q, dbError("unanswered question", err)
 	}
-	if !found {
-		return "", domain.NotFound("message")
-	}
-	return deref(topic), nil
+	q.AskedAt, q.TopicID = q.AskedAt.UTC(), deref(topic)
+	return q, nil
 }

@@ -157,16 +157,16 @@ func TestUnansweredQuestionsTracked(t *testing.T) {
 
 	// Improving one answer: the question is checked, linked, its topic addressed.
 	hq := firstQuestion(t, f, hours.ID)
-	if topic, err := f.store.QuestionTopic(ctx, f.ws.ID, f.agent.ID, hours.ID, hq.ID); err != nil || topic != hoursTopic.ID {
-		t.Errorf("QuestionTopic = %q, %v", topic, err)
+	if q, err := f.store.Question(ctx, f.ws.ID, f.agent.ID, hours.ID, hq.ID); err != nil || q.TopicID != hoursTopic.ID || q.Text != "What are your opening hours?" {
+		t.Errorf("Question = %+v, %v", q, err)
 	}
 	for _, tt := range []struct{ name, conv, msg string }{
 		{"another conversation", refund1.ID, hq.ID},
 		{"an answer, not a question", hours.ID, refund2Answer},
 		{"unknown", hours.ID, "msg_missing"},
 	} {
-		if _, err := f.store.QuestionTopic(ctx, f.ws.ID, f.agent.ID, tt.conv, tt.msg); !errors.Is(err, domain.ErrNotFound) {
-			t.Errorf("%s: QuestionTopic = %v, want ErrNotFound", tt.name, err)
+		if _, err := f.store.Question(ctx, f.ws.ID, f.agent.ID, tt.conv, tt.msg); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("%s: Question = %v, want ErrNotFound", tt.name, err)
 		}
 	}
 	if topic, err := f.store.AddressQuestion(ctx, f.ws.ID, f.agent.ID, hours.ID, hq.ID, src.ID, t0.Add(5*time.Hour)); err != nil || topic != hoursTopic.ID {

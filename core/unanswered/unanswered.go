@@ -131,18 +131,18 @@ func (s *Service) Answer(ctx context.Context, workspaceID, slug, topicID string,
 	return t, src, err
 }
 
-// QuestionTopic returns the topic of one visitor question of the agent's
-// conversation ("" when it is in none), or domain.ErrNotFound unless
-// questionID is a USER message of that conversation.
-func (s *Service) QuestionTopic(ctx context.Context, workspaceID, slug, conversationID, questionID string) (string, error) {
+// Question returns one visitor question of the agent's conversation,
+// with its topic (TopicID "" when it is in none), or domain.ErrNotFound
+// unless questionID is a USER message of that conversation.
+func (s *Service) Question(ctx context.Context, workspaceID, slug, conversationID, questionID string) (domain.UnansweredQuestion, error) {
 	if !domain.ValidID(domain.PrefixSession, conversationID) || !domain.ValidID(domain.PrefixMessage, questionID) {
-		return "", domain.NotFound("message")
+		return domain.UnansweredQuestion{}, domain.NotFound("message")
 	}
 	a, err := s.agents.Get(ctx, workspaceID, slug)
 	if err != nil {
-		return "", err
+		return domain.UnansweredQuestion{}, err
 	}
-	return s.store.QuestionTopic(ctx, workspaceID, a.ID, conversationID, questionID)
+	return s.store.Question(ctx, workspaceID, a.ID, conversationID, questionID)
 }
 
 // ImproveAnswer writes the team's answer to one visitor question of a
@@ -161,7 +161,7 @@ func (s *Service) ImproveAnswer(ctx context.Context, workspaceID, slug, conversa
 	if err := ans.Validate(); err != nil {
 		return domain.Source{}, "", err
 	}
-	if _, err := s.store.QuestionTopic(ctx, workspaceID, a.ID, conversationID, questionID); err != nil {
+	if _, err := s.store.Question(ctx, workspaceID, a.ID, conversationID, questionID); err != nil {
 		return domain.Source{}, "", err
 	}
 	src, err := s.agents.AddSource(ctx, workspaceID, slug, domain.Source{Type: domain.SourceQA, Question: ans.Question, Answer: ans.Answer})

@@ -368,6 +368,14 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	ws.Get("/playground", convs, h.PlaygroundPage)
 	ws.Post("/playground", convs, h.PlaygroundAsk)
 	ws.Post("/playground/stream", convs, h.PlaygroundStream)
+	// Unanswered questions: every role that reads conversations sees the
+	// topics; owners and admins (who manage knowledge) write answers.
+	ws.Get("/unanswered", convs, h.UnansweredLanding)
+	ws.Get("/agents/:slug/unanswered", convs, h.UnansweredPage)
+	ws.Get("/agents/:slug/unanswered/:topicID", convs, h.TopicPage)
+	ws.Post("/agents/:slug/unanswered/:topicID/answer", agents, h.AnswerTopic)
+	ws.Get("/agents/:slug/improve", agents, h.ImprovePage)
+	ws.Post("/agents/:slug/improve", agents, h.ImproveAnswer)
 	// Inbox: every role that answers conversations. The workspace event
 	// stream's route is listed before the thread's, which would take
 	// "events" for a conversation id.

@@ -394,7 +394,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
 			Events: consoleEvents{s.relay},
 			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies,
-			Availability: s.availability, Suggestions: s.chat})
+			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}

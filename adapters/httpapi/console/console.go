@@ -88,6 +88,10 @@ type Options struct {
 	// answering 503.
 	Availability Availability
 	Suggestions  Suggestions
+	// Unanswered (unanswered.Service) serves the unanswered topics and the
+	// improve forms; nil leaves them answering 503 and hides the
+	// transcripts' "Improve this answer" links.
+	Unanswered Unanswered
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -124,6 +128,7 @@ type Handlers struct {
 
 	availability Availability
 	suggestions  Suggestions
+	unanswered   Unanswered
 }
 
 type asset struct {
@@ -148,7 +153,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		reveals: o.Reveals,
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
-		availability: o.Availability, suggestions: o.Suggestions,
+		availability: o.Availability, suggestions: o.Suggestions, unanswered: o.Unanswered,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -19,6 +19,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/core/unanswered"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -57,6 +58,9 @@ type harnessOptions struct {
 	log     *slog.Logger
 	// noReveals builds the console without a one-time store.
 	noReveals bool
+	// unanswered builds the unanswered service over the harness's agents;
+	// nil leaves the console without one.
+	unanswered func(unanswered.Agents) console.Unanswered
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -87,11 +91,15 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	replies := &fakeSavedReplies{}
 	replyService := savedreply.NewService(replies, fixedClock{time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)})
 	suggestions := newFakeSuggestions()
+	var unans console.Unanswered
+	if o.unanswered != nil {
+		unans = o.unanswered(agents)
+	}
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
-			Availability: accounts, Suggestions: suggestions})
+			Availability: accounts, Suggestions: suggestions, Unanswered: unans})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -264,3 +264,31 @@ func TestImproveOneAnswer(t *testing.T) {
 		t.Errorf("linked %v, addressed %v", store.linked, store.addressed)
 	}
 }
+
+// A transcript's answers link the improve form of the question before
+// them, for owners and admins only, and never in a playground transcript.
+func TestImproveLinks(t *testing.T) {
+	h, _ := unansweredHarness(t)
+	chat := h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentSlug: "support"},
+		domain.Message{ID: unansQuestion, Role: domain.RoleUser, Content: "Do you gift wrap?", CreatedAt: fakeNow},
+		domain.Message{Role: domain.RoleAssistant, Content: "Sorry.", FallbackReason: domain.FallbackNoKnowledge, CreatedAt: fakeNow})
+	play := h.convs.add(domain.Conversation{WorkspaceID: "ws_a", AgentSlug: "support", Channel: domain.ChannelPlayground},
+		domain.Message{Role: domain.RoleUser, Content: "Test?", CreatedAt: fakeNow},
+		domain.Message{Role: domain.RoleAssistant, Content: "Sorry.", CreatedAt: fakeNow})
+	link := `href="/console/w/ws_a/agents/support/improve?conversation=` + chat.ID + `&amp;question=` + unansQuestion + `"`
+	for _, tt := range []struct {
+		as, conv string
+		want     bool
+	}{{"owner", chat.ID, true}, {"admin", chat.ID, true}, {"agent", chat.ID, false}, {"owner", play.ID, false}} {
+		r := h.do(t, req{Path: "/console/w/ws_a/conversations/" + tt.conv, As: tt.as})
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: %d", tt.as, r.Status)
+		}
+		if got := strings.Contains(r.Body, "Improve this answer"); got != tt.want {
+			t.Errorf("%s on %s: link shown %v, want %v", tt.as, tt.conv, got, tt.want)
+		}
+		if tt.want && !strings.Contains(r.Body, link) {
+			t.Errorf("%s: no %s in\n%s", tt.as, link, r.Body)
+		}
+	}
+}

@@ -155,6 +155,17 @@ func TestUnansweredQuestionsTracked(t *testing.T) {
 		t.Errorf("open topics after the answer = %+v", open.Items)
 	}
 
+	// Deleting the source leaves the topic addressed, without a source.
+	if _, err := f.store.DeleteSource(ctx, f.ws.ID, f.agent.ID, src.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.store.GetTopic(ctx, f.ws.ID, f.agent.ID, refund.ID); got.Status != domain.TopicAddressed || got.SourceID != "" {
+		t.Errorf("topic after its source was deleted = %+v", got)
+	}
+	if err := f.store.CreateSource(ctx, &src); err != nil {
+		t.Fatal(err)
+	}
+
 	// Improving one answer: the question is checked, linked, its topic addressed.
 	hq := firstQuestion(t, f, hours.ID)
 	if q, err := f.store.Question(ctx, f.ws.ID, f.agent.ID, hours.ID, hq.ID); err != nil || q.TopicID != hoursTopic.ID || q.Text != "What are your opening hours?" {

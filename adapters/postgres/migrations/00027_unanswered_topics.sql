@@ -40,7 +40,8 @@ CREATE TABLE unanswered_topics (
     first_seen_at    timestamptz NOT NULL,
     last_seen_at     timestamptz NOT NULL,
     status           text        NOT NULL DEFAULT 'OPEN' CHECK (status IN ('OPEN', 'ADDRESSED')),
-    source_id        text,
+    -- A deleted source leaves the topic addressed, without its source.
+    source_id        text        REFERENCES sources (id) ON DELETE SET NULL,
     addressed_at     timestamptz,
     CONSTRAINT unanswered_topics_addressed_check CHECK ((status = 'ADDRESSED') = (addressed_at IS NOT NULL)),
     CONSTRAINT unanswered_topics_workspace_id_key UNIQUE (workspace_id, id),

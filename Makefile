@@ -72,11 +72,11 @@ browser:
 promtool:
 	@bash scripts/promtool.sh
 
-## screenshots: run the widget's, the console's and the inbox's browser tests and keep their
-## screenshots in docs/widget and docs/console
+## screenshots: run the widget's, the console's, the inbox's, the reports' and the unanswered topics'
+## browser tests and keep their screenshots in docs/widget and docs/console
 screenshots: services browser
 	WIDGET_SCREENSHOT_DIR=$(CURDIR)/docs/widget CONSOLE_SCREENSHOT_DIR=$(CURDIR)/docs/console \
-		$(GO) test -count=1 -run '^(TestWidgetInBrowser|TestConsoleInBrowser|TestInboxInBrowser|TestReportsInBrowser)$$' -v ./app/concierge/
+		$(GO) test -count=1 -run '^(TestWidgetInBrowser|TestConsoleInBrowser|TestInboxInBrowser|TestReportsInBrowser|TestUnansweredInBrowser)$$' -v ./app/concierge/
 
 ## services: make sure PostgreSQL and Redis are running
 services:

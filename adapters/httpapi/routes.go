@@ -33,6 +33,7 @@ import (
 	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/core/unanswered"
 	corewidget "github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -60,6 +61,9 @@ type Services struct {
 	// Reports answers /api/v2/analytics (a *report.Service); nil answers
 	// those routes 503 with the error body.
 	Reports v2.Reports
+	// Unanswered groups the questions agents failed on into topics the
+	// team answers with Q&A sources.
+	Unanswered *unanswered.Service
 	// Console serves /console; nil leaves the console out.
 	Console *console.Handlers
 }
@@ -158,6 +162,7 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		replies       = v2.NewSavedReplyHandlers(s.SavedReplies, decoder)
 		suggestions   = v2.NewSuggestionHandlers(s.Chat, decoder)
 		reports       = v2.NewReportHandlers(s.Reports, s.Agents)
+		topics        = v2.NewUnansweredHandlers(s.Unanswered, decoder)
 
 		sessions        = v1.NewHandlers(s.Conversations, turns, s.Handoff, decoder, d.Clock)
 		sessionEvents   = v1.NewEventHandlers(follower)
@@ -205,6 +210,9 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 	v2api.Post("/agents/:slug/sources/:id/reindex", agents.ReindexSource)
 	v2api.Delete("/agents/:slug/sources/:id", agents.DeleteSource)
 	v2api.Post("/agents/:slug/retrieve", chats.Retrieve)
+	v2api.Get("/agents/:slug/unanswered-topics", topics.List)
+	v2api.Get("/agents/:slug/unanswered-topics/:id", topics.Get)
+	v2api.Post("/agents/:slug/unanswered-topics/:id/answer", topics.Answer)
 	v2api.Post("/chat", chats.Chat) // JSON, or SSE with "stream": true
 	v2api.Get("/conversations", conversations.List)
 	v2api.Get("/conversations/:id", conversations.Get)
@@ -369,6 +377,14 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	// Reports: the figures of the conversations, each linking to them.
 	ws.Get("/reports", convs, h.ReportsPage)
 	ws.Get("/reports.csv", convs, h.ReportCSV)
+	// Unanswered questions: every role that reads conversations sees the
+	// topics; owners and admins (who manage knowledge) write answers.
+	ws.Get("/unanswered", convs, h.UnansweredLanding)
+	ws.Get("/agents/:slug/unanswered", convs, h.UnansweredPage)
+	ws.Get("/agents/:slug/unanswered/:topicID", convs, h.TopicPage)
+	ws.Post("/agents/:slug/unanswered/:topicID/answer", agents, h.AnswerTopic)
+	ws.Get("/agents/:slug/improve", agents, h.ImprovePage)
+	ws.Post("/agents/:slug/improve", agents, h.ImproveAnswer)
 	// Inbox: every role that answers conversations. The workspace event
 	// stream's route is listed before the thread's, which would take
 	// "events" for a conversation id.

@@ -22,7 +22,7 @@ import (
 // PostgreSQL's microseconds.
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 123456789, time.UTC)
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -32,7 +32,7 @@ func ctxT(t *testing.T) context.Context {
 // micro is what PostgreSQL gives back for t.
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-func newWorkspace(t *testing.T, store *postgres.Store, plan domain.Plan) (domain.Workspace, domain.APIKey, string) {
+func newWorkspace(t testing.TB, store *postgres.Store, plan domain.Plan) (domain.Workspace, domain.APIKey, string) {
 	t.Helper()
 	ws := domain.Workspace{
 		ID:            domain.NewID(domain.PrefixWorkspace),
@@ -49,7 +49,7 @@ func newWorkspace(t *testing.T, store *postgres.Store, plan domain.Plan) (domain
 	return ws, key, secret
 }
 
-func newAgent(t *testing.T, store *postgres.Store, workspaceID, slug string, created time.Time) domain.Agent {
+func newAgent(t testing.TB, store *postgres.Store, workspaceID, slug string, created time.Time) domain.Agent {
 	t.Helper()
 	a := domain.Agent{
 		ID:          domain.NewID(domain.PrefixAgent),

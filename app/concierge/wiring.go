@@ -44,6 +44,7 @@ import (
 	"github.com/conciergehq/concierge/core/outcome"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/core/unanswered"
 	"github.com/conciergehq/concierge/core/widget"
 	"github.com/conciergehq/concierge/core/workspace"
 	"github.com/conciergehq/concierge/ports"
@@ -75,8 +76,10 @@ type system struct {
 	widgets       *widget.Service
 	feedback      *feedback.Service
 	savedReplies  *savedreply.Service
-	memberInbox   *memberinbox.Service
-	chat          *chat.Service
+	// unanswered groups unanswered questions and answers their topics.
+	unanswered  *unanswered.Service
+	memberInbox *memberinbox.Service
+	chat        *chat.Service
 	// lifecycle is the Conversation aggregate every capability goes through.
 	lifecycle *conversation.Lifecycle
 	// relay serves live streams; set by startRelay in serving processes.
@@ -151,6 +154,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		Workspaces: s.store, Agents: s.agentCache.Widgets(s.store), Lifecycle: s.lifecycle, Clock: s.clock,
 	})
 	s.savedReplies = savedreply.NewService(s.store, s.clock)
+	s.unanswered = unanswered.NewService(s.store, s.agents, s.clock, log, unanswered.DefaultBatch)
 	s.feedback = feedback.NewService(feedback.Deps{
 		Agents: s.agentCache, Lifecycle: s.lifecycle, Feedback: s.store, Clock: s.clock,
 	})
@@ -390,14 +394,14 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
 			Events: consoleEvents{s.relay},
 			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies,
-			Availability: s.availability, Suggestions: s.chat})
+			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}
 	app, err := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
 			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
-			SavedReplies: s.savedReplies, Availability: s.availability, Console: con},
+			SavedReplies: s.savedReplies, Availability: s.availability, Unanswered: s.unanswered, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
@@ -439,6 +443,7 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("ended console sessions and old links", endedAccounts{s.accounts}, accountSweepPeriod, s.log),
 		workers.NewSweeper("conversation outcomes", decidedOutcomes{outcome.NewService(s.store, s.clock, outcome.DefaultBatch)}, outcomeSweepPeriod, s.log),
+		workers.NewSweeper("unanswered questions", groupedQuestions{s.unanswered}, s.cfg.InboundSweepPeriod, s.log),
 	}
 	return srv, sweepers
 }
@@ -455,6 +460,16 @@ type decidedOutcomes struct{ outcomes *outcome.Service }
 
 func (d decidedOutcomes) RequeueStale(ctx context.Context) (int, error) {
 	return d.outcomes.Sweep(ctx)
+}
+
+// groupedQuestions runs the grouping of unanswered questions into topics
+// (unanswered.Service.Sweep) as a sweep, at the inbound sweep's period: a
+// question shows in its topic within seconds. The count it reports is
+// questions grouped, not tasks requeued.
+type groupedQuestions struct{ unanswered *unanswered.Service }
+
+func (g groupedQuestions) RequeueStale(ctx context.Context) (int, error) {
+	return g.unanswered.Sweep(ctx)
 }
 
 // accountSweepPeriod is how often ended console sessions and old links are

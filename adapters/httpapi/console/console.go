@@ -91,6 +91,10 @@ type Options struct {
 	// Reports serves the Reports page and its CSV (report.Service); nil
 	// leaves them answering 503.
 	Reports Reports
+	// Unanswered (unanswered.Service) serves the unanswered topics and the
+	// improve forms; nil leaves them answering 503 and hides the
+	// transcripts' "Improve this answer" links.
+	Unanswered Unanswered
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -128,6 +132,7 @@ type Handlers struct {
 	availability Availability
 	suggestions  Suggestions
 	reports      Reports
+	unanswered   Unanswered
 }
 
 type asset struct {
@@ -152,7 +157,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		reveals: o.Reveals,
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
-		availability: o.Availability, suggestions: o.Suggestions, reports: o.Reports,
+		availability: o.Availability, suggestions: o.Suggestions, reports: o.Reports, unanswered: o.Unanswered,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

@@ -338,6 +338,9 @@ type messageRow struct {
 	Rating    string
 	Citations []citationRow
 	Trace     *traceView
+	// Improve is an answer's "Improve this answer" link (improveLinks),
+	// "" when the member may not write one or no question precedes it.
+	Improve string
 }
 
 type citationRow struct {
@@ -494,6 +497,9 @@ func (h *Handlers) ConversationPage(c *fiber.Ctx) error {
 	rows, err := h.messageRows(c, convs, ws, id, msgs.Items)
 	if err != nil {
 		return err
+	}
+	if conv.Channel != domain.ChannelPlayground {
+		h.improveLinks(c, conv.AgentSlug, id, rows)
 	}
 	v, err := h.newView(c, mustText("convs.one", conv.AgentSlug), "convs")
 	if err != nil {

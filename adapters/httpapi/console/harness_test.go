@@ -20,6 +20,7 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
+	"github.com/conciergehq/concierge/core/unanswered"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -62,6 +63,9 @@ type harnessOptions struct {
 	noReveals bool
 	// noReports builds the console without reports.
 	noReports bool
+	// unanswered builds the unanswered service over the harness's agents;
+	// nil leaves the console without one.
+	unanswered func(unanswered.Agents) console.Unanswered
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -97,11 +101,15 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	if !o.noReports {
 		reports = report.NewService(reportStore, reportAgents{agents}, fixedClock{time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)}, reportPrices)
 	}
+	var unans console.Unanswered
+	if o.unanswered != nil {
+		unans = o.unanswered(agents)
+	}
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
-			Availability: accounts, Suggestions: suggestions, Reports: reports})
+			Availability: accounts, Suggestions: suggestions, Reports: reports, Unanswered: unans})
 	if err != nil {
 		t.Fatal(err)
 	}

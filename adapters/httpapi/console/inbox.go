@@ -339,6 +339,9 @@ func (h *Handlers) threadView(c *fiber.Ctx) (*view, *threadPage, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if conv.Channel != domain.ChannelPlayground {
+		h.improveLinks(c, conv.AgentSlug, id, rows)
+	}
 	base := Prefix + "/w/" + ws + "/inbox/"
 	pg := &threadPage{Messages: rows, Later: page.After != nil, Contact: contactText(conv), Kind: "reply",
 		MaxContent: domain.MaxMessageLength, Path: base + id, Events: Prefix + "/w/" + ws + "/inbox/events",

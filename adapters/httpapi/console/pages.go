@@ -85,6 +85,8 @@ var notices = map[string]string{
 	"handedback": "inbox.done.handedback",
 	// Saved replies
 	"replycreated": "replies.created", "replysaved": "replies.saved", "replydeleted": "replies.deleted",
+	// Unanswered questions
+	"topicanswered": "unanswered.done.answered", "improved": "unanswered.done.improved",
 }
 
 // newView builds the view of a signed-in page; inside a workspace it

@@ -83,7 +83,9 @@ func TestRefusedToolsAreDroppedOnceAndRemembered(t *testing.T) {
 			return refusal(`\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set`, `null`)
 		}, 400, true},
 		{"400 Ollama's own shape", func() string { return `{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}` }, 400, true},
-		{"500 llama.cpp", func() string { return `{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}` }, 500, true},
+		{"500 llama.cpp", func() string {
+			return `{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}`
+		}, 500, true},
 		{"422 names tools", func() string { return `{"detail":[{"loc":["body","tools"],"msg":"extra fields not permitted"}]}` }, 422, true},
 		{"400 about something else", func() string { return refusal("messages: too long", `"messages"`) }, 400, false},
 		{"401 mentioning tools", func() string { return refusal("no access to tools", `"tools"`) }, 401, false},

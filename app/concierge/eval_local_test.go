@@ -46,6 +46,7 @@ func TestLocalAnswerReplay(t *testing.T) {
 				Messages:      []ports.LLMMessage{{Role: "user", Content: q}},
 				Knowledge:     chunks,
 				Answerability: j.Answerability,
+				Missing:       firstMissing(j),
 			}, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -66,6 +66,12 @@ type Config struct {
 	OpenAIModel      string        `env:"OPENAI_MODEL" envDefault:"gpt-4o-mini"`
 	OpenAITimeout    time.Duration `env:"OPENAI_TIMEOUT" envDefault:"60s"`
 	OpenAIMaxRetries int           `env:"OPENAI_MAX_RETRIES" envDefault:"3"`
+	// LLMTools says whether the OpenAI-compatible model is offered tools
+	// (the agent's and the no_answer decline): "auto" offers them and, when
+	// the server refuses them, asks again without; "off" never offers
+	// them, for servers or models that take none. Without tools the model
+	// declines by answering NO_ANSWER.
+	LLMTools string `env:"LLM_TOOLS" envDefault:"auto"`
 
 	// LocalTokenDelay slows the embedded model's stream, for demos and tests
 	// of streaming; 0 streams as fast as it composes.
@@ -314,6 +320,9 @@ func (c Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("%sLLM_PROVIDER=%q is not local or openai", Prefix, c.LLMProvider)
+	}
+	if c.LLMTools != "auto" && c.LLMTools != "off" {
+		return fmt.Errorf("%sLLM_TOOLS=%q is not auto or off", Prefix, c.LLMTools)
 	}
 	if u, err := url.Parse(c.OpenAIBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%sOPENAI_BASE_URL=%q is not an http(s) URL such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1", Prefix, c.OpenAIBaseURL)

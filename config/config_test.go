@@ -62,6 +62,17 @@ func TestLoad(t *testing.T) {
 		{name: "crawl budget not a duration", env: map[string]string{"CONCIERGE_CRAWL_TIME_BUDGET": "forever"}, wantErr: "CONCIERGE_CRAWL_TIME_BUDGET"},
 		{name: "bad trusted proxy", env: map[string]string{"CONCIERGE_TRUSTED_PROXIES": "lb.internal"}, wantErr: "CONCIERGE_TRUSTED_PROXIES"},
 		{name: "unknown LLM provider", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "gpt"}, wantErr: "CONCIERGE_LLM_PROVIDER"},
+		{name: "LLM tools default to auto", check: func(t *testing.T, c Config) {
+			if c.LLMTools != "auto" {
+				t.Fatalf("LLM tools %q", c.LLMTools)
+			}
+		}},
+		{name: "LLM tools off", env: map[string]string{"CONCIERGE_LLM_TOOLS": "off"}, check: func(t *testing.T, c Config) {
+			if c.LLMTools != "off" {
+				t.Fatalf("LLM tools %q", c.LLMTools)
+			}
+		}},
+		{name: "unknown LLM tools mode", env: map[string]string{"CONCIERGE_LLM_TOOLS": "never"}, wantErr: `CONCIERGE_LLM_TOOLS="never" is not auto or off`},
 		{name: "openai needs a key for api.openai.com", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai"}, wantErr: "CONCIERGE_OPENAI_API_KEY"},
 		{name: "openai-compatible server without key", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, check: func(t *testing.T, c Config) {
 			if c.LLMProvider != "openai" || c.OpenAIModel != "gpt-4o-mini" {

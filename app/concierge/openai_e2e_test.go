@@ -207,3 +207,88 @@ func TestChatModelDeclinesThroughOpenAI(t *testing.T) {
 		}
 	})
 }
+
+// TestChatThroughAServerWithoutTools runs the service against mock-llm
+// refusing every request that offers tools (as vLLM without
+// --enable-auto-tool-choice does), with CONCIERGE_LLM_TOOLS auto and off:
+// answers still come, and a model answering NO_ANSWER gets the
+// MODEL_DECLINED fallback with the handoff offer, streamed and not.
+func TestChatThroughAServerWithoutTools(t *testing.T) {
+	const answerText = "Standard shipping takes 3 to 5 business days [1]."
+	body := func(content string) string {
+		c, _ := json.Marshal(content)
+		return `{"id":"chatcmpl-1","object":"chat.completion","model":"mock-model",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":` + string(c) + `},"finish_reason":"stop"}]}`
+	}
+	rule := func(match string, status int, content string) mockllmtest.Rule {
+		return mockllmtest.Rule{Path: "/v1/chat/completions", Method: "POST", Match: match, Response: mockllmtest.Response{Status: status, Content: content}}
+	}
+	mock := mockllmtest.Start(t, &mockllmtest.Config{ChunkSize: 8, Rules: []mockllmtest.Rule{
+		rule("@", 200, body(answerText)),
+		rule("contains(body.messages[-1].content, 'express')", 200, body("NO_ANSWER")),
+		rule("body.tools", 400, `{"error":{"message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}}`),
+	}})
+	for _, mode := range []string{"auto", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			s := newStack(t, stackOptions{env: map[string]string{
+				"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_BASE_URL": mock.URL + "/v1",
+				"CONCIERGE_OPENAI_API_KEY": "sk-mock", "CONCIERGE_OPENAI_MODEL": "mock-model", "CONCIERGE_LLM_TOOLS": mode,
+			}})
+			tn := s.newTenant(domain.PlanStandard)
+			supportAgent(s, tn)
+			stream := func(t *testing.T, question string) (string, answerBody) {
+				t.Helper()
+				resp := s.postStream(tn, map[string]any{"agent": "support", "message": question, "stream": true})
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				events := readSSE(t, strings.NewReader(string(raw)), 0)
+				if len(events) == 0 {
+					t.Fatalf("stream = %s", raw)
+				}
+				var text strings.Builder
+				for _, ev := range events[:len(events)-1] {
+					text.WriteString(ev.Data["content"].(string))
+				}
+				done, _ := json.Marshal(events[len(events)-1].Data)
+				var a answerBody
+				if err := json.Unmarshal(done, &a); err != nil || a.Type != "done" {
+					t.Fatalf("stream = %s", raw)
+				}
+				return text.String(), a
+			}
+			checkAnswer := func(t *testing.T, a answerBody) {
+				t.Helper()
+				if a.IsFallback || a.Message != answerText || len(a.Citations) != 1 || a.Citations[0].DocumentName != "Shipping policy" {
+					t.Fatalf("answer = %+v", a)
+				}
+			}
+			checkDecline := func(t *testing.T, a answerBody) {
+				t.Helper()
+				if !a.IsFallback || a.FallbackReason == nil || *a.FallbackReason != "MODEL_DECLINED" || !a.OfferHandoff ||
+					strings.Contains(a.Message, "NO_ANSWER") || len(a.Citations) != 0 {
+					t.Fatalf("answer = %+v, want the MODEL_DECLINED fallback offering handoff", a)
+				}
+			}
+			t.Run("JSON", func(t *testing.T) {
+				r, a := s.chat(tn, map[string]any{"agent": "support", "message": "How long does shipping take?"})
+				s.mustStatus(r, 200)
+				checkAnswer(t, a)
+				r, a = s.chat(tn, map[string]any{"agent": "support", "message": "Is express shipping free?"})
+				s.mustStatus(r, 200)
+				checkDecline(t, a)
+			})
+			t.Run("stream", func(t *testing.T) {
+				text, a := stream(t, "How long does shipping take?")
+				checkAnswer(t, a)
+				if text != answerText {
+					t.Fatalf("streamed %q", text)
+				}
+				text, a = stream(t, "Is express shipping free?")
+				checkDecline(t, a)
+				if text != a.Message || strings.Contains(text, "NO_ANSWER") {
+					t.Fatalf("streamed %q, done %q", text, a.Message)
+				}
+			})
+		})
+	}
+}

@@ -345,7 +345,7 @@ func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LL
 	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
 		m, err := openai.New(openai.Options{
 			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel,
-			Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries,
+			Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries, Tools: cfg.LLMTools,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%sOPENAI_*: %v", config.Prefix, err)

@@ -93,8 +93,8 @@ func TestAnswerModelDeclined(t *testing.T) {
 
 func TestSystemPromptAsksForStructuredDecline(t *testing.T) {
 	p := systemPrompt(&domain.Agent{Name: "Ada"})
-	if !strings.Contains(p, "call the no_answer tool if you are offered it, without writing anything") ||
-		strings.Contains(p, "If they do not contain the answer, say that you do not know.") {
+	if !strings.Contains(p, "call the no_answer tool if you are offered it, without writing anything; otherwise reply with exactly NO_ANSWER and nothing else.") ||
+		strings.Contains(p, "say that you do not know") {
 		t.Errorf("system prompt rules:\n%s", p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -30,6 +31,9 @@ type failure struct {
 	detail     string
 	cause      error
 	logCause   string
+	// toolsRefused: the server refused the request because of its tools
+	// (see refusesTools).
+	toolsRefused bool
 }
 
 func (f failure) toError(attempts int) error {
@@ -49,7 +53,46 @@ func (f failure) toError(attempts int) error {
 func classify(err error, res *http.Response, apiKey string) failure {
 	f := classifyErr(err, res, apiKey)
 	f.logCause = openaicompat.Redact(err.Error(), apiKey)
+	f.toolsRefused = refusesTools(f, err, res)
 	return f
+}
+
+// refusesTools reports whether a failure is a server refusing tools: a
+// client error (400, 422) or a server error (500, 501) whose error text
+// names them. vLLM answers 400 "\"auto\" tool choice requires
+// --enable-auto-tool-choice", Ollama 400 "... does not support tools",
+// llama.cpp 500 "tools param requires --jinja flag", OpenAI-style servers
+// 400 with param "tools" or "tool_choice". The text read is the error's
+// whole (status line and body, or the stream's error event), so that
+// servers with their own error shape are recognised too.
+func refusesTools(f failure, err error, res *http.Response) bool {
+	var streamErr *ssestream.StreamError
+	switch f.status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusInternalServerError, http.StatusNotImplemented:
+	case 0:
+		// An error event in a 200 stream without a status (mock-llm's
+		// way of refusing): its text decides.
+		if !errors.As(err, &streamErr) {
+			return false
+		}
+	default:
+		return false
+	}
+	text := strings.ToLower(f.detail + " " + err.Error())
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		text += " " + strings.ToLower(apiErr.Param+" "+apiErr.RawJSON())
+		if res == nil {
+			res = apiErr.Response
+		}
+	}
+	if res != nil && res.Body != nil {
+		// Not OpenAI's error shape ({"error": "text"}, {"detail": ...}):
+		// the SDK left the body readable.
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		text += " " + strings.ToLower(string(body))
+	}
+	return strings.Contains(text, "tool") || strings.Contains(text, "function call")
 }
 
 func classifyErr(err error, res *http.Response, apiKey string) failure {

@@ -13,7 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -69,7 +72,27 @@ type Options struct {
 	// HTTPClient replaces the default client (a clone of
 	// http.DefaultTransport's settings).
 	HTTPClient *http.Client
+	// Tools is ToolsAuto ("" means it) or ToolsOff. With ToolsAuto the
+	// agent's tools and the decline tool are offered, and a server that
+	// refuses tools (a 4xx, or a 500, whose error names them: vLLM without
+	// --enable-auto-tool-choice, Ollama models without tool support,
+	// llama.cpp without --jinja) is asked once more at once without them;
+	// it is then asked without tools for ToolsRefusalMemory. With ToolsOff
+	// no tool is ever offered. Without tools the model declines by
+	// answering the marker NO_ANSWER, which becomes Completion.Declined.
+	Tools string
 }
+
+// Tool modes (Options.Tools).
+const (
+	ToolsAuto = "auto"
+	ToolsOff  = "off"
+)
+
+// ToolsRefusalMemory is how long a Model asks without tools after its
+// server refused them, so that each answer does not pay for a refused
+// request first. A server upgraded meanwhile gets tools again after it.
+const ToolsRefusalMemory = 10 * time.Minute
 
 // Model is a ports.LLM backed by an OpenAI-compatible server. It is safe for
 // concurrent use.
@@ -81,6 +104,11 @@ type Model struct {
 	maxTokens  int
 	maxCompTok bool
 	apiKey     string
+	toolsOff   bool
+	// toolsRefusedUntil is when, in Unix nanoseconds, tools are offered
+	// again after the server refused them (0: they are).
+	toolsRefusedUntil atomic.Int64
+	now               func() time.Time
 
 	// Backoff bounds; tests shorten them.
 	baseDelay time.Duration
@@ -101,6 +129,11 @@ func New(opts Options) (*Model, error) {
 	}
 	if opts.Timeout < 0 || opts.MaxRetries < 0 || opts.MaxTokens < 0 {
 		return nil, errors.New("openai: timeout, max retries and max tokens must not be negative")
+	}
+	switch opts.Tools {
+	case "", ToolsAuto, ToolsOff:
+	default:
+		return nil, fmt.Errorf("openai: tools must be %q or %q, not %q", ToolsAuto, ToolsOff, opts.Tools)
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -132,6 +165,8 @@ func New(opts Options) (*Model, error) {
 		maxTokens:  opts.MaxTokens,
 		maxCompTok: opts.UseMaxCompletionTokens,
 		apiKey:     opts.APIKey,
+		toolsOff:   opts.Tools == ToolsOff,
+		now:        time.Now,
 		baseDelay:  retryBaseDelay,
 		maxDelay:   retryMaxDelay,
 	}, nil
@@ -146,12 +181,18 @@ func New(opts Options) (*Model, error) {
 // our configuration), domain.ErrRateLimited (a *domain.RateLimitError when the
 // provider said when to retry) or domain.ErrInvalidInput (the provider refused
 // the request); a cancelled ctx returns ctx.Err() and an error from onDelta is
-// returned as is.
+// returned as is. A server that refuses tools is asked once more without
+// them (see Options.Tools); that attempt is not one of MaxRetries.
+//
+// With Knowledge, an answer that opens like the decline marker
+// (NO_ANSWER) is held back until it is clearly something else; if it is
+// the marker, nothing reaches onDelta and the Completion is Declined.
 func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDelta func(string) error) (ports.Completion, error) {
 	if err := ctx.Err(); err != nil {
 		return ports.Completion{}, err
 	}
-	params, err := m.params(req)
+	withTools := m.offersTools()
+	params, err := m.params(req, withTools)
 	if err != nil {
 		return ports.Completion{}, err
 	}
@@ -162,7 +203,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 	defer cancel()
 
 	for attempt := 0; ; attempt++ {
-		res := m.stream(callCtx, params, onDelta)
+		res := m.stream(callCtx, params, onDelta, len(req.Knowledge) > 0)
 		comp := res.completion(req.Knowledge)
 		switch {
 		case res.callbackErr != nil:
@@ -175,6 +216,17 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 			return comp, timeoutError(attempt+1, res.err)
 		}
 		f := classify(res.err, res.httpRes, m.apiKey)
+		if f.toolsRefused && len(params.Tools) > 0 && !res.delivered {
+			// The server takes no tools: ask again at once without them,
+			// declining by the marker, and remember it for a while.
+			m.toolsRefusedUntil.Store(m.now().Add(ToolsRefusalMemory).UnixNano())
+			withTools = false
+			if params, err = m.params(req, withTools); err != nil {
+				return comp, err
+			}
+			attempt-- // not a retry of the same request
+			continue
+		}
 		if res.delivered || !f.retryable || attempt >= m.maxRetries {
 			return comp, f.toError(attempt + 1)
 		}
@@ -195,6 +247,16 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 	}
 }
 
+// offersTools reports whether this call may offer tools: not with
+// ToolsOff, nor while a refusal is remembered.
+func (m *Model) offersTools() bool {
+	if m.toolsOff {
+		return false
+	}
+	until := m.toolsRefusedUntil.Load()
+	return until == 0 || m.now().UnixNano() >= until
+}
+
 // streamResult is the outcome of one streamed request.
 type streamResult struct {
 	content     strings.Builder
@@ -204,6 +266,9 @@ type streamResult struct {
 	err         error
 	callbackErr error
 	httpRes     *http.Response
+	// holding: the content so far may be the decline marker, so it has
+	// not been passed on; declined: it was the marker.
+	holding, declined bool
 }
 
 // errIncomplete marks a stream that ended without the model finishing its
@@ -213,8 +278,8 @@ var errIncomplete = errors.New("stream ended before the model finished")
 // errMalformed marks a chunk the accumulator could not take.
 var errMalformed = errors.New("malformed stream chunk")
 
-func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta func(string) error) *streamResult {
-	a := &streamResult{}
+func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, onDelta func(string) error, knowledge bool) *streamResult {
+	a := &streamResult{holding: knowledge}
 	s := m.chat.NewStreaming(ctx, params, option.WithResponseInto(&a.httpRes))
 	defer s.Close()
 	finished := false
@@ -238,6 +303,12 @@ func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, 
 			}
 			if d := choice.Delta.Content; d != "" {
 				a.content.WriteString(d)
+				if a.holding {
+					if mayBeDecline(a.content.String()) {
+						continue
+					}
+					a.holding, d = false, a.content.String()
+				}
 				a.delivered = true
 				if err := onDelta(d); err != nil {
 					a.callbackErr = err
@@ -252,13 +323,58 @@ func (m *Model) stream(ctx context.Context, params oai.ChatCompletionNewParams, 
 	}
 	if !finished {
 		a.err = errIncomplete
+		return a
+	}
+	if a.holding && a.content.Len() > 0 {
+		a.holding = false
+		if isDecline(a.content.String()) {
+			a.declined = true
+			return a
+		}
+		// Only the start of the marker, or blank: an answer after all.
+		a.delivered = true
+		if err := onDelta(a.content.String()); err != nil {
+			a.callbackErr = err
+		}
 	}
 	return a
 }
 
+// mayBeDecline reports whether an answer that opens with s may still be
+// the decline marker: s, past leading blanks and markup, is a start of it,
+// or starts with it.
+func mayBeDecline(s string) bool {
+	t := strings.TrimLeft(s, markerTrim)
+	if len(t) <= len(declineMarker) {
+		return strings.EqualFold(t, declineMarker[:len(t)])
+	}
+	return strings.EqualFold(t[:len(declineMarker)], declineMarker)
+}
+
+// isDecline reports whether a whole answer is the decline marker, alone or
+// followed by a reason ("NO_ANSWER: the passages do not name Canada").
+func isDecline(s string) bool {
+	t := strings.Trim(s, markerTrim)
+	if len(t) < len(declineMarker) || !strings.EqualFold(t[:len(declineMarker)], declineMarker) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(t[len(declineMarker):])
+	return r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_')
+}
+
+// markerTrim is what may wrap the marker: blanks, quotes and markup.
+const markerTrim = " \t\r\n`\"'*_"
+
 // completion is what the attempt produced, complete or not.
 func (a *streamResult) completion(knowledge []domain.Chunk) ports.Completion {
+	if a.declined {
+		// The marker was never shown: the decline has no text.
+		return ports.Completion{Declined: true, Usage: a.usage}
+	}
 	comp := ports.Completion{Content: a.content.String(), Usage: a.usage}
+	if a.holding {
+		comp.Content = "" // held back, never passed on
+	}
 	if len(a.acc.Choices) > 0 {
 		for _, tc := range a.acc.Choices[0].Message.ToolCalls {
 			if tc.ID == "" && tc.Function.Name == "" {

@@ -47,13 +47,6 @@ type CompletionRequest struct {
 	// when retrieval made no such judgement. A model may lean on it when
 	// the passages put the question's words otherwise.
 	Answerability float64
-	// Missing are the question's specific words that retrieval found
-	// lacking in the best passage (domain.RetrievalTrace.Missing), when it
-	// judged the question (Answerability > 0). A model that checks the
-	// passages for the question's words may decline on a word retrieval
-	// also found missing, and answer otherwise: retrieval already judged
-	// the passages to answer.
-	Missing []string
 }
 
 // Completion is what the model produced in one turn.

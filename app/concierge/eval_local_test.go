@@ -46,7 +46,6 @@ func TestLocalAnswerReplay(t *testing.T) {
 				Messages:      []ports.LLMMessage{{Role: "user", Content: q}},
 				Knowledge:     chunks,
 				Answerability: j.Answerability,
-				Missing:       firstMissing(j),
 			}, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -723,7 +723,6 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 		// Only a retrieval that judged the question (it gave a verdict)
 		// has an answerability to hand on.
 		req.Answerability = t.trace.Answerability
-		req.Missing = t.trace.Missing
 	}
 	filter := newOutputFilter(t.agent.Config.SystemPrompt, s.limits.MaxAnswerChars)
 	onDelta := func(delta string) error {

@@ -132,7 +132,6 @@ func (s *Service) draft(ctx context.Context, agent *domain.Agent, history []doma
 	}
 	if r.trace != nil && r.trace.Verdict != "" {
 		req.Answerability = r.trace.Answerability
-		req.Missing = r.trace.Missing
 	}
 	filter := newOutputFilter(agent.Config.SystemPrompt, s.limits.MaxAnswerChars)
 	var out strings.Builder

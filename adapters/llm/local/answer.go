@@ -162,7 +162,7 @@ func (g *guard) allows(norm string) bool {
 // answer whole (cut at qaMaxChars when that is positive), or up to three
 // sentences in at most maxChars bytes. It returns "" when nothing in
 // knowledge is relevant enough.
-func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, answerability float64, retrievalMissing []string) (string, []string) {
+func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, answerability float64) (string, []string) {
 	if len(knowledge) == 0 || maxChars <= 0 {
 		return "", nil
 	}
@@ -177,16 +177,12 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	// the passages answer, the missing word is more likely said otherwise
 	// ("evict" for "revoke") than absent.
 	trusted := answerability >= trustedAnswerability && answerability <= 1
-	// judged: retrieval weighed the question; its missing words then
-	// decide whether a word absent from the passages is a reason to
-	// decline (see flagged). A value outside (0, 1] is no judgement.
-	judged := answerability > 0 && answerability <= 1
 	found, buf := q.found(knowledge, buf)
 	if missing := q.focus &^ found; missing != 0 {
 		var typos uint64
 		typos, buf = q.matchTypos(knowledge, missing, buf)
 		found |= typos
-		if absent := q.key &^ found; absent != 0 && !trusted && (!judged || q.flagged(absent, retrievalMissing)) {
+		if q.key&^found != 0 && !trusted {
 			return "", nil
 		}
 	}
@@ -198,20 +194,6 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 		return text, citedIDs(id)
 	}
 	return q.extract(knowledge, found, &g, buf, maxChars, trusted)
-}
-
-// flagged reports whether one of the terms of absent is among the words
-// retrieval found missing from its best passage. When retrieval judged
-// the question and found them there (by synonym, stem or typo), its
-// judgement stands over the model's stricter reading.
-func (q *query) flagged(absent uint64, missing []string) bool {
-	for _, w := range missing {
-		id, ok := q.lookup(stem([]byte(strings.ToLower(w))))
-		if ok && absent&(1<<q.canon(id)) != 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func citedIDs(id string) []string {

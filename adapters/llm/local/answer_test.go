@@ -144,28 +144,24 @@ func TestRetrievalsConfidenceLiftsTheDeclineOnAWordSaidOtherwise(t *testing.T) {
 		Text: "To end a session on another device, click Revoke session next to it."}
 	// "evict" is in no passage: on its own, the model declines.
 	question := "How do I evict a device from my account?"
-	evict := []string{"evict"} // retrieval found "evict" missing too
 	tests := []struct {
 		name          string
 		answerability float64
-		missing       []string
 		want          string
 	}{
-		{"confident retrieval", 0.9, evict, "To end a session on another device, click Revoke session next to it."},
-		{"at the bar", trustedAnswerability, evict, "To end a session on another device, click Revoke session next to it."},
-		{"below the bar", 0.6, evict, ""},
-		// Below the bar, retrieval's own missing words decide.
-		{"below the bar, retrieval found the word", 0.6, nil, "To end a session on another device, click Revoke session next to it."},
-		{"no judgement", 0, nil, ""},
+		{"confident retrieval", 0.9, "To end a session on another device, click Revoke session next to it."},
+		{"at the bar", trustedAnswerability, "To end a session on another device, click Revoke session next to it."},
+		{"below the bar", 0.6, ""},
+		{"no judgement", 0, ""},
 		// Bad input: a value outside [0, 1] is no judgement.
-		{"above one", 1.5, nil, ""},
-		{"negative", -0.9, nil, ""},
-		{"not a number", math.NaN(), nil, ""},
+		{"above one", 1.5, ""},
+		{"negative", -0.9, ""},
+		{"not a number", math.NaN(), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ask(question, sessions)
-			req.Answerability, req.Missing = tt.answerability, tt.missing
+			req.Answerability = tt.answerability
 			comp := complete(t, m, req)
 			if comp.Content != tt.want {
 				t.Errorf("Content = %q, want %q", comp.Content, tt.want)

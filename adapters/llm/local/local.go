@@ -25,10 +25,7 @@
 //     Canada?" over a shipping policy that does not name Canada), Content
 //     is "", unless req.Answerability (retrieval's judgement that the
 //     passages answer) is 0.75 or more: the word is then more likely put
-//     otherwise ("evict" for "revoke") than absent, nor when retrieval
-//     judged the question (an Answerability in (0, 1]) and did not list
-//     that word in req.Missing: retrieval, with its synonyms and stems,
-//     found it in its best passage. The noun after
+//     otherwise ("evict" for "revoke") than absent. The noun after
 //     "which" or "what" is exempt: "Which countries do you ship to?" is
 //     answered by a list. Those words must also be found together: the
 //     passages an answer quotes must hold them between them (all but a
@@ -150,7 +147,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		qaMaxChars = 4 * req.MaxTokens
 		maxChars = min(maxChars, qaMaxChars)
 	}
-	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, req.Answerability, req.Missing)
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, req.Answerability)
 	if content != "" {
 		comp.Cited = cited
 	}

@@ -70,6 +70,9 @@ type Deps struct {
 	// OpenAPI is the JSON document served at /api/v2/openapi.json.
 	OpenAPI []byte
 	Log     *slog.Logger
+	// Requests hears every answered request (metrics); nil hears nothing
+	// and costs nothing.
+	Requests RequestObserver
 }
 
 // Options are the HTTP settings from configuration.
@@ -169,7 +172,13 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 
 	// Every request: request id, access log, panic recovery, then the body
 	// limit of its class (bodyClass, which must agree with the routes).
-	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
+	// The observer, when there is one, reads the status the access log's
+	// call of the ErrorHandler has written.
+	app.Use(withRequestID(base))
+	if d.Requests != nil {
+		app.Use(observeRequests(d.Requests))
+	}
+	app.Use(accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
 
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
@@ -282,6 +291,11 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	con.Get("/account", h.Session, h.AccountPage)
 	con.Post("/account/password", h.Session, h.ChangePassword)
 	con.Post("/account/sign-out-others", h.Session, h.SignOutOthers)
+	// The deployment's queue monitor (read-only, payloads redacted): owners
+	// of the operator's workspace only, everyone else gets not-found.
+	queues := h.Queues()
+	con.All("/queues", h.Session, queues)
+	con.All("/queues/*", h.Session, queues)
 
 	// A workspace the user is a member of, with the role's permissions.
 	ws := con.Group("/w/:workspaceID", h.Session, h.Workspace)

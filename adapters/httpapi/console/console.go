@@ -88,6 +88,11 @@ type Options struct {
 	// answering 503.
 	Availability Availability
 	Suggestions  Suggestions
+	// Queues is the deployment's queue monitor, served at /console/queues
+	// to the owners of OperatorWorkspace only (queues.go); either unset
+	// leaves that page not found for everyone.
+	Queues            QueueMonitor
+	OperatorWorkspace string
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -124,6 +129,9 @@ type Handlers struct {
 
 	availability Availability
 	suggestions  Suggestions
+
+	queues            QueueMonitor
+	operatorWorkspace string
 }
 
 type asset struct {
@@ -149,6 +157,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
 		availability: o.Availability, suggestions: o.Suggestions,
+		queues: o.Queues, operatorWorkspace: o.OperatorWorkspace,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

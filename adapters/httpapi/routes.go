@@ -30,7 +30,6 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
-	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
 	corewidget "github.com/conciergehq/concierge/core/widget"
@@ -43,11 +42,13 @@ type Services struct {
 	Workspaces    *workspace.Service
 	Agents        *agent.Service
 	Conversations *conversation.Service
-	Inbound       *inbound.Service
-	Chat          *chat.Service
-	Handoff       *handoff.Service
-	Assignments   *assignment.Service
-	Deliveries    *delivery.Service
+	// Inbound receives webhook events (inbound.Service, or the app's
+	// counting wrapper of it).
+	Inbound     webhook.Inbox
+	Chat        *chat.Service
+	Handoff     *handoff.Service
+	Assignments *assignment.Service
+	Deliveries  *delivery.Service
 	// Relay serves the live streams of conversations.
 	Relay *relay.Service
 	// Widgets resolves widget addresses and opens widget sessions.

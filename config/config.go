@@ -263,7 +263,7 @@ func (c Config) validate() error {
 		if err != nil || port == "" {
 			return fmt.Errorf("%sMETRICS_ADDR=%q is not host:port; use for example 127.0.0.1:9464 or :9464, or off for no metrics", Prefix, c.MetricsAddr)
 		}
-		if c.MetricsAddr == c.HTTPAddr || (host == "" && strings.HasSuffix(c.HTTPAddr, ":"+port)) {
+		if port != "0" && (c.MetricsAddr == c.HTTPAddr || (host == "" && strings.HasSuffix(c.HTTPAddr, ":"+port))) {
 			return fmt.Errorf("%sMETRICS_ADDR=%q is the API's address; metrics need a listener of their own", Prefix, c.MetricsAddr)
 		}
 	}

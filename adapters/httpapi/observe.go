@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,6 +22,7 @@ const UnmatchedRoute = "unmatched"
 // handler returns once its headers are set, so a stream is counted then,
 // with the time to its headers, and is never buffered.
 func observeRequests(o RequestObserver) fiber.Handler {
+	var routes routeTemplates
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
 		err := c.Next()
@@ -31,21 +33,40 @@ func observeRequests(o RequestObserver) fiber.Handler {
 				_ = c.SendStatus(fiber.StatusInternalServerError)
 			}
 		}
-		o.ObserveRequest(routeLabel(c), c.Method(), c.Response().StatusCode(), time.Since(start))
+		o.ObserveRequest(routes.label(c), c.Method(), c.Response().StatusCode(), time.Since(start))
 		return nil
 	}
 }
 
-// routeLabel is the template of the route that answered. When only
-// middleware ran (Use routes), no route matched: a 404 is UnmatchedRoute,
-// anything else (a refused key, a cross-origin POST) the middleware's
-// mount prefix, which is a template too.
-func routeLabel(c *fiber.Ctx) string {
-	r := c.Route()
-	if r.Method == "USE" {
-		if c.Response().StatusCode() == fiber.StatusNotFound || r.Path == "/" {
-			return UnmatchedRoute
+// routeTemplates tells the app's routes from its middleware. fiber leaves
+// the last route a request matched in c.Route(), and that is a middleware
+// (Use) route when no route matched; fiber does not say which kind it is,
+// but a route's handlers are its own (their first handler's address tells
+// it apart), so the routes are listed once, on the first request, when
+// every route is registered.
+type routeTemplates struct {
+	once   sync.Once
+	routes map[*fiber.Handler]bool
+}
+
+// label is the template of the route that answered. When only middleware
+// ran, a 404 (an unknown path) is UnmatchedRoute, anything else (a refused
+// key, a cross-origin POST) the middleware's mount prefix, a template too.
+func (t *routeTemplates) label(c *fiber.Ctx) string {
+	t.once.Do(func() {
+		t.routes = map[*fiber.Handler]bool{}
+		for _, r := range c.App().GetRoutes(true) {
+			if len(r.Handlers) > 0 {
+				t.routes[&r.Handlers[0]] = true
+			}
 		}
+	})
+	r := c.Route()
+	if len(r.Handlers) > 0 && t.routes[&r.Handlers[0]] {
+		return r.Path
+	}
+	if c.Response().StatusCode() == fiber.StatusNotFound || r.Path == "/" || r.Path == "" {
+		return UnmatchedRoute
 	}
 	return r.Path
 }

@@ -57,6 +57,10 @@ type harnessOptions struct {
 	log     *slog.Logger
 	// noReveals builds the console without a one-time store.
 	noReveals bool
+	// queues and operator are the queue monitor and the operator's
+	// workspace (queues_test.go).
+	queues   console.QueueMonitor
+	operator string
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -91,7 +95,7 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
-			Availability: accounts, Suggestions: suggestions})
+			Availability: accounts, Suggestions: suggestions, Queues: o.queues, OperatorWorkspace: o.operator})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,21 @@ type Config struct {
 	// MailFrom is the sender of that mail, such as
 	// "Concierge <no-reply@example.com>"; required with SMTPURL.
 	MailFrom string `env:"MAIL_FROM"`
+
+	// MetricsAddr is where the process serves Prometheus metrics
+	// (/metrics only), on a listener of its own: host:port, or "" or "off"
+	// for none. Unset, serve and worker serve none and dev serves them on
+	// DevMetricsAddr.
+	MetricsAddr string `env:"METRICS_ADDR"`
+	// OperatorWorkspace is the workspace of the people who run this
+	// deployment: its owners, and only they, see the queue monitor at
+	// /console/queues. Unset, nobody does.
+	OperatorWorkspace string `env:"OPERATOR_WORKSPACE_ID"`
 }
+
+// DevMetricsAddr is where `concierge dev` serves metrics when
+// CONCIERGE_METRICS_ADDR is unset.
+const DevMetricsAddr = "127.0.0.1:9464"
 
 // Prefix starts every variable name.
 const Prefix = "CONCIERGE_"
@@ -192,6 +206,9 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	if strings.EqualFold(cfg.MetricsAddr, "off") {
+		cfg.MetricsAddr = ""
+	}
 	return cfg, cfg.validate()
 }
 
@@ -246,6 +263,18 @@ func (c Config) validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return fmt.Errorf("%sHTTP_ADDR=%q is not host:port; use for example 127.0.0.1:8080 or :8080", Prefix, c.HTTPAddr)
+	}
+	if c.MetricsAddr != "" {
+		host, port, err := net.SplitHostPort(c.MetricsAddr)
+		if err != nil || port == "" {
+			return fmt.Errorf("%sMETRICS_ADDR=%q is not host:port; use for example 127.0.0.1:9464 or :9464, or off for no metrics", Prefix, c.MetricsAddr)
+		}
+		if port != "0" && (c.MetricsAddr == c.HTTPAddr || (host == "" && strings.HasSuffix(c.HTTPAddr, ":"+port))) {
+			return fmt.Errorf("%sMETRICS_ADDR=%q is the API's address; metrics need a listener of their own", Prefix, c.MetricsAddr)
+		}
+	}
+	if c.OperatorWorkspace != "" && !isWorkspaceID(c.OperatorWorkspace) {
+		return fmt.Errorf("%sOPERATOR_WORKSPACE_ID=%q is not a workspace id (ws_ and 26 letters or digits)", Prefix, c.OperatorWorkspace)
 	}
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%sPUBLIC_URL=%q is not an http(s) URL; use for example https://chat.example.com", Prefix, c.PublicURL)
@@ -388,6 +417,21 @@ func (c Config) validate() error {
 	return nil
 }
 
+// isWorkspaceID checks the form of a workspace id: ws_ and 26 lowercase
+// letters or digits.
+func isWorkspaceID(s string) bool {
+	rest, ok := strings.CutPrefix(s, "ws_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, r := range rest {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 func checkURL(name, raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -434,5 +478,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),
 		slog.String("smtpUrl", MaskURL(c.SMTPURL)),
 		slog.String("mailFrom", c.MailFrom),
+		slog.String("metricsAddr", c.MetricsAddr),
+		slog.String("operatorWorkspace", c.OperatorWorkspace),
 	)
 }

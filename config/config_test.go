@@ -28,6 +28,32 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("TrustedProxies = %v", c.TrustedProxies)
 			}
 		}},
+		{name: "metrics off by default", check: func(t *testing.T, c Config) {
+			if c.MetricsAddr != "" || c.OperatorWorkspace != "" {
+				t.Fatalf("metrics %q, operator workspace %q", c.MetricsAddr, c.OperatorWorkspace)
+			}
+		}},
+		{name: "metrics address", env: map[string]string{"CONCIERGE_METRICS_ADDR": ":9464"}, check: func(t *testing.T, c Config) {
+			if c.MetricsAddr != ":9464" {
+				t.Fatalf("MetricsAddr = %q", c.MetricsAddr)
+			}
+		}},
+		{name: "metrics off", env: map[string]string{"CONCIERGE_METRICS_ADDR": "off"}, check: func(t *testing.T, c Config) {
+			if c.MetricsAddr != "" {
+				t.Fatalf("MetricsAddr = %q", c.MetricsAddr)
+			}
+		}},
+		{name: "metrics address without port", env: map[string]string{"CONCIERGE_METRICS_ADDR": "localhost"}, wantErr: `CONCIERGE_METRICS_ADDR="localhost" is not host:port`},
+		{name: "metrics address with an empty port", env: map[string]string{"CONCIERGE_METRICS_ADDR": "127.0.0.1:"}, wantErr: `CONCIERGE_METRICS_ADDR="127.0.0.1:" is not host:port`},
+		{name: "metrics on the API's address", env: map[string]string{"CONCIERGE_METRICS_ADDR": "127.0.0.1:8080"}, wantErr: "is the API's address"},
+		{name: "metrics on the API's port, all interfaces", env: map[string]string{"CONCIERGE_HTTP_ADDR": ":9090", "CONCIERGE_METRICS_ADDR": ":9090"}, wantErr: "is the API's address"},
+		{name: "operator workspace", env: map[string]string{"CONCIERGE_OPERATOR_WORKSPACE_ID": "ws_0000000000000000000000dev0"}, check: func(t *testing.T, c Config) {
+			if c.OperatorWorkspace != "ws_0000000000000000000000dev0" {
+				t.Fatalf("OperatorWorkspace = %q", c.OperatorWorkspace)
+			}
+		}},
+		{name: "operator workspace not an id", env: map[string]string{"CONCIERGE_OPERATOR_WORKSPACE_ID": "acme"}, wantErr: `CONCIERGE_OPERATOR_WORKSPACE_ID="acme" is not a workspace id`},
+		{name: "operator workspace with capitals", env: map[string]string{"CONCIERGE_OPERATOR_WORKSPACE_ID": "ws_0000000000000000000000DEV0"}, wantErr: "is not a workspace id"},
 		{name: "unparseable number names the variable", env: map[string]string{"CONCIERGE_WORKER_CONCURRENCY": "many"}, wantErr: "CONCIERGE_WORKER_CONCURRENCY: cannot parse"},
 		{name: "bad duration names the variable", env: map[string]string{"CONCIERGE_READ_TIMEOUT": "soon"}, wantErr: "CONCIERGE_READ_TIMEOUT"},
 		{name: "database URL with wrong scheme", env: map[string]string{"CONCIERGE_DATABASE_URL": "mysql://root:pw@localhost/x"}, wantErr: "CONCIERGE_DATABASE_URL must start with postgres://"},

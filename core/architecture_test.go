@@ -100,7 +100,7 @@ var sharedAdapterLibraries = map[string]bool{
 var infrastructure = []string{
 	"github.com/gofiber/", "github.com/valyala/fasthttp", "gorm.io/", "github.com/hibiken/asynq",
 	"github.com/redis/go-redis", "github.com/go-playground/validator", "github.com/jackc/pgx",
-	"database/sql", "net/http",
+	"database/sql", "net/http", "github.com/prometheus/",
 }
 
 // allowed says which layers a layer may import.

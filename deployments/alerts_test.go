@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/conciergehq/concierge/adapters/metrics"
 )
 
 const (
@@ -201,7 +203,7 @@ func unexported(names, exported []string) []string {
 // dashboard query is one Concierge exports, and that the dashboard shows
 // every metric exported.
 func TestMetricNamesExported(t *testing.T) {
-	exported := exportedMetricNames()
+	exported := metrics.Names()
 	var ruleExprs []string
 	for _, r := range readRules(t) {
 		ruleExprs = append(ruleExprs, r.Expr)

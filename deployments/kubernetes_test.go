@@ -33,12 +33,6 @@ import (
 
 const manifestPath = "kubernetes/concierge.yaml"
 
-// pendingConfigNames are variables the manifests and the compose file set
-// that config does not declare yet: CONCIERGE_METRICS_ADDR comes with the
-// metrics listener (issue 19 item 1, branch h20-d). TestPendingConfigNames
-// fails once config declares one, so it is removed from here at the merge.
-var pendingConfigNames = []string{"CONCIERGE_METRICS_ADDR"}
-
 // manifests is what decodeManifests found, by kind.
 type manifests struct {
 	jobs        []*batchv1.Job
@@ -515,9 +509,6 @@ func TestEnvironmentNamesExist(t *testing.T) {
 	for _, n := range config.Names() {
 		known[n] = true
 	}
-	for _, n := range pendingConfigNames {
-		known[n] = true
-	}
 	if !known["CONCIERGE_DATABASE_URL"] {
 		t.Fatalf("config.Names() = %v, without CONCIERGE_DATABASE_URL", config.Names())
 	}
@@ -544,12 +535,4 @@ func unknownNames(names []string, known map[string]bool) []string {
 		}
 	}
 	return out
-}
-
-func TestPendingConfigNames(t *testing.T) {
-	for _, n := range pendingConfigNames {
-		if slices.Contains(config.Names(), n) {
-			t.Errorf("config now declares %s: remove it from pendingConfigNames", n)
-		}
-	}
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/feedback"
 	"github.com/conciergehq/concierge/core/handoff"
-	"github.com/conciergehq/concierge/core/inbound"
 	"github.com/conciergehq/concierge/core/relay"
 	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/core/unanswered"
@@ -44,11 +43,13 @@ type Services struct {
 	Workspaces    *workspace.Service
 	Agents        *agent.Service
 	Conversations *conversation.Service
-	Inbound       *inbound.Service
-	Chat          *chat.Service
-	Handoff       *handoff.Service
-	Assignments   *assignment.Service
-	Deliveries    *delivery.Service
+	// Inbound receives webhook events (inbound.Service, or the app's
+	// counting wrapper of it).
+	Inbound     webhook.Inbox
+	Chat        *chat.Service
+	Handoff     *handoff.Service
+	Assignments *assignment.Service
+	Deliveries  *delivery.Service
 	// Relay serves the live streams of conversations.
 	Relay *relay.Service
 	// Widgets resolves widget addresses and opens widget sessions.
@@ -77,6 +78,9 @@ type Deps struct {
 	// OpenAPI is the JSON document served at /api/v2/openapi.json.
 	OpenAPI []byte
 	Log     *slog.Logger
+	// Requests hears every answered request (metrics); nil hears nothing
+	// and costs nothing.
+	Requests RequestObserver
 }
 
 // Options are the HTTP settings from configuration.
@@ -178,7 +182,13 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 
 	// Every request: request id, access log, panic recovery, then the body
 	// limit of its class (bodyClass, which must agree with the routes).
-	app.Use(withRequestID(base), accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
+	// The observer, when there is one, reads the status the access log's
+	// call of the ErrorHandler has written.
+	app.Use(withRequestID(base))
+	if d.Requests != nil {
+		app.Use(observeRequests(d.Requests))
+	}
+	app.Use(accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
 
 	app.Get("/healthz", healthz)
 	app.Get("/readyz", readyz(d.Health))
@@ -296,6 +306,11 @@ func ConsoleRoutes(app fiber.Router, h *console.Handlers) {
 	con.Get("/account", h.Session, h.AccountPage)
 	con.Post("/account/password", h.Session, h.ChangePassword)
 	con.Post("/account/sign-out-others", h.Session, h.SignOutOthers)
+	// The deployment's queue monitor (read-only, payloads redacted): owners
+	// of the operator's workspace only, everyone else gets not-found.
+	queues := h.Queues()
+	con.All("/queues", h.Session, queues)
+	con.All("/queues/*", h.Session, queues)
 
 	// A workspace the user is a member of, with the role's permissions.
 	ws := con.Group("/w/:workspaceID", h.Session, h.Workspace)

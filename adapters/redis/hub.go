@@ -40,9 +40,30 @@ type HubOptions struct {
 	// once Redis is back, instead of waiting on a stream that may stay
 	// silent for long; until Redis answers again, Subscribe fails at once.
 	OutageLimit time.Duration
+	// Observer hears how the live feed goes (metrics); nil hears nothing.
+	Observer HubObserver
 }
 
+// HubObserver hears the hub's live feed: how late each event arrived, and
+// each follower taken off the feed (it fell behind its buffer and was sent
+// to the log, or an outage over the limit ended it). Its methods must
+// return at once: the hub's one reader calls them.
+type HubObserver interface {
+	// RelayLag reports the time from an event's entry in the session's
+	// log (its id's timestamp, Redis' clock) to its arrival here.
+	RelayLag(time.Duration)
+	SubscriberCutOff()
+}
+
+type nopHubObserver struct{}
+
+func (nopHubObserver) RelayLag(time.Duration) {}
+func (nopHubObserver) SubscriberCutOff()      {}
+
 func (o HubOptions) withDefaults() HubOptions {
+	if o.Observer == nil {
+		o.Observer = nopHubObserver{}
+	}
 	if o.Buffer <= 0 {
 		o.Buffer = 256
 	}
@@ -224,6 +245,18 @@ func (h *Hub) subscribe(ctx context.Context, name string) (ports.Subscription, e
 		sub.Close()
 		return nil, domain.Unavailable("redis subscribe", errors.New("subscription not confirmed in time"))
 	}
+}
+
+// Followers is how many subscriptions (live streams of sessions and of
+// workspaces) the hub feeds now.
+func (h *Hub) Followers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, c := range h.channels {
+		n += len(c.subs)
+	}
+	return n
 }
 
 // Close ends every subscription with ports.ErrFeedClosed and closes the
@@ -432,6 +465,7 @@ func (h *Hub) endOutage() {
 	err := domain.Unavailable("redis live feed", fmt.Errorf("Redis unreachable for %s", down))
 	for _, s := range subs {
 		s.end(err)
+		h.opts.Observer.SubscriberCutOff()
 	}
 }
 
@@ -512,6 +546,9 @@ func (h *Hub) dispatch(m *goredis.Message) {
 		// Followers see the hole as a jump in the message's seq and catch up.
 		h.log.Warn("live feed: ignoring an undecodable event", "channel", m.Channel, "error", err)
 		return
+	}
+	if at, ok := logTime(ev.LogID); ok {
+		h.opts.Observer.RelayLag(time.Since(at))
 	}
 	for _, s := range subs {
 		s.send(ev)
@@ -608,4 +645,19 @@ func (s *hubSub) send(ev *domain.LiveEvent) {
 	}
 	s.events <- gapMarker
 	s.behind = true
+	s.hub.opts.Observer.SubscriberCutOff()
+}
+
+// logTime reads the time in a session log entry's id ("<ms>-<seq>", a
+// Redis stream id).
+func logTime(logID string) (time.Time, bool) {
+	ms, _, ok := strings.Cut(logID, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -25,7 +26,7 @@ func devCommand(e *env) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cfg, log, err := e.load()
+			cfg, log, err := e.devDefaults().load()
 			if err != nil {
 				return err
 			}
@@ -41,10 +42,17 @@ func devCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			metricsAddr, stopMetrics, err := sys.serveMetrics(ctx, e.getenv(config.Prefix+"METRICS_ADDR") == "")
+			if err != nil {
+				_ = ln.Close()
+				return err
+			}
+			defer stopMetrics()
 			demo, err := sys.seedDemo(ctx)
 			if err != nil {
 				return fmt.Errorf("seeding the demo workspace: %w", err)
 			}
+			demo.MetricsAddr = metricsAddr
 			printDemo(e.stdout, cfg.PublicURL, demo)
 
 			var wg sync.WaitGroup
@@ -73,6 +81,29 @@ type demo struct {
 	AgentSlug     string
 	// WidgetPath is the agent's widget page, /chat/<its address>.
 	WidgetPath string
+	// MetricsAddr is where metrics are served ("" for nowhere).
+	MetricsAddr string
+}
+
+// devDefaults is e with the defaults of development: metrics on
+// config.DevMetricsAddr, and the demo workspace as the operator's (its
+// owner sees the queue monitor), unless the environment says otherwise.
+func (e *env) devDefaults() *env {
+	dev := *e
+	dev.getenv = func(name string) string {
+		v := e.getenv(name)
+		if v != "" {
+			return v
+		}
+		switch name {
+		case config.Prefix + "METRICS_ADDR":
+			return config.DevMetricsAddr
+		case config.Prefix + "OPERATOR_WORKSPACE_ID":
+			return demoWorkspaceID
+		}
+		return v
+	}
+	return &dev
 }
 
 // seedDemo creates the demo workspace, agent and sources once; on later starts
@@ -188,7 +219,8 @@ Chat with the agent in a browser: %[1]s%[6]s
 
 Console: %[1]s/console
   sign in as %[7]s with the password %[8]s (development only)
-
+  queue monitor (read-only, for the operator workspace's owners): %[1]s/console/queues
+%[9]s
 Try the API (in another terminal):
 
   export CONCIERGE_API_KEY=%[3]s CONCIERGE_API_URL=%[1]s/api/v2
@@ -208,5 +240,13 @@ Try the API (in another terminal):
   OpenAPI: %[1]s/api/v2/openapi.json    Health: %[1]s/readyz
 
 Press Ctrl+C to stop.
-`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug, d.WidgetPath, demoOwnerEmail, demoOwnerPassword)
+`, base, d.WorkspaceID, d.APIKey, d.WebhookSecret, d.AgentSlug, d.WidgetPath, demoOwnerEmail, demoOwnerPassword, metricsLine(d.MetricsAddr))
+}
+
+// metricsLine is the banner's line about metrics.
+func metricsLine(addr string) string {
+	if addr == "" {
+		return "\nMetrics: not served (CONCIERGE_METRICS_ADDR)\n"
+	}
+	return "\nMetrics (Prometheus): http://" + addr + "/metrics\n"
 }

@@ -144,3 +144,45 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		t.Fatalf("%d users after two starts (%v), want 1", users, err)
 	}
 }
+
+// TestDevServesMetrics: dev serves metrics on their own listener, says
+// where in its banner, and points the operator to the queue monitor;
+// "off" turns them off.
+func TestDevServesMetrics(t *testing.T) {
+	tests := []struct {
+		name    string
+		metrics string // CONCIERGE_METRICS_ADDR; "" for a free address
+		want    string // in the banner
+	}{
+		{name: "on an address"},
+		{name: "off", metrics: "off", want: "Metrics: not served"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := tt.metrics
+			if addr == "" {
+				addr = freeAddr(t)
+				tt.want = "Metrics (Prometheus): http://" + addr + "/metrics"
+			}
+			env := map[string]string{
+				"CONCIERGE_DATABASE_URL": pgtest.NewEmptyDatabase(t),
+				"CONCIERGE_REDIS_URL":    redistest.URL(t),
+				"CONCIERGE_HTTP_ADDR":    freeAddr(t),
+				"CONCIERGE_LOG_LEVEL":    "warn",
+				"CONCIERGE_METRICS_ADDR": addr,
+			}
+			banner, stop := startDev(t, env)
+			defer stop()
+			if !strings.Contains(banner, tt.want) || !strings.Contains(banner, "/console/queues") {
+				t.Fatalf("banner lacks %q or the queue monitor:\n%s", tt.want, banner)
+			}
+			if tt.metrics == "off" {
+				return
+			}
+			families := scrape(t, addr)
+			if value(families, "concierge_ready", nil) != 1 || families["concierge_queue_tasks"] == nil {
+				t.Fatalf("dev's metrics lack readiness or the queues: %v", families["concierge_ready"])
+			}
+		})
+	}
+}

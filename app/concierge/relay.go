@@ -16,8 +16,14 @@ import (
 // by themselves, and closing it ends them (their clients resume on another
 // pod) so the drain of connections can finish.
 func (s *system) startRelay() *redisadapter.Hub {
-	hub := redisadapter.NewHub(s.redis, s.log.With("component", "relay"),
-		redisadapter.HubOptions{Buffer: s.cfg.RelayBuffer, OutageLimit: s.cfg.RelayOutageLimit})
+	opts := redisadapter.HubOptions{Buffer: s.cfg.RelayBuffer, OutageLimit: s.cfg.RelayOutageLimit}
+	if s.metrics != nil {
+		opts.Observer = s.metrics
+	}
+	hub := redisadapter.NewHub(s.redis, s.log.With("component", "relay"), opts)
+	if s.metrics != nil {
+		s.metrics.SetStreams(hub.Followers)
+	}
 	s.relay = relay.NewService(relay.Deps{
 		Feed: hub, Recent: redisadapter.NewEventLog(s.redis), Transcript: s.store,
 		Conversations: s.store, Lifecycle: s.lifecycle, Clock: s.clock, Log: s.log,

@@ -32,6 +32,12 @@ func serveCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			_, stopMetrics, err := sys.serveMetrics(cmd.Context(), false)
+			if err != nil {
+				_ = ln.Close()
+				return err
+			}
+			defer stopMetrics()
 			return sys.serveHTTP(cmd.Context(), ln)
 		},
 	}

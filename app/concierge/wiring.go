@@ -23,7 +23,9 @@ import (
 	llmlocal "github.com/conciergehq/concierge/adapters/llm/local"
 	"github.com/conciergehq/concierge/adapters/llm/openai"
 	"github.com/conciergehq/concierge/adapters/mail/smtpmail"
+	"github.com/conciergehq/concierge/adapters/metrics"
 	"github.com/conciergehq/concierge/adapters/postgres"
+	"github.com/conciergehq/concierge/adapters/queuemonitor"
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
@@ -90,6 +92,14 @@ type system struct {
 	retriever  *retrieval.Retriever
 	indexer    *knowledge.Indexer
 	embedder   ports.Embedder
+
+	// metrics is the process's Prometheus registry and observers; nil
+	// without CONCIERGE_METRICS_ADDR. inspector reads the queues for it.
+	metrics   *metrics.Metrics
+	inspector *asynq.Inspector
+	// monitor is the console's queue monitor; nil without an operator
+	// workspace.
+	monitor *queuemonitor.Monitor
 }
 
 // connect builds the system. Its errors are one line naming the variable to fix.
@@ -127,6 +137,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	}
 	s.retriever = retrieval.New(s.store, s.embedder, retrieval.Options{Budget: cfg.IndexCacheBytes, KeywordFromPostgres: cfg.KeywordSearch == "postgres",
 		Synonyms: syn}, log)
+	s.observe()
 	s.agentCache = agent.NewCache(s.store, cfg.AgentCacheTTL, s.clock)
 	s.announcer = &announcer{remote: s.changes, local: s.forget}
 	s.workspaces = workspace.NewService(s.store, s.store, s.clock, log, cfg.AuthCacheTTL, s.announcer)
@@ -140,7 +151,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	s.lifecycle = conversation.New(conversation.Deps{
 		Conversations: s.store, Workspaces: s.store, Agents: s.agentCache, Deliveries: s.enqueuer, Bus: bus,
 		WorkspaceEvents: redisadapter.NewWorkspaceLog(rdb, redisadapter.DefaultWorkspaceLogRetention),
-		AutoAssign:      s.enqueuer, Clock: s.clock, Log: log,
+		AutoAssign:      s.enqueuer, Clock: s.clock, Log: log, Handoffs: s.handoffObserver(),
 	})
 	s.conversations = conversation.NewService(s.store, s.store, s.lifecycle)
 	// Sign-in throttling counts exactly (no local batching): its budgets
@@ -179,10 +190,19 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		s.close()
 		return nil, err
 	}
+	var (
+		retriever ports.Retriever    = s.retriever
+		observer  ports.ChatObserver // nil: the engine observes nothing
+	)
+	if s.metrics != nil {
+		models = observedModels(cfg, s.metrics, models)
+		retriever, observer = s.metrics.Retriever(s.retriever), s.metrics
+	}
 	s.chat, err = chat.NewService(chat.Deps{
-		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: s.retriever,
+		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: retriever,
 		Models: models, DefaultModel: cfg.LLMProvider, Lifecycle: s.lifecycle,
 		Keyed: s.store, Interrupted: s.store, Recent: redisadapter.NewEventLog(rdb), Clock: s.clock, Log: log,
+		Observer: observer,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
 		HistoryMessages: cfg.HistoryMessages, MaxToolRounds: cfg.MaxToolRounds, Timeout: cfg.ChatTimeout,
@@ -355,6 +375,33 @@ func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LL
 	return models, nil
 }
 
+// observedModels wraps every model adapter so its calls are counted: the
+// embedded one as model "local", the OpenAI-compatible one under its
+// configured model (an agent's other choice counts as "other").
+func observedModels(cfg config.Config, m *metrics.Metrics, models map[string]ports.LLM) map[string]ports.LLM {
+	out := make(map[string]ports.LLM, len(models))
+	for provider, llm := range models {
+		model := provider
+		if provider == "openai" {
+			model = cfg.OpenAIModel
+		}
+		out[provider] = m.LLM(provider, model, nil, llm)
+	}
+	return out
+}
+
+// handoffObserver is the metrics' handoff counter, or nil without metrics
+// (never a nil pointer in an interface).
+func (s *system) handoffObserver() ports.HandoffObserver {
+	if s.metrics == nil {
+		return nil
+	}
+	return s.metrics
+}
+
+// webhookInbox is what the webhook edge calls to receive events.
+type webhookInbox = metrics.InboundReceiver
+
 // rootCause keeps the innermost error's text, which is the actionable part
 // ("connection refused", "database \"x\" does not exist").
 func rootCause(err error) error {
@@ -372,6 +419,16 @@ func rootCause(err error) error {
 }
 
 func (s *system) close() {
+	if s.monitor != nil {
+		if err := s.monitor.Close(); err != nil {
+			s.log.Warn("closing the queue monitor", "error", err)
+		}
+	}
+	if s.inspector != nil {
+		if err := s.inspector.Close(); err != nil {
+			s.log.Warn("closing the queue inspector", "error", err)
+		}
+	}
 	if err := s.enqueuer.Close(); err != nil {
 		s.log.Warn("closing the queue client", "error", err)
 	}
@@ -389,25 +446,38 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the embedded OpenAPI document: %w", err)
 	}
+	monitor, err := s.queueMonitor()
+	if err != nil {
+		return nil, fmt.Errorf("building the queue monitor: %w", err)
+	}
 	con, err := console.New(s.accounts, s.workspaces, s.agents,
 		console.Options{PublicURL: s.cfg.PublicURL, Log: s.log.With("component", "console"), Deliveries: s.deliveries,
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
 			Events: consoleEvents{s.relay},
 			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies,
-			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered})
+			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered,
+			Queues: monitor, OperatorWorkspace: s.cfg.OperatorWorkspace})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
 	}
+	var (
+		inbox    webhookInbox = s.inbound
+		requests httpapi.RequestObserver
+	)
+	if s.metrics != nil {
+		inbox, requests = s.metrics.Inbound(s.inbound), s.metrics
+	}
 	app, err := httpapi.New(ctx,
-		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: s.inbound, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
+		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: inbox, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
 			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
 			SavedReplies: s.savedReplies, Availability: s.availability, Unanswered: s.unanswered, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
-			Health:      map[string]ports.HealthChecker{"postgres": s.store, "redis": redisadapter.NewHealth(s.redis)},
+			Health:      s.healthChecks(),
 			OpenAPI:     doc,
 			Log:         s.log,
+			Requests:    requests,
 		},
 		httpapi.Options{
 			BodyLimitBytes:                   s.cfg.BodyLimitBytes,
@@ -431,10 +501,17 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 // workerServer builds the asynq server and the sweepers of inbound events,
 // index jobs and deliveries, and the job deciding conversation outcomes.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
+	var (
+		inbound   workers.InboundProcessor  = s.inbound
+		delivered workers.DeliveryProcessor = s.deliveries
+	)
+	if s.metrics != nil {
+		inbound, delivered = s.metrics.InboundProcessor(s.inbound), s.metrics.Deliveries(s.deliveries)
+	}
 	srv := workers.NewServer(s.redisOpt,
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
 			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
-		workers.Processors{Inbound: s.inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: s.deliveries,
+		workers.Processors{Inbound: inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: delivered,
 			AutoAssign: s.assignments}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),

@@ -23,6 +23,11 @@ func workerCommand(e *env) *cobra.Command {
 				return err
 			}
 			defer sys.close()
+			_, stopMetrics, err := sys.serveMetrics(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			return sys.runWorker(cmd.Context())
 		},
 	}

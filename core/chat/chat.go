@@ -73,6 +73,8 @@ type Deps struct {
 	Recent      ports.EventLog
 	Clock       ports.Clock
 	Log         *slog.Logger
+	// Observer hears how each answer went (metrics); nil hears nothing.
+	Observer ports.ChatObserver
 }
 
 // Service answers messages.
@@ -89,6 +91,7 @@ type Service struct {
 	recent        ports.EventLog
 	clock         ports.Clock
 	log           *slog.Logger
+	observer      ports.ChatObserver
 	limits        Limits
 	tools         *toolbox
 	// inflight counts answers being generated, so shutdown can wait for
@@ -105,7 +108,12 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	observer := d.Observer
+	if observer == nil {
+		observer = nopObserver{}
+	}
 	return &Service{
+		observer:   observer,
 		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, retriever: d.Retriever,
 		models: d.Models, defaultModel: d.DefaultModel, lifecycle: d.Lifecycle,
 		keyed: d.Keyed, interrupted: d.Interrupted, recent: d.Recent, clock: d.Clock, log: d.Log,
@@ -257,10 +265,33 @@ func (p *Pending) Run(ctx context.Context, emit Emit) (domain.Answer, error) {
 	if err != nil {
 		return domain.Answer{}, err
 	}
+	var answer domain.Answer
 	if emit == nil && t.conv.Status == domain.StatusAI {
-		return p.runWhole(ctx, t)
+		answer, err = p.runWhole(ctx, t)
+	} else {
+		answer, err = p.runStreamed(ctx, t, emit)
 	}
-	return p.runStreamed(ctx, t, emit)
+	if err == nil && answer.FallbackReason != domain.FallbackHumanActive {
+		// A question a person owns got no answer to measure.
+		p.s.observe(ctx, t, emit != nil, answer)
+	}
+	return answer, err
+}
+
+// observe reports a finished answer to the observer: time to its first
+// text and in all, from when Run started, and its fallback reason.
+func (s *Service) observe(ctx context.Context, t *turn, stream bool, answer domain.Answer) {
+	var first time.Duration
+	if !t.firstText.IsZero() {
+		first = t.firstText.Sub(t.started)
+	}
+	s.observer.Answered(ctx, stream, first, time.Since(t.started), answer.FallbackReason)
+}
+
+// nopObserver hears nothing: the engine without metrics.
+type nopObserver struct{}
+
+func (nopObserver) Answered(context.Context, bool, time.Duration, time.Duration, domain.FallbackReason) {
 }
 
 // prepare reads what the answer needs before anything is stored: the
@@ -274,7 +305,8 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 	s := p.s
 	ws, agent, conv := p.ws, p.agent, p.conv
 	t := &turn{
-		ws: &ws, agent: &agent, conv: &conv, fresh: p.fresh,
+		started: time.Now(),
+		ws:      &ws, agent: &agent, conv: &conv, fresh: p.fresh,
 		question: domain.Message{
 			ID: domain.NewID(domain.PrefixMessage), WorkspaceID: ws.ID, ConversationID: conv.ID,
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),

@@ -399,6 +399,7 @@ type rig struct {
 	clock     fixedClock
 	limits    Limits
 	busMark   int // bus events published before the last ask
+	observed  *recordingObserver
 
 	ws    map[domain.Plan]*domain.Workspace
 	agent map[domain.Plan]domain.Agent
@@ -421,6 +422,7 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 		draft:     map[domain.Plan]domain.Agent{},
 	}
 	r.convs = &memConversations{memory.NewConversations()}
+	r.observed = &recordingObserver{}
 	for _, plan := range domain.Plans {
 		ws := &domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Name: plan.Title() + " Co", Plan: plan,
 			WebhookSecret: domain.NewSecret(domain.PrefixWebhookSecret)}
@@ -453,7 +455,7 @@ func newRig(t *testing.T, limits Limits, tweak ...func(*domain.Agent)) *rig {
 	svc, err := NewService(Deps{
 		Workspaces: r.workspace, Agents: r.agents, Conversations: r.convs, Retriever: r.retriever,
 		Models: map[string]ports.LLM{"local": r.local, "openai": r.openai}, DefaultModel: "local",
-		Lifecycle: lifecycle, Clock: r.clock, Log: log,
+		Lifecycle: lifecycle, Clock: r.clock, Log: log, Observer: r.observed,
 	}, limits)
 	if err != nil {
 		t.Fatal(err)
@@ -634,4 +636,29 @@ func describe(events []domain.SessionEvent) string {
 		fmt.Fprintf(&b, "[%s %d %q] ", ev.Type, ev.Seq, ev.Content)
 	}
 	return b.String()
+}
+
+// observation is one ports.ChatObserver.Answered call.
+type observation struct {
+	stream            bool
+	firstToken, total time.Duration
+	fallback          domain.FallbackReason
+}
+
+// recordingObserver records what the engine reports of its answers.
+type recordingObserver struct {
+	mu  sync.Mutex
+	got []observation
+}
+
+func (o *recordingObserver) Answered(_ context.Context, stream bool, firstToken, total time.Duration, fallback domain.FallbackReason) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.got = append(o.got, observation{stream, firstToken, total, fallback})
+}
+
+func (o *recordingObserver) all() []observation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]observation(nil), o.got...)
 }

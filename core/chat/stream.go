@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,11 +30,13 @@ type stream struct {
 	// rather than one per word, a publication per answer rather than per
 	// word.
 	whole bool
+	// firstText is set to the time the first text was composed.
+	firstText *time.Time
 }
 
 // newStream starts the stream of t's reply, whose events go to send.
 func (t *turn) newStream(send func(...domain.SessionEvent), whole bool) *stream {
-	return &stream{send: send, sessionID: t.conv.ID, messageID: t.question.ReplyID, whole: whole}
+	return &stream{send: send, sessionID: t.conv.ID, messageID: t.question.ReplyID, whole: whole, firstText: &t.firstText}
 }
 
 func (s *stream) next() int {
@@ -44,6 +47,9 @@ func (s *stream) next() int {
 func (s *stream) token(text string) {
 	if text == "" {
 		return
+	}
+	if s.firstText != nil && s.firstText.IsZero() {
+		*s.firstText = time.Now()
 	}
 	s.sent.WriteString(text)
 	if s.whole {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -118,6 +119,9 @@ type turn struct {
 	// the reply.
 	offerHandoff     bool
 	handoffRequested bool
+	// started is when Run began, firstText when the reply's first text was
+	// composed (zero until then): the observer's time to first token.
+	started, firstText time.Time
 }
 
 // run executes a validated call. A returned error is a failure of our own

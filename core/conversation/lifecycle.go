@@ -37,6 +37,9 @@ type Deps struct {
 	AutoAssign ports.AutoAssignQueue
 	Clock      ports.Clock
 	Log        *slog.Logger
+	// Handoffs hears each conversation moved to HANDOFF_REQUESTED
+	// (metrics); nil hears nothing.
+	Handoffs ports.HandoffObserver
 }
 
 // Lifecycle owns the Conversation aggregate: it finds a session for a

@@ -105,6 +105,9 @@ func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.
 			l.EnqueueDeliveries(ctx, change.Deliveries)
 			if m.To == domain.StatusHandoffRequested {
 				l.enqueueAutoAssign(ctx, ws, current)
+				if l.d.Handoffs != nil {
+					l.d.Handoffs.HandedOff(ctx)
+				}
 			}
 			return Moved{Conversation: current, Notice: &change.Notice, Deliveries: change.Deliveries}, nil
 		}

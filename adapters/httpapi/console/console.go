@@ -95,6 +95,11 @@ type Options struct {
 	// improve forms; nil leaves them answering 503 and hides the
 	// transcripts' "Improve this answer" links.
 	Unanswered Unanswered
+	// Queues is the deployment's queue monitor, served at /console/queues
+	// to the owners of OperatorWorkspace only (queues.go); either unset
+	// leaves that page not found for everyone.
+	Queues            QueueMonitor
+	OperatorWorkspace string
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -133,6 +138,9 @@ type Handlers struct {
 	suggestions  Suggestions
 	reports      Reports
 	unanswered   Unanswered
+
+	queues            QueueMonitor
+	operatorWorkspace string
 }
 
 type asset struct {
@@ -158,6 +166,7 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		events:  o.Events,
 		inbox:   o.Inbox, ownership: o.Ownership, composer: o.Composer, savedReplies: o.SavedReplies, // Inbox
 		availability: o.Availability, suggestions: o.Suggestions, reports: o.Reports, unanswered: o.Unanswered,
+		queues: o.Queues, operatorWorkspace: o.OperatorWorkspace,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
 		assets: map[string]asset{}, links: map[string]string{},

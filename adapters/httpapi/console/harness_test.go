@@ -66,6 +66,10 @@ type harnessOptions struct {
 	// unanswered builds the unanswered service over the harness's agents;
 	// nil leaves the console without one.
 	unanswered func(unanswered.Agents) console.Unanswered
+	// queues and operator are the queue monitor and the operator's
+	// workspace (queues_test.go).
+	queues   console.QueueMonitor
+	operator string
 }
 
 func newHarness(t testing.TB, public string) *harness {
@@ -109,7 +113,8 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
-			Availability: accounts, Suggestions: suggestions, Reports: reports, Unanswered: unans})
+			Availability: accounts, Suggestions: suggestions, Reports: reports, Unanswered: unans,
+			Queues: o.queues, OperatorWorkspace: o.operator})
 	if err != nil {
 		t.Fatal(err)
 	}

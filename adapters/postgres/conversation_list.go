@@ -121,6 +121,10 @@ func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	}
 	k.since("c.last_activity_at", filter.ActiveFrom)
 	k.until("c.last_activity_at", filter.ActiveBefore)
+	if filter.ReportFiltered() {
+		reportConditions(k, filter)
+		return
+	}
 	switch filter.Fallback {
 	case domain.FallbackFilterSome:
 		k.and("c.fallback_count > 0")
@@ -133,6 +137,61 @@ func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	case domain.RatingDown:
 		k.and("c.thumbs_down > 0")
 	}
+}
+
+// reportConditions adds the report filters as one EXISTS over the
+// conversation's rollup row (conversation_facts), so a report's number and
+// its list count the same conversations: one that is not rolled up yet
+// (or a playground's) is in neither. The fallback and rating filters read
+// the rollup too, not the conversation's live counters, which may be
+// ahead of it by a sweep. The planner runs the EXISTS either as a primary
+// key probe per conversation of the list's order, or, for a narrow range,
+// from conversation_facts_started_idx; both keep the keyset order.
+func reportConditions(k *keysetQuery, filter domain.ConversationFilter) {
+	var cond strings.Builder
+	cond.WriteString("EXISTS (SELECT 1 FROM conversation_facts AS f WHERE f.conversation_id = c.id AND f.workspace_id = c.workspace_id")
+	param := func(v any) string {
+		k.args = append(k.args, v)
+		return fmt.Sprintf("$%d", len(k.args))
+	}
+	if !filter.StartedFrom.IsZero() {
+		// The day bound finds the rows in the index; the time bound keeps
+		// the filter exact when it is not a midnight.
+		from := dbTime(filter.StartedFrom)
+		fmt.Fprintf(&cond, " AND f.started_on >= %s::date", param(from.Format(time.DateOnly)))
+		k.since("c.created_at", from)
+	}
+	if !filter.StartedBefore.IsZero() {
+		before := dbTime(filter.StartedBefore)
+		fmt.Fprintf(&cond, " AND f.started_on <= %s::date", param(before.Format(time.DateOnly)))
+		k.until("c.created_at", before)
+	}
+	switch filter.Outcome {
+	case "":
+	case domain.OutcomeUndecided:
+		cond.WriteString(" AND f.outcome IS NULL")
+	default:
+		fmt.Fprintf(&cond, " AND f.outcome = %s", param(string(filter.Outcome)))
+	}
+	if filter.FallbackReason != "" {
+		fmt.Fprintf(&cond, " AND %s = ANY (f.fallback_reasons)", param(string(filter.FallbackReason)))
+	}
+	if filter.HandedOff {
+		cond.WriteString(" AND f.handed_off")
+	}
+	switch filter.Fallback {
+	case domain.FallbackFilterSome:
+		cond.WriteString(" AND cardinality(f.fallback_reasons) > 0")
+	case domain.FallbackFilterNone:
+		cond.WriteString(" AND cardinality(f.fallback_reasons) = 0")
+	}
+	switch filter.Rating {
+	case domain.RatingUp:
+		cond.WriteString(" AND f.thumbs_up > 0")
+	case domain.RatingDown:
+		cond.WriteString(" AND f.thumbs_down > 0")
+	}
+	k.and(cond.String() + ")")
 }
 
 // containsPattern is the ILIKE pattern of text containing s: its own %, _

@@ -65,7 +65,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "saved_replies", "source_files", "sources", "users", "workspaces"}
+	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_facts", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "report_day_counts", "report_rollup_state", "saved_replies", "source_files", "sources", "users", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}
@@ -86,6 +86,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"outbox_due_idx", "outbox_workspace_created_idx",
 		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
 		"saved_replies_workspace_shortcut_key", "saved_replies_created_by_idx",
+		"conversation_outcomes_facts_due_idx", "conversation_facts_started_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

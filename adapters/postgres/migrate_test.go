@@ -65,7 +65,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_facts", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "report_day_counts", "report_rollup_state", "saved_replies", "source_files", "sources", "users", "workspaces"}
+	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_facts", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "report_days", "report_rollup_state", "saved_replies", "source_files", "sources", "users", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}

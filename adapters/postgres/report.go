@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,11 +60,11 @@ func bucketSeconds() []int64 {
 // UPDATE SKIP LOCKED), recomputes their facts from their messages (a few
 // walks of messages_conversation_seq_idx each, never a scan), stores them,
 // and adds the difference between the new and the old contribution
-// (report_fact_metrics) to the day counters, all in one statement: every
-// CTE reads the snapshot before it, so "old" is the facts as they were.
-// $2 are the bucket bounds in seconds. The counters are written in key
-// order, so two sweeps lock shared day rows in the same order and never
-// deadlock. A playground conversation gets no facts; a conversation whose
+// (report_fact_metrics) to their days' counts (report_days), all in one
+// statement: every CTE reads the snapshot before it, so "old" is the facts
+// as they were. $2 are the bucket bounds in seconds. The day rows are
+// written in key order, so two sweeps lock shared day rows in the same
+// order and never deadlock. A playground conversation gets no facts; a conversation whose
 // row is claimed but gone (deleted meanwhile) has nothing to do.
 const rollUpFactsSQL = `WITH due AS MATERIALIZED (
 	SELECT o.conversation_id, o.outcome FROM conversation_outcomes AS o
@@ -144,9 +146,10 @@ const rollUpFactsSQL = `WITH due AS MATERIALIZED (
 	GROUP BY 1, 2, 3, 4
 	HAVING sum(d.n) <> 0
 ), counted AS (
-	INSERT INTO report_day_counts AS r (workspace_id, day, agent_id, metric, n)
-	SELECT workspace_id, started_on, agent_id, metric, n FROM deltas ORDER BY 1, 2, 3, 4
-	ON CONFLICT (workspace_id, day, agent_id, metric) DO UPDATE SET n = r.n + EXCLUDED.n
+	INSERT INTO report_days AS r (workspace_id, day, agent_id, counts)
+	SELECT workspace_id, started_on, agent_id, jsonb_object_agg(metric, n) FROM deltas
+	GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+	ON CONFLICT (workspace_id, day, agent_id) DO UPDATE SET counts = report_counts_add(r.counts, EXCLUDED.counts)
 )
 SELECT count(*) FROM due`
 
@@ -174,18 +177,14 @@ func (s *Store) RollUpDueFacts(ctx context.Context, now time.Time, limit int) (i
 	return n, nil
 }
 
-// reportSQL sums a workspace's day counters over a range ($2, $3 days; $4
-// an agent or ""): by day and metric, and by agent for the token metrics,
-// which a report shows per agent. One walk of the counters' primary key
-// over the range.
-const reportSQL = `SELECT r.day, r.metric,
-	CASE WHEN r.metric LIKE '%\_tokens:%' THEN r.agent_id ELSE '' END AS agent_id, sum(r.n)::bigint
-FROM report_day_counts AS r
-WHERE r.workspace_id = $1 AND r.day >= $2 AND r.day < $3 AND ($4 = '' OR r.agent_id = $4)
-GROUP BY 1, 2, 3
-HAVING sum(r.n) <> 0`
+// reportSQL reads a workspace's day rows over a range ($2, $3 days; $4 an
+// agent or ""): a walk of the primary key, one row per day and agent. They
+// are summed in Go: PostgreSQL's aggregate over their expanded counts cost
+// ten times the read (docs/benchmarks.md, reports).
+const reportSQL = `SELECT r.day, r.agent_id, r.counts FROM report_days AS r
+WHERE r.workspace_id = $1 AND r.day >= $2 AND r.day < $3 AND ($4 = '' OR r.agent_id = $4)`
 
-// Report sums q's day counters (reportSQL) into its figures: totals, one
+// Report sums q's day rows (reportSQL) into its figures: totals, one
 // ReportDay per day, medians from the merged histograms, and token usage
 // by agent and model.
 func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report, error) {
@@ -205,11 +204,11 @@ func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report
 	}
 	for rows.Next() {
 		var (
-			day           time.Time
-			metric, agent string
-			n             int64
+			day    time.Time
+			agent  string
+			counts []byte
 		)
-		if err := rows.Scan(&day, &metric, &agent, &n); err != nil {
+		if err := rows.Scan(&day, &agent, &counts); err != nil {
 			rows.Close()
 			return domain.Report{}, dbError("report", err)
 		}
@@ -217,33 +216,40 @@ func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report
 		if i < 0 || i >= days {
 			continue
 		}
-		kind, arg, _ := strings.Cut(metric, ":")
-		switch kind {
-		case "first_reply", "resolution":
-			bound, err := strconv.ParseInt(arg, 10, 64)
-			if err != nil {
-				continue
+		var metrics map[string]int64
+		if err := json.Unmarshal(counts, &metrics); err != nil {
+			rows.Close()
+			return domain.Report{}, fmt.Errorf("postgres: report: counts of %s: %w", day.Format(time.DateOnly), err)
+		}
+		for metric, n := range metrics {
+			kind, arg, _ := strings.Cut(metric, ":")
+			switch kind {
+			case "first_reply", "resolution":
+				bound, err := strconv.ParseInt(arg, 10, 64)
+				if err != nil {
+					continue
+				}
+				h := firstReply
+				if kind == "resolution" {
+					h = resolution
+				}
+				h[bound] += int(n)
+			case "prompt_tokens", "completion_tokens":
+				k := usageKey{agent, arg}
+				u := usage[k]
+				if u == nil {
+					u = &domain.UsageFigure{AgentID: agent, Model: arg}
+					usage[k] = u
+				}
+				if kind == "prompt_tokens" {
+					u.PromptTokens += n
+				} else {
+					u.CompletionTokens += n
+				}
+			default:
+				addMetric(&rep.Days[i].ReportFigures, kind, arg, int(n))
+				addMetric(&rep.Totals, kind, arg, int(n))
 			}
-			h := firstReply
-			if kind == "resolution" {
-				h = resolution
-			}
-			h[bound] += int(n)
-		case "prompt_tokens", "completion_tokens":
-			k := usageKey{agent, arg}
-			u := usage[k]
-			if u == nil {
-				u = &domain.UsageFigure{AgentID: agent, Model: arg}
-				usage[k] = u
-			}
-			if kind == "prompt_tokens" {
-				u.PromptTokens += n
-			} else {
-				u.CompletionTokens += n
-			}
-		default:
-			addMetric(&rep.Days[i].ReportFigures, kind, arg, int(n))
-			addMetric(&rep.Totals, kind, arg, int(n))
 		}
 	}
 	rows.Close()
@@ -252,7 +258,9 @@ func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report
 	}
 	rep.FirstReply, rep.Resolution = histogramMedian(firstReply), histogramMedian(resolution)
 	for _, u := range usage {
-		rep.Usage = append(rep.Usage, *u)
+		if u.PromptTokens != 0 || u.CompletionTokens != 0 {
+			rep.Usage = append(rep.Usage, *u)
+		}
 	}
 	slices.SortFunc(rep.Usage, func(a, b domain.UsageFigure) int {
 		if c := (b.PromptTokens + b.CompletionTokens) - (a.PromptTokens + a.CompletionTokens); c != 0 {

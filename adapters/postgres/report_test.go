@@ -427,7 +427,7 @@ func TestReportAgainstRawRows(t *testing.T) {
 			Key string
 			N   int64
 		}
-		if err := f.db.WithContext(ctx).Raw(`SELECT workspace_id || day || agent_id || metric AS key, n FROM report_day_counts`).Scan(&rows).Error; err != nil {
+		if err := f.db.WithContext(ctx).Raw(`SELECT workspace_id || day || agent_id || c.key AS key, c.value::bigint AS n FROM report_days, jsonb_each_text(counts) AS c`).Scan(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]int64{}
@@ -486,7 +486,7 @@ func TestReportAgainstRawRows(t *testing.T) {
 	if rep.Totals.Conversations != 5 || rep.Totals.FallbacksByReason[domain.FallbackModelError] != 0 || len(rep.Usage) != 1 {
 		t.Errorf("after the deletions: %d conversations, %v, usage %+v", rep.Totals.Conversations, rep.Totals.FallbacksByReason, rep.Usage)
 	}
-	if n := rawInt(t, f, `SELECT count(*) FROM report_day_counts WHERE agent_id = ?`, s.sales.ID); n != 0 {
+	if n := rawInt(t, f, `SELECT count(*) FROM report_days WHERE agent_id = ?`, s.sales.ID); n != 0 {
 		t.Errorf("the deleted agent keeps %d counters", n)
 	}
 }

@@ -1,6 +1,6 @@
 -- Report rollups (issue 18): what each conversation contributes to the
 -- reports (conversation_facts), and per (workspace, day, agent) sums of
--- those contributions (report_day_counts), which a report adds up instead
+-- those contributions (report_days), which a report adds up instead
 -- of reading messages. docs/outcomes.md, section "Reports", defines every
 -- figure.
 --
@@ -20,7 +20,7 @@
 --
 -- A conversation's facts are recomputed whole, and the difference between
 -- its new and old contribution (report_fact_metrics) is added to its day's
--- counters in the same statement (RollUpDueFacts). Deleting a conversation
+-- counts in the same statement (RollUpDueFacts). Deleting a conversation
 -- (alone, or with its agent or workspace) deletes its facts, and a trigger
 -- subtracts them from the counters. Playground conversations have no facts.
 --
@@ -74,15 +74,18 @@ CREATE TABLE IF NOT EXISTS conversation_facts (
 CREATE INDEX CONCURRENTLY IF NOT EXISTS conversation_facts_started_idx
     ON conversation_facts (workspace_id, started_on);
 
-CREATE TABLE IF NOT EXISTS report_day_counts (
-    workspace_id text   NOT NULL,
-    day          date   NOT NULL,
-    agent_id     text   NOT NULL,
-    -- What is counted: see report_fact_metrics.
-    metric       text   NOT NULL,
-    n            bigint NOT NULL,
-    PRIMARY KEY (workspace_id, day, agent_id, metric),
-    CONSTRAINT report_day_counts_agent_fkey FOREIGN KEY (workspace_id, agent_id)
+-- One row per workspace, day (conversations started then) and agent: the
+-- sum of its conversations' contributions, metric name to count, zeros
+-- left out. One row rather than one per metric: a 90-day report of five
+-- agents reads 450 rows, not 15,000 (docs/benchmarks.md, reports).
+CREATE TABLE IF NOT EXISTS report_days (
+    workspace_id text  NOT NULL,
+    day          date  NOT NULL,
+    agent_id     text  NOT NULL,
+    -- Metric name (report_fact_metrics) to count.
+    counts       jsonb NOT NULL DEFAULT '{}',
+    PRIMARY KEY (workspace_id, day, agent_id),
+    CONSTRAINT report_days_agent_fkey FOREIGN KEY (workspace_id, agent_id)
         REFERENCES agents (workspace_id, id) ON DELETE CASCADE
 );
 
@@ -122,16 +125,27 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
+-- report_counts_add adds two maps of counts, leaving zeros out.
+CREATE OR REPLACE FUNCTION report_counts_add(a jsonb, b jsonb) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(jsonb_object_agg(s.key, s.n), '{}') FROM (
+        SELECT e.key, sum(e.value::bigint) AS n
+        FROM (SELECT * FROM jsonb_each_text(a) UNION ALL SELECT * FROM jsonb_each_text(b)) AS e
+        GROUP BY e.key
+    ) AS s WHERE s.n <> 0
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
 CREATE OR REPLACE FUNCTION conversation_facts_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- An UPDATE, never an insert: the day rows may be going with the
+    -- An UPDATE, never an insert: the day row may be going with the
     -- workspace or the agent in the same cascade.
-    UPDATE report_day_counts AS d SET n = d.n - m.n
-    FROM report_fact_metrics(OLD.outcome, OLD.messages, OLD.handed_off, OLD.fallback_reasons, OLD.thumbs_up,
-        OLD.thumbs_down, OLD.first_reply_bucket, OLD.resolution_bucket, OLD.usage_models, OLD.usage_prompt,
-        OLD.usage_completion) AS m
-    WHERE d.workspace_id = OLD.workspace_id AND d.day = OLD.started_on AND d.agent_id = OLD.agent_id
-        AND d.metric = m.metric;
+    UPDATE report_days AS d SET counts = report_counts_add(d.counts, (
+        SELECT jsonb_object_agg(m.metric, -m.n)
+        FROM report_fact_metrics(OLD.outcome, OLD.messages, OLD.handed_off, OLD.fallback_reasons, OLD.thumbs_up,
+            OLD.thumbs_down, OLD.first_reply_bucket, OLD.resolution_bucket, OLD.usage_models, OLD.usage_prompt,
+            OLD.usage_completion) AS m))
+    WHERE d.workspace_id = OLD.workspace_id AND d.day = OLD.started_on AND d.agent_id = OLD.agent_id;
     RETURN NULL;
 END
 $$;
@@ -210,8 +224,9 @@ DROP FUNCTION IF EXISTS conversation_outcomes_changed();
 DROP TRIGGER IF EXISTS conversation_facts_deleted ON conversation_facts;
 DROP FUNCTION IF EXISTS conversation_facts_deleted();
 DROP TABLE IF EXISTS report_rollup_state;
-DROP TABLE IF EXISTS report_day_counts;
+DROP TABLE IF EXISTS report_days;
 DROP TABLE IF EXISTS conversation_facts;
+DROP FUNCTION IF EXISTS report_counts_add(jsonb, jsonb);
 DROP FUNCTION IF EXISTS report_fact_metrics(text, integer, boolean, text[], integer, integer, bigint, bigint, text[], bigint[], bigint[]);
 DROP INDEX CONCURRENTLY IF EXISTS conversation_outcomes_facts_due_idx;
 ALTER TABLE conversation_outcomes DROP COLUMN IF EXISTS facts_due;

@@ -691,8 +691,9 @@ func (s *Service) retrievalQuery(agent *domain.Agent, text string) ports.Retriev
 var errStopped = errors.New("answer stopped by the output filter")
 
 // generate produces the answer's text through out, or a fallback reason,
-// with the passages it cited, the tokens the model used and its name. Both paths of Run
-// share it; only out tells them apart.
+// with the passages it cited, the tokens the model used and the model's
+// name (for the reports' prices). Both paths of Run share it; only out
+// tells them apart.
 func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string, domain.FallbackReason, domain.Usage, string) {
 	var usage domain.Usage
 	var model string

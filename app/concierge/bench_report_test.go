@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/core/outcome"
 	"github.com/conciergehq/concierge/core/report"
@@ -56,6 +58,37 @@ func BenchmarkReports(b *testing.B) {
 			b.Fatalf("%.200s: %v", q, err)
 		}
 	}
+	// bulk runs the seeding statements in one transaction without
+	// triggers and foreign key checks (session_replication_role =
+	// replica), as the console benchmark does: the rows are consistent by
+	// construction, and row-by-row checks and triggers made 100,000
+	// conversations take over ten minutes. What the triggers would write,
+	// the seed writes itself (each conversation's outcome row, due).
+	bulk := func(statements ...func(tx *gorm.DB) error) {
+		b.Helper()
+		err := db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SET LOCAL session_replication_role = replica").Error; err != nil {
+				return err
+			}
+			for _, st := range statements {
+				if err := st(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	stmt := func(q string, args ...any) func(tx *gorm.DB) error {
+		return func(tx *gorm.DB) error {
+			if err := tx.Exec(q, args...).Error; err != nil {
+				return fmt.Errorf("%.200s: %w", q, err)
+			}
+			return nil
+		}
+	}
 	seed := func(tag, n int) (domain.Workspace, []domain.Agent) {
 		now := time.Now()
 		ws := domain.Workspace{ID: domain.NewID(domain.PrefixWorkspace), Name: fmt.Sprintf("reports %d", tag), Plan: domain.PlanStandard,
@@ -75,7 +108,7 @@ func BenchmarkReports(b *testing.B) {
 		// Conversation i starts (90 days / n) * i before an hour ago; its
 		// messages are (i % 50 + 1) minutes apart. One in six is handed
 		// to a person (message 8), who replies (9) and resolves it (10).
-		exec(`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
+		bulk(stmt(`INSERT INTO conversations (id, workspace_id, agent_id, agent_slug, channel, status, last_message, message_count, last_activity_at, created_at)
 			SELECT 'ses_' || lpad((?::int)::text || i::text, 26, '0'), a.workspace_id, a.id, a.slug,
 			       CASE WHEN i % 50 = 0 THEN 'PLAYGROUND' ELSE 'CHAT' END, CASE WHEN i % 6 = 0 THEN 'RESOLVED' ELSE 'AI' END,
 			       'Thanks', 10, t.started + 10 * t.step, t.started
@@ -83,8 +116,10 @@ func BenchmarkReports(b *testing.B) {
 			CROSS JOIN LATERAL (SELECT now() - interval '1 hour' - i * (interval '89 days' / ?::int) AS started,
 			                           (i % 50 + 1) * interval '1 minute' AS step) AS t
 			JOIN agents a ON a.workspace_id = ? AND a.slug = (ARRAY['support','support','support','billing','sales','onboarding','internal'])[1 + i % 7]`,
-			tag, n, n, ws.ID)
-		exec(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, tokens_in, tokens_out, model, created_at, status, author_name,
+			tag, n, n, ws.ID),
+			stmt(`INSERT INTO conversation_outcomes (conversation_id, workspace_id, agent_id, next_check_at)
+			SELECT id, workspace_id, agent_id, '-infinity' FROM conversations WHERE workspace_id = ?`, ws.ID),
+			stmt(`INSERT INTO messages (id, workspace_id, conversation_id, role, content, tokens_in, tokens_out, model, created_at, status, author_name,
 				fallback_reason, feedback_rating, feedback_at)
 			SELECT 'msg_' || lpad((?::int)::text || m.n::text || 'x' || m.k::text, 26, '0'), m.workspace_id, m.id, m.role,
 			       CASE m.role WHEN 'USER' THEN 'How do I change my plan, question ' || m.k WHEN 'ASSISTANT' THEN 'Open Billing, then Plans.'
@@ -105,7 +140,7 @@ func BenchmarkReports(b *testing.B) {
 			      FROM (SELECT id, workspace_id, created_at, substr(ltrim(substr(id, 5), '0'), 2)::bigint AS n
 			            FROM conversations WHERE workspace_id = ?) AS c
 			      CROSS JOIN generate_series(1, 10) AS k) AS m`,
-			tag, ws.ID)
+				tag, ws.ID))
 		return ws, agents
 	}
 

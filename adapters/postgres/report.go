@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,18 +217,13 @@ func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report
 		if i < 0 || i >= days {
 			continue
 		}
-		var metrics map[string]int64
-		if err := json.Unmarshal(counts, &metrics); err != nil {
-			rows.Close()
-			return domain.Report{}, fmt.Errorf("postgres: report: counts of %s: %w", day.Format(time.DateOnly), err)
-		}
-		for metric, n := range metrics {
+		err := eachCount(counts, func(metric string, n int64) {
 			kind, arg, _ := strings.Cut(metric, ":")
 			switch kind {
 			case "first_reply", "resolution":
 				bound, err := strconv.ParseInt(arg, 10, 64)
 				if err != nil {
-					continue
+					return
 				}
 				h := firstReply
 				if kind == "resolution" {
@@ -250,6 +246,10 @@ func (s *Store) Report(ctx context.Context, q domain.ReportQuery) (domain.Report
 				addMetric(&rep.Days[i].ReportFigures, kind, arg, int(n))
 				addMetric(&rep.Totals, kind, arg, int(n))
 			}
+		})
+		if err != nil {
+			rows.Close()
+			return domain.Report{}, fmt.Errorf("postgres: report: counts of %s: %w", day.Format(time.DateOnly), err)
 		}
 	}
 	rows.Close()
@@ -352,4 +352,95 @@ func histogramMedian(h map[int64]int) domain.DurationFigure {
 		}
 	}
 	return out
+}
+
+// errBadCounts is a day row's counts that are not a JSON object of integers.
+var errBadCounts = errors.New("not a JSON object of integers")
+
+// eachCount calls fn with each key and integer of counts, a JSON object
+// as PostgreSQL prints a jsonb ({"a": 1, "b": -2}). A report reads
+// hundreds of them, each of dozens of keys: decoding them into maps with
+// encoding/json was most of a report's time (docs/benchmarks.md), so the
+// common form is read here, and only a key with an escape in it takes
+// encoding/json.
+func eachCount(counts []byte, fn func(key string, n int64)) error {
+	if bytes.IndexByte(counts, '\\') >= 0 {
+		var m map[string]int64
+		if err := json.Unmarshal(counts, &m); err != nil {
+			return err
+		}
+		for k, n := range m {
+			fn(k, n)
+		}
+		return nil
+	}
+	b, i := counts, 0
+	space := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+	}
+	space()
+	if i == len(b) || b[i] != '{' {
+		return errBadCounts
+	}
+	i++
+	space()
+	if i < len(b) && b[i] == '}' {
+		i++
+		space()
+		if i != len(b) {
+			return errBadCounts
+		}
+		return nil
+	}
+	for {
+		space()
+		if i == len(b) || b[i] != '"' {
+			return errBadCounts
+		}
+		end := bytes.IndexByte(b[i+1:], '"')
+		if end < 0 {
+			return errBadCounts
+		}
+		key := string(b[i+1 : i+1+end])
+		i += end + 2
+		space()
+		if i == len(b) || b[i] != ':' {
+			return errBadCounts
+		}
+		i++
+		space()
+		negative := i < len(b) && b[i] == '-'
+		if negative {
+			i++
+		}
+		start := i
+		var n int64
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 18 {
+			n = n*10 + int64(b[i]-'0')
+			i++
+		}
+		if i == start || (i < len(b) && b[i] >= '0' && b[i] <= '9') {
+			return errBadCounts
+		}
+		if negative {
+			n = -n
+		}
+		fn(key, n)
+		space()
+		switch {
+		case i < len(b) && b[i] == ',':
+			i++
+		case i < len(b) && b[i] == '}':
+			i++
+			space()
+			if i != len(b) {
+				return errBadCounts
+			}
+			return nil
+		default:
+			return errBadCounts
+		}
+	}
 }

@@ -139,33 +139,33 @@ func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	}
 }
 
-// reportConditions adds the report filters as one EXISTS over the
+// reportConditions adds the report filters as one condition on the
 // conversation's rollup row (conversation_facts), so a report's number and
 // its list count the same conversations: one that is not rolled up yet
 // (or a playground's) is in neither. The fallback and rating filters read
 // the rollup too, not the conversation's live counters, which may be
-// ahead of it by a sweep. The planner runs the EXISTS either as a primary
-// key probe per conversation of the list's order, or, for a narrow range,
-// from conversation_facts_started_idx; both keep the keyset order.
+// ahead of it by a sweep.
+//
+// The condition is a scalar subquery, one primary key probe per
+// conversation the list walks in its own order, and deliberately not an
+// EXISTS: the planner turned an EXISTS into a join that read every
+// matching row of the range from an index of the facts' start days and
+// sorted them, which cost 130 ms a page for a fallback reason over 90
+// days of 100,000 conversations (BenchmarkReports), where walking the
+// list stops after the page's matches. The walk's own worst case is a
+// rare figure over an old range (every conversation since is probed);
+// docs/benchmarks.md has both.
 func reportConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	var cond strings.Builder
-	cond.WriteString("EXISTS (SELECT 1 FROM conversation_facts AS f WHERE f.conversation_id = c.id AND f.workspace_id = c.workspace_id")
+	cond.WriteString("(SELECT true")
 	param := func(v any) string {
 		k.args = append(k.args, v)
 		return fmt.Sprintf("$%d", len(k.args))
 	}
-	if !filter.StartedFrom.IsZero() {
-		// The day bound finds the rows in the index; the time bound keeps
-		// the filter exact when it is not a midnight.
-		from := dbTime(filter.StartedFrom)
-		fmt.Fprintf(&cond, " AND f.started_on >= %s::date", param(from.Format(time.DateOnly)))
-		k.since("c.created_at", from)
-	}
-	if !filter.StartedBefore.IsZero() {
-		before := dbTime(filter.StartedBefore)
-		fmt.Fprintf(&cond, " AND f.started_on <= %s::date", param(before.Format(time.DateOnly)))
-		k.until("c.created_at", before)
-	}
+	// The range is the conversation's own start (conversation_facts'
+	// started_on is its day), exact when a bound is not a midnight.
+	k.since("c.created_at", filter.StartedFrom)
+	k.until("c.created_at", filter.StartedBefore)
 	switch filter.Outcome {
 	case "":
 	case domain.OutcomeUndecided:
@@ -191,7 +191,7 @@ func reportConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	case domain.RatingDown:
 		cond.WriteString(" AND f.thumbs_down > 0")
 	}
-	k.and(cond.String() + ")")
+	k.and(cond.String() + " FROM conversation_facts AS f WHERE f.conversation_id = c.id AND f.workspace_id = c.workspace_id) IS TRUE")
 }
 
 // containsPattern is the ILIKE pattern of text containing s: its own %, _

@@ -86,7 +86,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"outbox_due_idx", "outbox_workspace_created_idx",
 		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
 		"saved_replies_workspace_shortcut_key", "saved_replies_created_by_idx",
-		"conversation_outcomes_facts_due_idx", "conversation_facts_started_idx",
+		"conversation_outcomes_facts_due_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

@@ -70,9 +70,9 @@ CREATE TABLE IF NOT EXISTS conversation_facts (
         REFERENCES conversations (workspace_id, id) ON DELETE CASCADE
 );
 
--- A report's lists: the conversations of a workspace that started in a range.
-CREATE INDEX CONCURRENTLY IF NOT EXISTS conversation_facts_started_idx
-    ON conversation_facts (workspace_id, started_on);
+-- No index but the primary key: a report's list walks the conversation
+-- list in its order and probes each conversation's facts by key
+-- (adapters/postgres/conversation_list.go, reportConditions).
 
 -- One row per workspace, day (conversations started then) and agent: the
 -- sum of its conversations' contributions, metric name to count, zeros

@@ -74,12 +74,12 @@ func TestReportsEndToEnd(t *testing.T) {
 		ids = append(ids, c.ID)
 	}
 	slices.Sort(ids)
-	if !slices.Equal(ids, sorted(answered.SessionID, fallback.SessionID)) {
+	if !slices.Equal(ids, reportSortedIDs(answered.SessionID, fallback.SessionID)) {
 		t.Errorf("today's list = %v", ids)
 	}
 }
 
-func sorted(ids ...string) []string {
+func reportSortedIDs(ids ...string) []string {
 	slices.Sort(ids)
 	return ids
 }

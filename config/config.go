@@ -3,9 +3,11 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/mail"
 	"net/url"
@@ -72,6 +74,16 @@ type Config struct {
 	// them, for servers or models that take none. Without tools the model
 	// declines by answering NO_ANSWER.
 	LLMTools string `env:"LLM_TOOLS" envDefault:"auto"`
+
+	// LLMPricesJSON is what each model's tokens cost, for the reports'
+	// estimates: a JSON object of model name (as OPENAI_MODEL or an
+	// agent's model names it) to {"prompt": 0.15, "completion": 0.6,
+	// "currency": "USD"}, in units of the currency per million tokens. The
+	// embedded model ("local") costs nothing unless listed. A model not
+	// listed has no estimate.
+	LLMPricesJSON string `env:"LLM_PRICES"`
+	// LLMPrices is LLMPricesJSON parsed by Load.
+	LLMPrices map[string]LLMPrice `env:"-"`
 
 	// LocalTokenDelay slows the embedded model's stream, for demos and tests
 	// of streaming; 0 streams as fast as it composes.
@@ -209,7 +221,82 @@ func Load(getenv func(string) string) (Config, error) {
 	if strings.EqualFold(cfg.MetricsAddr, "off") {
 		cfg.MetricsAddr = ""
 	}
+	if cfg.LLMPrices, err = parsePrices(cfg.LLMPricesJSON); err != nil {
+		return Config{}, err
+	}
 	return cfg, cfg.validate()
+}
+
+// LLMPrice is one model's price, in millionths of Currency per million
+// tokens (0.15 USD is 150000).
+type LLMPrice struct {
+	PromptMicrosPerMillion     int64
+	CompletionMicrosPerMillion int64
+	Currency                   string
+}
+
+// localModel is the embedded model's name (adapters/llm/local.ModelName),
+// free unless the table says otherwise.
+const localModel = "local"
+
+// maxPricePerMillion bounds a price, to catch a price per token given as
+// one per million (or a typo) before reports multiply it.
+const maxPricePerMillion = 10_000
+
+// parsePrices reads LLM_PRICES (see Config.LLMPricesJSON); every error
+// names the variable and, when there is one, the model.
+func parsePrices(raw string) (map[string]LLMPrice, error) {
+	prices := map[string]LLMPrice{localModel: {Currency: "USD"}}
+	if strings.TrimSpace(raw) == "" {
+		return prices, nil
+	}
+	const example = `as {"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6, "currency": "USD"}}`
+	type entry struct {
+		Prompt     *float64 `json:"prompt"`
+		Completion *float64 `json:"completion"`
+		Currency   string   `json:"currency"`
+	}
+	var entries map[string]entry
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&entries); err != nil || dec.More() {
+		return nil, fmt.Errorf("%sLLM_PRICES is not a JSON object of model to prices per million tokens, %s", Prefix, example)
+	}
+	for model, e := range entries {
+		name := strings.TrimSpace(model)
+		switch {
+		case name == "" || name != model || len(name) > 100:
+			return nil, fmt.Errorf("%sLLM_PRICES: model %q must be a name of 1 to 100 characters without surrounding spaces", Prefix, model)
+		case e.Prompt == nil || e.Completion == nil:
+			return nil, fmt.Errorf("%sLLM_PRICES: model %q needs both prompt and completion prices per million tokens, %s", Prefix, model, example)
+		case !validPrice(*e.Prompt) || !validPrice(*e.Completion):
+			return nil, fmt.Errorf("%sLLM_PRICES: model %q: prices must be between 0 and %d per million tokens", Prefix, model, maxPricePerMillion)
+		case !isCurrencyCode(e.Currency):
+			return nil, fmt.Errorf("%sLLM_PRICES: model %q: currency %q must be a three-letter code such as USD or EUR", Prefix, model, e.Currency)
+		}
+		prices[model] = LLMPrice{
+			PromptMicrosPerMillion:     int64(math.Round(*e.Prompt * 1e6)),
+			CompletionMicrosPerMillion: int64(math.Round(*e.Completion * 1e6)),
+			Currency:                   e.Currency,
+		}
+	}
+	return prices, nil
+}
+
+func validPrice(p float64) bool {
+	return !math.IsNaN(p) && p >= 0 && p <= maxPricePerMillion
+}
+
+func isCurrencyCode(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for _, r := range s {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // environ asks getenv for every variable Config knows, so tests can pass a map.

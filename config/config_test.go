@@ -161,6 +161,26 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "no slot for large bodies", env: map[string]string{"CONCIERGE_LARGE_BODY_SLOTS": "0"}, wantErr: "CONCIERGE_LARGE_BODY_SLOTS=0 is too small"},
 		{name: "large body wait too long", env: map[string]string{"CONCIERGE_LARGE_BODY_WAIT": "2m"}, wantErr: "CONCIERGE_LARGE_BODY_WAIT=2m0s must be between"},
+		{name: "no prices: the embedded model is free", check: func(t *testing.T, c Config) {
+			if len(c.LLMPrices) != 1 || c.LLMPrices["local"] != (LLMPrice{Currency: "USD"}) {
+				t.Fatalf("LLMPrices = %+v", c.LLMPrices)
+			}
+		}},
+		{name: "prices per million tokens in micros", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"gpt-4o-mini": {"prompt": 0.15, "completion": 0.6, "currency": "USD"}, "local": {"prompt": 0, "completion": 0.001, "currency": "EUR"}}`}, check: func(t *testing.T, c Config) {
+			want := map[string]LLMPrice{"gpt-4o-mini": {150000, 600000, "USD"}, "local": {0, 1000, "EUR"}}
+			if len(c.LLMPrices) != 2 || c.LLMPrices["gpt-4o-mini"] != want["gpt-4o-mini"] || c.LLMPrices["local"] != want["local"] {
+				t.Fatalf("LLMPrices = %+v, want %+v", c.LLMPrices, want)
+			}
+		}},
+		{name: "prices not JSON", env: map[string]string{"CONCIERGE_LLM_PRICES": "gpt-4o-mini=0.15"}, wantErr: "CONCIERGE_LLM_PRICES is not a JSON object"},
+		{name: "prices as a list", env: map[string]string{"CONCIERGE_LLM_PRICES": `[{"prompt": 1}]`}, wantErr: "CONCIERGE_LLM_PRICES is not a JSON object"},
+		{name: "price with an unknown field", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": 1, "completion": 1, "currency": "USD", "per": "token"}}`}, wantErr: "CONCIERGE_LLM_PRICES is not a JSON object"},
+		{name: "price without completion", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": 1, "currency": "USD"}}`}, wantErr: `CONCIERGE_LLM_PRICES: model "m" needs both prompt and completion`},
+		{name: "negative price", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": -1, "completion": 1, "currency": "USD"}}`}, wantErr: `CONCIERGE_LLM_PRICES: model "m": prices must be between 0 and 10000`},
+		{name: "price per token, not per million", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": 150000, "completion": 1, "currency": "USD"}}`}, wantErr: `prices must be between 0 and 10000`},
+		{name: "price without currency", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": 1, "completion": 1}}`}, wantErr: `CONCIERGE_LLM_PRICES: model "m": currency "" must be a three-letter code`},
+		{name: "price in a lowercase currency", env: map[string]string{"CONCIERGE_LLM_PRICES": `{"m": {"prompt": 1, "completion": 1, "currency": "usd"}}`}, wantErr: `currency "usd" must be a three-letter code`},
+		{name: "price of a blank model", env: map[string]string{"CONCIERGE_LLM_PRICES": `{" ": {"prompt": 1, "completion": 1, "currency": "USD"}}`}, wantErr: `CONCIERGE_LLM_PRICES: model " " must be a name`},
 		{name: "negative large body wait", env: map[string]string{"CONCIERGE_LARGE_BODY_WAIT": "-1s"}, wantErr: "CONCIERGE_LARGE_BODY_WAIT=-1s"},
 	}
 	for _, tt := range tests {

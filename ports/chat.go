@@ -64,6 +64,10 @@ type Completion struct {
 	// shown stands.
 	Declined bool
 	Usage    domain.Usage
+	// Model names the model that produced it, as the price table
+	// (CONCIERGE_LLM_PRICES) names it: the request's Model, or the
+	// adapter's configured one.
+	Model string
 }
 
 // LLM generates answers.

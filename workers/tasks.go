@@ -22,7 +22,8 @@ import (
 // delivery.go, knowledge.go, assign.go (TypeConversationAssign).
 // Periodic work is not a task: Sweeper (sweeper.go) runs it in every worker,
 // wired in app/concierge/wiring.go (lost inbound events, index jobs and
-// deliveries re-enqueued; conversation outcomes decided, core/outcome).
+// deliveries re-enqueued; conversation outcomes decided, core/outcome, and
+// then the report rollups brought up to date, core/report.Rollup).
 const (
 	// TypeInboundProcess appends a stored inbound webhook event's USER message
 	// to its session and publishes it (handleInboundProcess).

@@ -121,6 +121,10 @@ func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	}
 	k.since("c.last_activity_at", filter.ActiveFrom)
 	k.until("c.last_activity_at", filter.ActiveBefore)
+	if filter.ReportFiltered() {
+		reportConditions(k, filter)
+		return
+	}
 	switch filter.Fallback {
 	case domain.FallbackFilterSome:
 		k.and("c.fallback_count > 0")
@@ -133,6 +137,61 @@ func listConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	case domain.RatingDown:
 		k.and("c.thumbs_down > 0")
 	}
+}
+
+// reportConditions adds the report filters as one condition on the
+// conversation's rollup row (conversation_facts), so a report's number and
+// its list count the same conversations: one that is not rolled up yet
+// (or a playground's) is in neither. The fallback and rating filters read
+// the rollup too, not the conversation's live counters, which may be
+// ahead of it by a sweep.
+//
+// The condition is a scalar subquery, one primary key probe per
+// conversation the list walks in its own order, and deliberately not an
+// EXISTS: the planner turned an EXISTS into a join that read every
+// matching row of the range from an index of the facts' start days and
+// sorted them, which cost 130 ms a page for a fallback reason over 90
+// days of 100,000 conversations (BenchmarkReports), where walking the
+// list stops after the page's matches. The walk's own worst case is a
+// rare figure over an old range (every conversation since is probed);
+// docs/benchmarks.md has both.
+func reportConditions(k *keysetQuery, filter domain.ConversationFilter) {
+	var cond strings.Builder
+	cond.WriteString("(SELECT true")
+	param := func(v any) string {
+		k.args = append(k.args, v)
+		return fmt.Sprintf("$%d", len(k.args))
+	}
+	// The range is the conversation's own start (conversation_facts'
+	// started_on is its day), exact when a bound is not a midnight.
+	k.since("c.created_at", filter.StartedFrom)
+	k.until("c.created_at", filter.StartedBefore)
+	switch filter.Outcome {
+	case "":
+	case domain.OutcomeUndecided:
+		cond.WriteString(" AND f.outcome IS NULL")
+	default:
+		fmt.Fprintf(&cond, " AND f.outcome = %s", param(string(filter.Outcome)))
+	}
+	if filter.FallbackReason != "" {
+		fmt.Fprintf(&cond, " AND %s = ANY (f.fallback_reasons)", param(string(filter.FallbackReason)))
+	}
+	if filter.HandedOff {
+		cond.WriteString(" AND f.handed_off")
+	}
+	switch filter.Fallback {
+	case domain.FallbackFilterSome:
+		cond.WriteString(" AND cardinality(f.fallback_reasons) > 0")
+	case domain.FallbackFilterNone:
+		cond.WriteString(" AND cardinality(f.fallback_reasons) = 0")
+	}
+	switch filter.Rating {
+	case domain.RatingUp:
+		cond.WriteString(" AND f.thumbs_up > 0")
+	case domain.RatingDown:
+		cond.WriteString(" AND f.thumbs_down > 0")
+	}
+	k.and(cond.String() + " FROM conversation_facts AS f WHERE f.conversation_id = c.id AND f.workspace_id = c.workspace_id) IS TRUE")
 }
 
 // containsPattern is the ILIKE pattern of text containing s: its own %, _

@@ -22,6 +22,7 @@ type messageRow struct {
 	InboundEventID *string   `gorm:"column:inbound_event_id"`
 	TokensIn       int       `gorm:"column:tokens_in"`
 	TokensOut      int       `gorm:"column:tokens_out"`
+	Model          *string   `gorm:"column:model"`
 	TokenEnds      intArray  `gorm:"column:token_ends;type:integer[]"`
 	Status         *string   `gorm:"column:status"`
 	AuthorName     string    `gorm:"column:author_name"`
@@ -77,6 +78,7 @@ func messageFromDomain(m domain.Message) (messageRow, error) {
 		InboundEventID: nullString(m.InboundEventID),
 		TokensIn:       m.TokensIn,
 		TokensOut:      m.TokensOut,
+		Model:          nullString(m.Model),
 		TokenEnds:      intArray(m.TokenEnds),
 		Status:         nullString(string(m.Status)),
 		AuthorName:     m.AuthorName,
@@ -104,6 +106,7 @@ func (r messageRow) toDomain() (domain.Message, error) {
 		InboundEventID: deref(r.InboundEventID),
 		TokensIn:       r.TokensIn,
 		TokensOut:      r.TokensOut,
+		Model:          deref(r.Model),
 		TokenEnds:      []int(r.TokenEnds),
 		Status:         domain.ConversationStatus(deref(r.Status)),
 		AuthorName:     r.AuthorName,

@@ -211,10 +211,10 @@ func newMessageBatch(msgs []domain.Message) (messageBatch, error) {
 
 // batchColumns are the columns a batch inserts; batchSelect selects them
 // from the VALUES list v, with the conversation's keys as given.
-const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, author_id, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash`
+const batchColumns = `id, workspace_id, conversation_id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, author_id, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash, model`
 
 func batchSelect(workspaceID, conversationID string) string {
-	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.author_id, v.fallback_reason, v.offer_handoff, v.inbound_event_id, v.reply_id, v.idempotency_key, v.request_hash`
+	return `v.id, ` + workspaceID + `, ` + conversationID + `, v.role, v.content, v.citations, v.tokens_in, v.tokens_out, v.created_at, v.trace, v.token_ends, v.status, v.author_name, v.author_id, v.fallback_reason, v.offer_handoff, v.inbound_event_id, v.reply_id, v.idempotency_key, v.request_hash, v.model`
 }
 
 // batchReturning is what a batch's INSERT returns for the statements that
@@ -271,13 +271,13 @@ func (b messageBatch) values(args []any) (string, []any) {
 			list.WriteString(", ")
 		}
 		n := len(args)
-		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::text, $%d::boolean, $%d::text, $%d::text, $%d::text, $%d::text)",
-			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18)
+		fmt.Fprintf(&list, "(%d, $%d::text, $%d::text, $%d::text, $%d::jsonb, $%d::integer, $%d::integer, $%d::timestamptz, $%d::json, $%d::integer[], $%d::text, $%d::text, $%d::text, $%d::text, $%d::boolean, $%d::text, $%d::text, $%d::text, $%d::text, $%d::text)",
+			i, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+11, n+12, n+13, n+14, n+15, n+16, n+17, n+18, n+19)
 		args = append(args, r.ID, r.Role, r.Content, r.Citations, r.TokensIn, r.TokensOut, r.CreatedAt,
 			b.traces[i], r.TokenEnds.int32s(), r.Status, r.AuthorName, r.AuthorID, r.FallbackReason, r.OfferHandoff, r.InboundEventID,
-			r.ReplyID, r.IdempotencyKey, r.RequestHash)
+			r.ReplyID, r.IdempotencyKey, r.RequestHash, r.Model)
 	}
-	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, author_id, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash)")
+	list.WriteString(") AS v (ord, id, role, content, citations, tokens_in, tokens_out, created_at, trace, token_ends, status, author_name, author_id, fallback_reason, offer_handoff, inbound_event_id, reply_id, idempotency_key, request_hash, model)")
 	return list.String(), args
 }
 

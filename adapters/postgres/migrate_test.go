@@ -65,7 +65,7 @@ func TestConcurrentMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "saved_replies", "source_files", "sources", "unanswered_questions", "unanswered_topic_sources", "unanswered_topics", "users", "workspaces"}
+	want := []string{"agents", "answers_in_progress", "api_keys", "chunks", "console_sessions", "conversation_facts", "conversation_outcomes", "conversations", "crawl_progress", "crawl_steps", "delivery_attempts", "goose_db_version", "inbound_events", "invitations", "memberships", "messages", "outbox", "password_resets", "report_days", "report_rollup_state", "saved_replies", "source_files", "sources", "unanswered_questions", "unanswered_topic_sources", "unanswered_topics", "users", "workspaces"}
 	if strings.Join(tables, ",") != strings.Join(want, ",") {
 		t.Fatalf("tables = %v, want %v", tables, want)
 	}
@@ -87,6 +87,7 @@ func TestConcurrentMigrate(t *testing.T) {
 		"console_sessions_last_seen_idx", "invitations_expires_idx", "password_resets_expires_idx",
 		"saved_replies_workspace_shortcut_key", "saved_replies_created_by_idx",
 		"unanswered_topics_open_idx", "unanswered_questions_pending_idx",
+		"conversation_outcomes_facts_due_idx",
 	} {
 		if !hasString(indexes, name) {
 			t.Errorf("index %s missing; have %v", name, indexes)

@@ -275,10 +275,20 @@ func TestOutcomesMigrationDownAndUp(t *testing.T) {
 		t.Fatalf("down left %d outcome tables (%v)", tables, err)
 	}
 	// Conversations started while the migration is down have no row
-	// until up backfills them.
-	started := startAnswered(t, f, "", "What are your opening hours?", answer("9 to 5."), t0)
+	// until up backfills them. (Messages wait for up: this release's
+	// store writes columns of later migrations.)
+	started := newConversation(t, store, ws.ID, agent, t0)
 	if _, err := provider.Up(ctx); err != nil {
 		t.Fatalf("up again: %v", err)
+	}
+	if o := getOutcome(t, f, started.ID); !o.DueNow || o.Outcome != "" {
+		t.Errorf("backfilled row = %+v, want due, undecided", o)
+	}
+	ans := answer("9 to 5.")
+	ans.WorkspaceID, ans.ConversationID, ans.CreatedAt = ws.ID, started.ID, t0
+	if _, err := store.AppendMessages(ctx, []domain.Message{
+		newMessage(ws.ID, started.ID, domain.RoleUser, "What are your opening hours?", t0), ans}, domain.StatusAI); err != nil {
+		t.Fatalf("AppendMessages: %v", err)
 	}
 	for _, id := range []string{existing.ID, started.ID} {
 		if o := getOutcome(t, f, id); !o.DueNow || o.Outcome != "" {

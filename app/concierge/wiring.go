@@ -45,6 +45,7 @@ import (
 	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/core/outcome"
 	"github.com/conciergehq/concierge/core/relay"
+	"github.com/conciergehq/concierge/core/report"
 	"github.com/conciergehq/concierge/core/savedreply"
 	"github.com/conciergehq/concierge/core/unanswered"
 	"github.com/conciergehq/concierge/core/widget"
@@ -78,10 +79,13 @@ type system struct {
 	widgets       *widget.Service
 	feedback      *feedback.Service
 	savedReplies  *savedreply.Service
+	memberInbox   *memberinbox.Service
 	// unanswered groups unanswered questions and answers their topics.
-	unanswered  *unanswered.Service
-	memberInbox *memberinbox.Service
-	chat        *chat.Service
+	unanswered *unanswered.Service
+	// reports answers report requests (issue 18) from the rollups the
+	// worker keeps (reportRollups).
+	reports *report.Service
+	chat    *chat.Service
 	// lifecycle is the Conversation aggregate every capability goes through.
 	lifecycle *conversation.Lifecycle
 	// relay serves live streams; set by startRelay in serving processes.
@@ -166,6 +170,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 	})
 	s.savedReplies = savedreply.NewService(s.store, s.clock)
 	s.unanswered = unanswered.NewService(s.store, s.agents, s.clock, log, unanswered.DefaultBatch)
+	s.reports = report.NewService(s.store, s.agentCache, s.clock, priceTable(cfg.LLMPrices))
 	s.feedback = feedback.NewService(feedback.Deps{
 		Agents: s.agentCache, Lifecycle: s.lifecycle, Feedback: s.store, Clock: s.clock,
 	})
@@ -455,7 +460,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 			Conversations: s.conversations, Chat: console.ChatEngine(s.chat), Reveals: redisadapter.NewOneTimeStore(s.redis),
 			Events: consoleEvents{s.relay},
 			Inbox:  s.memberInbox, Ownership: s.assignments, Composer: s.handoff, SavedReplies: s.savedReplies,
-			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered,
+			Availability: s.availability, Suggestions: s.chat, Unanswered: s.unanswered, Reports: s.reports,
 			Queues: monitor, OperatorWorkspace: s.cfg.OperatorWorkspace})
 	if err != nil {
 		return nil, fmt.Errorf("building the console: %w", err)
@@ -470,7 +475,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	app, err := httpapi.New(ctx,
 		httpapi.Services{Workspaces: s.workspaces, Agents: s.agents, Conversations: s.conversations, Inbound: inbox, Chat: s.chat, Handoff: s.handoff, Assignments: s.assignments,
 			Deliveries: s.deliveries, Relay: s.relay, Widgets: s.widgets, Feedback: s.feedback,
-			SavedReplies: s.savedReplies, Availability: s.availability, Unanswered: s.unanswered, Console: con},
+			SavedReplies: s.savedReplies, Availability: s.availability, Unanswered: s.unanswered, Reports: s.reports, Console: con},
 		httpapi.Deps{
 			RateLimiter: redisadapter.NewBatchingRateLimiter(redisadapter.NewRateLimiter(s.redis)),
 			Clock:       s.clock,
@@ -519,7 +524,10 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
 		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("ended console sessions and old links", endedAccounts{s.accounts}, accountSweepPeriod, s.log),
-		workers.NewSweeper("conversation outcomes", decidedOutcomes{outcome.NewService(s.store, s.clock, outcome.DefaultBatch)}, outcomeSweepPeriod, s.log),
+		workers.NewSweeper("conversation outcomes and report rollups", decidedOutcomes{
+			outcomes: outcome.NewService(s.store, s.clock, outcome.DefaultBatch),
+			rollups:  report.NewRollup(s.store, s.clock, report.DefaultRollupBatch),
+		}, outcomeSweepPeriod, s.log),
 		workers.NewSweeper("unanswered questions", groupedQuestions{s.unanswered}, s.cfg.InboundSweepPeriod, s.log),
 	}
 	return srv, sweepers
@@ -531,12 +539,33 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 const outcomeSweepPeriod = time.Minute
 
 // decidedOutcomes runs the decision of due conversation outcomes
-// (outcome.Service.Sweep) as a sweep; the count it reports is
-// conversations decided, not tasks requeued.
-type decidedOutcomes struct{ outcomes *outcome.Service }
+// (outcome.Service.Sweep) and then the report rollups (report.Rollup.Sweep)
+// as one sweep, in that order, so the rollups carry the outcomes just
+// decided; the count it reports is conversations decided plus rolled up,
+// not tasks requeued.
+type decidedOutcomes struct {
+	outcomes *outcome.Service
+	rollups  *report.Rollup
+}
 
 func (d decidedOutcomes) RequeueStale(ctx context.Context) (int, error) {
-	return d.outcomes.Sweep(ctx)
+	decided, err := d.outcomes.Sweep(ctx)
+	if err != nil {
+		return decided, err
+	}
+	rolled, err := d.rollups.Sweep(ctx)
+	return decided + rolled, err
+}
+
+// priceTable is the configured model prices (CONCIERGE_LLM_PRICES) as the
+// reports price tokens.
+func priceTable(prices map[string]config.LLMPrice) domain.PriceTable {
+	out := make(domain.PriceTable, len(prices))
+	for model, p := range prices {
+		out[model] = domain.ModelPrice{PromptMicrosPerMillion: p.PromptMicrosPerMillion,
+			CompletionMicrosPerMillion: p.CompletionMicrosPerMillion, Currency: p.Currency}
+	}
+	return out
 }
 
 // groupedQuestions runs the grouping of unanswered questions into topics

@@ -11,7 +11,7 @@ import (
 func workerCommand(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "worker",
-		Short: "Run background jobs (asynq): inbound webhook processing, knowledge indexing, handoff and event deliveries, their sweepers, and conversation outcomes",
+		Short: "Run background jobs (asynq): inbound webhook processing, knowledge indexing, handoff and event deliveries, their sweepers, conversation outcomes and report rollups",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, log, err := e.load()

@@ -471,7 +471,7 @@ func (s *Service) storedApart(ctx context.Context, t *turn, answer domain.Answer
 // fallback message when there is none, and returns the reply and the
 // answer it makes, neither stored yet.
 func (s *Service) compose(ctx context.Context, t *turn, out *stream) (domain.Message, domain.Answer) {
-	cited, reason, usage := s.generate(ctx, t, out)
+	cited, reason, usage, model := s.generate(ctx, t, out)
 	if reason != domain.FallbackNone {
 		cited = nil
 		out.words(t.agent.Config.EffectiveFallbackMessage())
@@ -484,7 +484,7 @@ func (s *Service) compose(ctx context.Context, t *turn, out *stream) (domain.Mes
 	reply := domain.Message{
 		ID: out.messageID, WorkspaceID: t.ws.ID, ConversationID: t.conv.ID, Role: domain.RoleAssistant,
 		Content: out.sent.String(), Citations: citations(t.knowledge, cited),
-		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, CreatedAt: s.clock.Now(),
+		TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens, Model: model, CreatedAt: s.clock.Now(),
 		Trace: t.trace, TokenEnds: out.ends, FallbackReason: reason, OfferHandoff: answer.OfferHandoff,
 	}
 	return reply, answer
@@ -723,22 +723,24 @@ func (s *Service) retrievalQuery(agent *domain.Agent, text string) ports.Retriev
 var errStopped = errors.New("answer stopped by the output filter")
 
 // generate produces the answer's text through out, or a fallback reason,
-// with the passages it cited and what the model used. Both paths of Run
-// share it; only out tells them apart.
-func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string, domain.FallbackReason, domain.Usage) {
+// with the passages it cited, the tokens the model used and the model's
+// name (for the reports' prices). Both paths of Run share it; only out
+// tells them apart.
+func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string, domain.FallbackReason, domain.Usage, string) {
 	var usage domain.Usage
+	var model string
 	if t.verdict != domain.FallbackNone {
-		return nil, t.verdict, usage
+		return nil, t.verdict, usage, model
 	}
 	r := <-t.retrieval
 	chunks, err := r.chunks, r.err
 	t.trace = r.trace
 	if err != nil {
 		s.log.ErrorContext(ctx, "retrieval failed", "sessionId", t.conv.ID, "error", err)
-		return nil, domain.FallbackModelError, usage
+		return nil, domain.FallbackModelError, usage, model
 	}
 	if len(chunks) == 0 {
-		return nil, domain.FallbackNoKnowledge, usage
+		return nil, domain.FallbackNoKnowledge, usage, model
 	}
 	t.knowledge = chunks
 
@@ -771,6 +773,9 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 		comp, err := llm.Complete(ctx, req, onDelta)
 		usage.PromptTokens += comp.Usage.PromptTokens
 		usage.CompletionTokens += comp.Usage.CompletionTokens
+		if comp.Model != "" {
+			model = comp.Model
+		}
 		// Text already sent keeps its sources, however the turn ended.
 		cited = append(cited, comp.Cited...)
 		if errors.Is(err, errStopped) {
@@ -779,7 +784,7 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 		if err != nil {
 			s.log.WarnContext(ctx, "model failed", "sessionId", t.conv.ID, "round", round, "error", err)
 			if out.sent.Len() == 0 {
-				return nil, domain.FallbackModelError, usage
+				return nil, domain.FallbackModelError, usage, model
 			}
 			// Tokens are out and cannot be taken back: end what was said.
 			break
@@ -791,7 +796,7 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 			// cannot be taken back, and a fallback message after it would
 			// contradict it, so what was said stands.
 			if strings.TrimSpace(out.sent.String()) == "" {
-				return nil, domain.FallbackModelDeclined, usage
+				return nil, domain.FallbackModelDeclined, usage, model
 			}
 			s.log.InfoContext(ctx, "model declined after it had started answering; the answer stands", "sessionId", t.conv.ID, "round", round)
 			break
@@ -801,7 +806,7 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 		}
 		if round >= s.limits.MaxToolRounds {
 			s.log.WarnContext(ctx, "tool rounds exhausted", "sessionId", t.conv.ID, "rounds", round)
-			return nil, domain.FallbackToolError, usage
+			return nil, domain.FallbackToolError, usage, model
 		}
 		req.Messages = append(req.Messages, ports.LLMMessage{Role: "assistant", Content: comp.Content, ToolCalls: comp.ToolCalls})
 		for _, call := range comp.ToolCalls {
@@ -814,7 +819,7 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 				result = problem
 			} else if result, err = s.runTool(ctx, t, call, args); err != nil {
 				s.log.ErrorContext(ctx, "tool failed", "sessionId", t.conv.ID, "tool", call.Name, "error", err)
-				return nil, domain.FallbackToolError, usage
+				return nil, domain.FallbackToolError, usage, model
 			}
 			req.Messages = append(req.Messages, ports.LLMMessage{Role: "tool", ToolCallID: call.ID, Content: result})
 		}
@@ -828,9 +833,9 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 	}
 	if strings.TrimSpace(out.sent.String()) == "" {
 		// The model had nothing to say from this knowledge.
-		return nil, domain.FallbackNoKnowledge, usage
+		return nil, domain.FallbackNoKnowledge, usage, model
 	}
-	return cited, domain.FallbackNone, usage
+	return cited, domain.FallbackNone, usage, model
 }
 
 func leakNotice(sent string) string {

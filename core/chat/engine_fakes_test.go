@@ -235,26 +235,26 @@ func (m *scriptedLLM) Complete(ctx context.Context, req ports.CompletionRequest,
 	var content strings.Builder
 	for i, d := range r.deltas {
 		if m.honourCtx && ctx.Err() != nil {
-			return ports.Completion{Content: content.String(), Usage: r.usage}, ctx.Err()
+			return ports.Completion{Content: content.String(), Usage: r.usage, Model: m.name}, ctx.Err()
 		}
 		content.WriteString(d)
 		if err := onDelta(d); err != nil {
 			m.mu.Lock()
 			m.stops = append(m.stops, err)
 			m.mu.Unlock()
-			return ports.Completion{Content: content.String(), Usage: r.usage}, err
+			return ports.Completion{Content: content.String(), Usage: r.usage, Model: m.name}, err
 		}
 		if r.afterDelta != nil {
 			r.afterDelta(i)
 		}
 	}
 	if m.honourCtx && ctx.Err() != nil {
-		return ports.Completion{Content: content.String(), Usage: r.usage}, ctx.Err()
+		return ports.Completion{Content: content.String(), Usage: r.usage, Model: m.name}, ctx.Err()
 	}
 	if r.err != nil {
-		return ports.Completion{Content: content.String(), Usage: r.usage}, r.err
+		return ports.Completion{Content: content.String(), Usage: r.usage, Model: m.name}, r.err
 	}
-	return ports.Completion{Content: content.String(), ToolCalls: r.toolCalls, Cited: r.cited, Declined: r.declined, Usage: r.usage}, nil
+	return ports.Completion{Content: content.String(), ToolCalls: r.toolCalls, Cited: r.cited, Declined: r.declined, Usage: r.usage, Model: m.name}, nil
 }
 
 func (m *scriptedLLM) calls() []ports.CompletionRequest {

@@ -156,6 +156,10 @@ func TestAnswerSearchKnowledgeTool(t *testing.T) {
 	if ans.Usage != (domain.Usage{PromptTokens: 400, CompletionTokens: 14}) || ans.Reply.TokensIn != 400 || ans.Reply.TokensOut != 14 {
 		t.Errorf("usage %+v, reply tokens %d/%d; want the sum of both rounds", ans.Usage, ans.Reply.TokensIn, ans.Reply.TokensOut)
 	}
+	// The stored reply names the model its tokens are priced by (reports).
+	if ans.Reply.Model != "local" {
+		t.Errorf("reply model %q, want the model that answered", ans.Reply.Model)
+	}
 }
 
 func TestAnswerInvalidToolCalls(t *testing.T) {

@@ -59,6 +59,9 @@ type Message struct {
 	InboundEventID string
 	TokensIn       int
 	TokensOut      int
+	// Model names the model that wrote an ASSISTANT reply (its tokens are
+	// TokensIn and TokensOut); "" when no model was asked (a fallback).
+	Model string
 	// TokenEnds are, for a streamed ASSISTANT reply, the byte offsets in
 	// Content where each token event ended, in order: token seq i carried
 	// Content[TokenEnds[i-2]:TokenEnds[i-1]] (from 0 for the first). A stream

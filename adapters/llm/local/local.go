@@ -131,6 +131,10 @@ func New(opts Options) *Model {
 	return &Model{opts: opts}
 }
 
+// ModelName is the embedded model's name in stored replies and the price
+// table, where it costs nothing.
+const ModelName = "local"
+
 // Complete answers the request's last user message from req.Knowledge,
 // streaming the answer to onDelta (which may be nil). Content is "" when
 // nothing relevant was found. It returns ctx.Err() if ctx ends before the
@@ -138,7 +142,7 @@ func New(opts Options) *Model {
 // cases the Completion holds what was streamed so far, its citations and its
 // usage. It never returns tool calls and never fails otherwise.
 func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDelta func(string) error) (ports.Completion, error) {
-	comp := ports.Completion{Usage: domain.Usage{PromptTokens: promptTokens(req)}}
+	comp := ports.Completion{Usage: domain.Usage{PromptTokens: promptTokens(req)}, Model: ModelName}
 	if err := ctx.Err(); err != nil {
 		return comp, err
 	}

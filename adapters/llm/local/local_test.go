@@ -471,6 +471,9 @@ func TestUsage(t *testing.T) {
 	if comp.Usage.PromptTokens < min {
 		t.Fatalf("PromptTokens = %d, want at least %d", comp.Usage.PromptTokens, min)
 	}
+	if comp.Model != ModelName {
+		t.Fatalf("Model = %q, want %q: the price table's name of the embedded model", comp.Model, ModelName)
+	}
 	empty := complete(t, New(Options{}), ask("hello", passwordQA))
 	if empty.Usage.CompletionTokens != 0 || empty.Usage.PromptTokens == 0 {
 		t.Fatalf("usage of an empty answer: %+v", empty.Usage)

@@ -354,13 +354,19 @@ func TestKnowledgeIsQuotedDataAndCitationsMapToChunks(t *testing.T) {
 func TestModelOverrideAndMaxTokens(t *testing.T) {
 	f := newFake(t, answer("ok"))
 	m := f.model(t, Options{Model: "default-model", MaxTokens: 300})
-	if _, err := m.Complete(context.Background(), userTurn("a"), nil); err != nil {
+	comp, err := m.Complete(context.Background(), userTurn("a"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	req := userTurn("b")
 	req.Model, req.MaxTokens = "agent-model", 50
-	if _, err := m.Complete(context.Background(), req, nil); err != nil {
+	override, err := m.Complete(context.Background(), req, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The completion names the model the price table prices it by.
+	if comp.Model != "default-model" || override.Model != "agent-model" {
+		t.Fatalf("completions name models %q and %q", comp.Model, override.Model)
 	}
 	if b := f.request(0); b["model"] != "default-model" || b["max_tokens"] != float64(300) {
 		t.Fatalf("default request: model %v max_tokens %v", b["model"], b["max_tokens"])

@@ -172,6 +172,14 @@ func New(opts Options) (*Model, error) {
 	}, nil
 }
 
+// modelName is the model req runs on.
+func (m *Model) modelName(req ports.CompletionRequest) string {
+	if name := strings.TrimSpace(req.Model); name != "" {
+		return name
+	}
+	return m.model
+}
+
 // Complete implements ports.LLM. It streams one model turn, passing each
 // content fragment to onDelta in order. Throttling (429), server errors (5xx),
 // connection failures and streams that break are retried with backoff up to
@@ -205,6 +213,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 	for attempt := 0; ; attempt++ {
 		res := m.stream(callCtx, params, onDelta, len(req.Knowledge) > 0)
 		comp := res.completion(req.Knowledge)
+		comp.Model = m.modelName(req)
 		switch {
 		case res.callbackErr != nil:
 			return comp, res.callbackErr

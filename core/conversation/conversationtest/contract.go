@@ -213,7 +213,7 @@ func exchange(workspaceID, conversationID string, at time.Time) []domain.Message
 	q.ReplyID = r.ID
 	r.Citations = []domain.Citation{{DocumentName: "Passwords", SourceID: "src_1", SourceType: domain.SourceText, Snippet: "Open Settings", Score: 0.75}}
 	r.TokenEnds = []int{5, 14, 20, 29}
-	r.TokensIn, r.TokensOut = 120, 9
+	r.TokensIn, r.TokensOut, r.Model = 120, 9, "gpt-4o-mini"
 	r.OfferHandoff = true
 	r.FallbackReason = domain.FallbackNoKnowledge
 	r.Trace = &domain.RetrievalTrace{Question: q.Content, Query: q.Content + "\nI cannot sign in",

@@ -14,6 +14,8 @@ import (
 
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/report"
+	"github.com/conciergehq/concierge/core/unanswered"
 )
 
 // secTail is the part of an API key that is never stored or shown: everything
@@ -56,6 +58,24 @@ func TestDatabaseHoldsNoPlaintextAPIKey(t *testing.T) {
 		var n int64
 		return s.sys.db.Gorm.Raw(`SELECT count(*) FROM delivery_attempts`).Scan(&n).Error == nil && n > 0
 	})
+	// The worker's report rollup (conversation_facts, report_days) and its
+	// grouping of unanswered questions (the handoff above is one), run
+	// here rather than waited for, then the team's answer to that topic
+	// (unanswered_topic_sources).
+	if _, err := report.NewRollup(s.sys.store, s.sys.clock, 0).Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.sys.unanswered.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	topics, err := s.sys.unanswered.List(ctx, tn.ID, unanswered.ListRequest{AgentSlug: "support"})
+	if err != nil || len(topics.Items) == 0 {
+		t.Fatalf("unanswered topics after the handoff: %+v, %v", topics, err)
+	}
+	if _, _, err := s.sys.unanswered.Answer(ctx, tn.ID, "support", topics.Items[0].ID,
+		domain.TopicAnswer{Question: "Can I talk to a person?", Answer: "Yes: ask for one any time."}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.sys.workspaces.RevokeAPIKey(ctx, tn.ID, k3.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,9 @@ const { step } = run;
 const newPage = (opts) => run.newPage(base, opts);
 
 // count reads a figure's linked number in the figures table.
-const count = (p, label) => p.locator('table.report tr', { has: p.locator('th', { hasText: label }) }).first().locator('td.num a').first();
+// A figure's row, by its row header's exact text: a substring would also
+// match the column header "Share of conversations".
+const count = (p, label) => p.locator('table.report tbody tr', { has: p.getByRole('rowheader', { name: label, exact: true }) }).first().locator('td.num a').first();
 
 let state;
 let filtered;

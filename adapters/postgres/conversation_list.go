@@ -179,6 +179,12 @@ func reportConditions(k *keysetQuery, filter domain.ConversationFilter) {
 	if filter.HandedOff {
 		cond.WriteString(" AND f.handed_off")
 	}
+	switch filter.Timed {
+	case domain.DurationFirstReply:
+		cond.WriteString(" AND f.first_reply_seconds IS NOT NULL")
+	case domain.DurationResolution:
+		cond.WriteString(" AND f.resolution_seconds IS NOT NULL")
+	}
 	switch filter.Fallback {
 	case domain.FallbackFilterSome:
 		cond.WriteString(" AND cardinality(f.fallback_reasons) > 0")

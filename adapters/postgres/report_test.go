@@ -325,6 +325,24 @@ func checkReport(t *testing.T, f conversationFixture, q domain.ReportQuery) doma
 	if rep.FirstReply != firstReply || rep.Resolution != resolution {
 		t.Errorf("first reply %+v, resolution %+v; raw rows give %+v, %+v", rep.FirstReply, rep.Resolution, firstReply, resolution)
 	}
+	// A median's conversations: its list holds exactly the ones it was
+	// drawn from, the raw rows' own.
+	for _, m := range []struct {
+		timed domain.ReportDuration
+		raw   string
+		count int
+	}{
+		{domain.DurationFirstReply, ` AND EXISTS (SELECT 1 FROM messages AS s JOIN messages AS h ON h.conversation_id = s.conversation_id AND h.role = 'HUMAN' AND h.seq > s.seq
+			WHERE s.conversation_id = c.id AND s.role = 'SYSTEM' AND s.status IN ('HANDOFF_REQUESTED', 'HUMAN')
+			AND s.seq = (SELECT min(x.seq) FROM messages AS x WHERE x.conversation_id = c.id AND x.role = 'SYSTEM' AND x.status IN ('HANDOFF_REQUESTED', 'HUMAN')))`, rep.FirstReply.Count},
+		{domain.DurationResolution, ` AND c.status = 'RESOLVED'`, rep.Resolution.Count},
+	} {
+		want := rawIDs(t, f, rawBase+m.raw, args)
+		got := reportListIDs(t, f, q.WorkspaceID, domain.ConversationFilter{AgentID: q.AgentID, StartedFrom: q.Range.From, StartedBefore: q.Range.To, Timed: m.timed})
+		if !slices.Equal(got, want) || len(got) != m.count {
+			t.Errorf("%s's list holds %v; the median counted %d, the raw rows %v", m.timed, got, m.count, want)
+		}
+	}
 
 	type usageRow struct {
 		AgentID          string

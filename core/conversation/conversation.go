@@ -62,11 +62,12 @@ type ListFilter struct {
 	// last day (UTC midnights, both included) the conversations started
 	// on; Outcome an outcome or domain.OutcomeUndecided; FallbackReason a
 	// reason of FallbackReasons; HandedOff keeps conversations ever handed
-	// to people.
+	// to people; Timed those a report's median was drawn from.
 	StartedFrom, StartedTo time.Time
 	Outcome                domain.Outcome
 	FallbackReason         domain.FallbackReason
 	HandedOff              bool
+	Timed                  domain.ReportDuration
 }
 
 // FallbackReasons lists the fallback reasons a list can filter by (and a
@@ -192,7 +193,12 @@ func (f ListFilter) validateReport(filter *domain.ConversationFilter) error {
 		}
 		return domain.InvalidField("fallbackReason", "must be one of "+strings.Join(names, ", "))
 	}
-	filter.Outcome, filter.FallbackReason, filter.HandedOff = f.Outcome, f.FallbackReason, f.HandedOff
+	switch f.Timed {
+	case "", domain.DurationFirstReply, domain.DurationResolution:
+	default:
+		return domain.InvalidField("timed", "must be one of firstReply, resolution")
+	}
+	filter.Outcome, filter.FallbackReason, filter.HandedOff, filter.Timed = f.Outcome, f.FallbackReason, f.HandedOff, f.Timed
 	return nil
 }
 

@@ -119,13 +119,27 @@ type ConversationFilter struct {
 	FallbackReason FallbackReason
 	// HandedOff, when true, keeps conversations ever handed to people.
 	HandedOff bool
+	// Timed, when set, keeps conversations that have that duration in the
+	// report: the conversations a median was drawn from.
+	Timed ReportDuration
 }
+
+// ReportDuration names a duration a report takes the median of.
+type ReportDuration string
+
+// The report's durations: a person's first reply after a handoff
+// (Report.FirstReply), and the time from the start to resolved
+// (Report.Resolution).
+const (
+	DurationFirstReply ReportDuration = "firstReply"
+	DurationResolution ReportDuration = "resolution"
+)
 
 // ReportFiltered is whether f narrows by any report filter, so the list
 // reads the report's rollup.
 func (f ConversationFilter) ReportFiltered() bool {
 	return !f.StartedFrom.IsZero() || !f.StartedBefore.IsZero() || f.Outcome != "" ||
-		f.FallbackReason != "" || f.HandedOff
+		f.FallbackReason != "" || f.HandedOff || f.Timed != ""
 }
 
 // FallbackFilter narrows a conversation list by its fallback answers.

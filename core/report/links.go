@@ -26,11 +26,12 @@ const (
 	FigureRatedUp   FigureKind = "ratedUp"
 	FigureRatedDown FigureKind = "ratedDown"
 	// FigureFirstReply is the conversations a first reply's median is
-	// drawn from: those handed to people (the median counts the ones a
-	// person answered: Report.FirstReply.Count of them).
+	// drawn from (Report.FirstReply.Count of them): those a person
+	// answered after a handoff.
 	FigureFirstReply FigureKind = "firstReply"
 	// FigureResolution is the conversations the resolution median is
-	// drawn from: those resolved now.
+	// drawn from (Report.Resolution.Count): those resolved, with the time
+	// it took.
 	FigureResolution FigureKind = "resolution"
 )
 
@@ -54,14 +55,16 @@ func ListFilter(agentSlug string, rng domain.ReportRange, fig Figure) conversati
 		f.Fallback = domain.FallbackFilterSome
 	case FigureFallbackReason:
 		f.FallbackReason = fig.Reason
-	case FigureHandedOff, FigureFirstReply:
+	case FigureHandedOff:
 		f.HandedOff = true
+	case FigureFirstReply:
+		f.Timed = domain.DurationFirstReply
 	case FigureRatedUp:
 		f.Rating = domain.RatingUp
 	case FigureRatedDown:
 		f.Rating = domain.RatingDown
 	case FigureResolution:
-		f.Status = domain.StatusResolved
+		f.Timed = domain.DurationResolution
 	}
 	return f
 }

@@ -65,8 +65,8 @@ func TestListFilterOfEveryFigure(t *testing.T) {
 		{report.Figure{Kind: report.FigureHandedOff}, with(func(f *domain.ConversationFilter) { f.HandedOff = true })},
 		{report.Figure{Kind: report.FigureRatedUp}, with(func(f *domain.ConversationFilter) { f.Rating = domain.RatingUp })},
 		{report.Figure{Kind: report.FigureRatedDown}, with(func(f *domain.ConversationFilter) { f.Rating = domain.RatingDown })},
-		{report.Figure{Kind: report.FigureFirstReply}, with(func(f *domain.ConversationFilter) { f.HandedOff = true })},
-		{report.Figure{Kind: report.FigureResolution}, with(func(f *domain.ConversationFilter) { f.Status = domain.StatusResolved })},
+		{report.Figure{Kind: report.FigureFirstReply}, with(func(f *domain.ConversationFilter) { f.Timed = domain.DurationFirstReply })},
+		{report.Figure{Kind: report.FigureResolution}, with(func(f *domain.ConversationFilter) { f.Timed = domain.DurationResolution })},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.fig.Kind)+string(tt.fig.Outcome)+string(tt.fig.Reason), func(t *testing.T) {

@@ -76,7 +76,7 @@ type conversationsPage struct {
 type reportParam struct{ Name, Value string }
 
 // reportParams are the report filters' query names, as the v2 list's.
-var reportParams = []string{"startedFrom", "startedTo", "outcome", "fallbackReason", "handedOff"}
+var reportParams = []string{"startedFrom", "startedTo", "outcome", "fallbackReason", "handedOff", "timed"}
 
 var (
 	conversationStatuses = []domain.ConversationStatus{domain.StatusAI, domain.StatusHandoffRequested, domain.StatusHuman, domain.StatusResolved}
@@ -258,11 +258,14 @@ func reportFilter(pg *conversationsPage, filter *conversation.ListFilter) error 
 	}
 	filter.Outcome = domain.Outcome(values["outcome"])
 	filter.FallbackReason = domain.FallbackReason(values["fallbackReason"])
+	filter.Timed = domain.ReportDuration(values["timed"])
 	switch {
 	case filter.Outcome != "" && !conversation.ValidOutcomeFilter(filter.Outcome):
 		return bad(domain.InvalidField("outcome", "is not an outcome"))
 	case filter.FallbackReason != "" && !slices.Contains(conversation.FallbackReasons, filter.FallbackReason):
 		return bad(domain.InvalidField("fallbackReason", "is not a fallback reason"))
+	case filter.Timed != "" && filter.Timed != domain.DurationFirstReply && filter.Timed != domain.DurationResolution:
+		return bad(domain.InvalidField("timed", "is not firstReply or resolution"))
 	}
 	var words []string
 	from, to := values["startedFrom"], values["startedTo"]
@@ -282,6 +285,9 @@ func reportFilter(pg *conversationsPage, filter *conversation.ListFilter) error 
 	}
 	if filter.HandedOff {
 		words = append(words, mustText("convs.report.handedoff"))
+	}
+	if filter.Timed != "" {
+		words = append(words, mustText("convs.report.timed."+string(filter.Timed)))
 	}
 	pg.ReportText = mustText("convs.report", strings.Join(words, ", "))
 	return nil

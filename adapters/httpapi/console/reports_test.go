@@ -232,6 +232,11 @@ func TestReportsLinkEveryNumber(t *testing.T) {
 		!strings.Contains(got.Body, `href="/console/w/ws_a/conversations?agent=support">Clear the report filter`) {
 		t.Errorf("the handed-off list's report line:\n%s", got.Body)
 	}
+	firstReply := "/console/w/ws_a/conversations?" + wire.ConversationQuery(report.ListFilter("support", rng, report.Figure{Kind: report.FigureFirstReply})).Encode()
+	if got := h.do(t, req{Path: firstReply, As: "agent"}); !strings.Contains(got.Body, "a person replied after the handoff (the first reply&#39;s median)") ||
+		!strings.Contains(got.Body, `<input type="hidden" name="timed" value="firstReply">`) {
+		t.Errorf("the first reply median's list:\n%s", got.Body)
+	}
 }
 
 // The conversations list refuses a bad report filter on its report line,
@@ -242,6 +247,7 @@ func TestConversationsReportFilterBadInput(t *testing.T) {
 		"handedOff=false":             "handedOff must be true",
 		"outcome=GREAT":               "outcome is not an outcome",
 		"fallbackReason=BORED":        "fallbackReason is not a fallback reason",
+		"timed=forever":               "timed is not firstReply or resolution",
 		"outcome=%3Cscript%3Ex%3C%2F": "outcome is not an outcome",
 	} {
 		t.Run(query, func(t *testing.T) {

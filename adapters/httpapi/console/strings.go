@@ -821,6 +821,8 @@ var text = map[string]string{
 	"convs.report.outcome":                      "outcome: %s",
 	"convs.report.reason":                       "a fallback answer because of %s",
 	"convs.report.handedoff":                    "handed to people",
+	"convs.report.timed.firstReply":             "a person replied after the handoff (the first reply's median)",
+	"convs.report.timed.resolution":             "resolved (the time to resolution's median)",
 }
 
 // tr returns the text of key, formatted with args when it has verbs. An

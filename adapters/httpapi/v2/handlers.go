@@ -226,7 +226,7 @@ func (h *AgentHandlers) DeleteSource(c *fiber.Ctx) error {
 
 // List serves GET /api/v2/conversations: filters agent, status,
 // fallback, rating, q and assignee, and the report filters startedFrom,
-// startedTo, outcome, fallbackReason and handedOff (checked by the use
+// startedTo, outcome, fallbackReason, handedOff and timed (checked by the use
 // case; days and handedOff parsed here).
 func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	filter := conversation.ListFilter{
@@ -250,9 +250,9 @@ func (h *ConversationHandlers) List(c *fiber.Ctx) error {
 	if err := reportFilters(c, &filter); err != nil {
 		return err
 	}
-	if filter.StartedFrom != (time.Time{}) || filter.StartedTo != (time.Time{}) || filter.Outcome != "" || filter.FallbackReason != "" || filter.HandedOff {
+	if filter.StartedFrom != (time.Time{}) || filter.StartedTo != (time.Time{}) || filter.Outcome != "" || filter.FallbackReason != "" || filter.HandedOff || filter.Timed != "" {
 		report := wire.ConversationQuery(conversation.ListFilter{StartedFrom: filter.StartedFrom, StartedTo: filter.StartedTo,
-			Outcome: filter.Outcome, FallbackReason: filter.FallbackReason, HandedOff: filter.HandedOff})
+			Outcome: filter.Outcome, FallbackReason: filter.FallbackReason, HandedOff: filter.HandedOff, Timed: filter.Timed})
 		scope += "|" + report.Encode()
 	}
 	page, err := wire.Page(c, scope, domain.PrefixSession)
@@ -281,6 +281,7 @@ func reportFilters(c *fiber.Ctx, f *conversation.ListFilter) error {
 	}
 	f.Outcome = domain.Outcome(strings.Clone(c.Query("outcome")))
 	f.FallbackReason = domain.FallbackReason(strings.Clone(c.Query("fallbackReason")))
+	f.Timed = domain.ReportDuration(strings.Clone(c.Query("timed")))
 	return nil
 }
 

@@ -292,13 +292,13 @@ func TestConversations(t *testing.T) {
 		},
 	}, {
 		Name:   "passes the report filters, days as UTC midnights",
-		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?startedFrom=2026-11-01&startedTo=2026-11-30&outcome=UNDECIDED&fallbackReason=MODEL_DECLINED&handedOff=true"},
+		Req:    httpapitest.Request{Method: "GET", Path: "/api/v2/conversations?startedFrom=2026-11-01&startedTo=2026-11-30&outcome=UNDECIDED&fallbackReason=MODEL_DECLINED&handedOff=true&timed=resolution"},
 		Script: map[string]httpapitest.Result{"Conversations.List": {Values: []any{page(aConversation())}}},
 		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"data.0.id": sessionID}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			f := httpapitest.OnlyCall(t, s, "Conversations.List")[1].(conversation.ListFilter)
 			if !f.StartedFrom.Equal(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)) || !f.StartedTo.Equal(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) ||
-				f.Outcome != domain.OutcomeUndecided || f.FallbackReason != domain.FallbackModelDeclined || !f.HandedOff {
+				f.Outcome != domain.OutcomeUndecided || f.FallbackReason != domain.FallbackModelDeclined || !f.HandedOff || f.Timed != domain.DurationResolution {
 				t.Fatalf("List(%+v)", f)
 			}
 		},

@@ -245,6 +245,8 @@ func TestReportCSV(t *testing.T) {
 		{3, "fallback_interrupted", "0"}, {3, "handoff_rate", "0.2500"}, {3, "csat", "0.7500"}, {2, "csat", ""},
 		{2, "conversations", "0"}, {2, "fallback_rate", "0.0000"}, {3, "first_reply_median_seconds", "90"},
 		{3, "resolution_median_seconds", ""}, {1, "first_reply_median_seconds", ""},
+		// Usage fills the total row; "local" has no price, so no total cost.
+		{3, "prompt_tokens", "1210"}, {3, "completion_tokens", "305"}, {3, "estimated_cost", ""}, {1, "prompt_tokens", ""},
 	} {
 		if got := cell(c.row, c.column); got != c.want {
 			t.Errorf("row %d %s = %q, want %q", c.row, c.column, got, c.want)

@@ -68,5 +68,6 @@ func ConversationQuery(f conversation.ListFilter) url.Values {
 	if f.HandedOff {
 		set("handedOff", strconv.FormatBool(true))
 	}
+	set("timed", string(f.Timed))
 	return q
 }

@@ -12,9 +12,11 @@ import (
 
 // ReportCSVHeader is the header row of a report's CSV: the day ("total" on
 // the last row), the agent ("" for every agent), then the counts of the
-// report's figures and their rates. The duration medians are the range's
-// and fill only the total row; token usage is not in the CSV (it has no
-// days), see the JSON report.
+// report's figures and their rates. The duration medians and the token
+// usage are the range's and fill only the total row: tokens summed over
+// the report's agents and models, and the estimated cost when every model
+// used has a price in one currency (empty otherwise; the JSON report
+// breaks usage down by agent and model).
 func ReportCSVHeader() []string {
 	h := []string{"day", "agent", "conversations", "messages"}
 	for _, o := range ReportOutcomes() {
@@ -26,7 +28,8 @@ func ReportCSVHeader() []string {
 		h = append(h, "fallback_"+strings.ToLower(string(r)))
 	}
 	return append(h, "handed_off", "handoff_rate", "rated_up", "rated_down", "thumbs_up", "thumbs_down", "csat",
-		"first_reply_median_seconds", "resolution_median_seconds")
+		"first_reply_median_seconds", "resolution_median_seconds",
+		"prompt_tokens", "completion_tokens", "estimated_cost", "cost_currency")
 }
 
 // WriteReportCSV writes rep as CSV to w: the header, one row per day of
@@ -37,7 +40,7 @@ func WriteReportCSV(w io.Writer, rep domain.Report, agentSlug string) error {
 	if err := cw.Write(ReportCSVHeader()); err != nil {
 		return err
 	}
-	row := func(day string, f domain.ReportFigures, firstReply, resolution string) []string {
+	row := func(day string, f domain.ReportFigures, totalOnly ...string) []string {
 		r := []string{CSVCell(day), CSVCell(agentSlug), strconv.Itoa(f.Conversations), strconv.Itoa(f.Messages)}
 		for _, o := range ReportOutcomes() {
 			n := f.Outcomes[o]
@@ -54,11 +57,15 @@ func WriteReportCSV(w io.Writer, rep domain.Report, agentSlug string) error {
 		if v, ok := f.CSAT(); ok {
 			csat = share(v)
 		}
-		return append(r, strconv.Itoa(f.HandedOff), share(f.Rate(f.HandedOff)), strconv.Itoa(f.RatedUp), strconv.Itoa(f.RatedDown),
-			strconv.Itoa(f.ThumbsUp), strconv.Itoa(f.ThumbsDown), csat, firstReply, resolution)
+		r = append(r, strconv.Itoa(f.HandedOff), share(f.Rate(f.HandedOff)), strconv.Itoa(f.RatedUp), strconv.Itoa(f.RatedDown),
+			strconv.Itoa(f.ThumbsUp), strconv.Itoa(f.ThumbsDown), csat)
+		if len(totalOnly) == 0 {
+			totalOnly = make([]string, 6)
+		}
+		return append(r, totalOnly...)
 	}
 	for _, d := range rep.Days {
-		if err := cw.Write(row(FormatDay(d.Day), d.ReportFigures, "", "")); err != nil {
+		if err := cw.Write(row(FormatDay(d.Day), d.ReportFigures)); err != nil {
 			return err
 		}
 	}
@@ -68,11 +75,34 @@ func WriteReportCSV(w io.Writer, rep domain.Report, agentSlug string) error {
 		}
 		return strconv.FormatFloat(d.Median.Seconds(), 'f', -1, 64)
 	}
-	if err := cw.Write(row("total", rep.Totals, median(rep.FirstReply), median(rep.Resolution))); err != nil {
+	prompt, completion, cost, currency := usageTotals(rep.Usage)
+	if err := cw.Write(row("total", rep.Totals, median(rep.FirstReply), median(rep.Resolution), prompt, completion, cost, currency)); err != nil {
 		return err
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// usageTotals sums a report's token usage, and its estimated cost (in
+// units of the currency, to the micro) when every model used is priced in
+// the same currency; cost and currency are "" otherwise.
+func usageTotals(usage []domain.UsageFigure) (prompt, completion, cost, currency string) {
+	var p, c, micros int64
+	priced := true
+	for _, u := range usage {
+		p, c = p+u.PromptTokens, c+u.CompletionTokens
+		switch {
+		case u.CostMicros < 0 || (currency != "" && u.CostCurrency != currency):
+			priced = false
+		default:
+			micros, currency = micros+u.CostMicros, u.CostCurrency
+		}
+	}
+	prompt, completion = strconv.FormatInt(p, 10), strconv.FormatInt(c, 10)
+	if !priced || currency == "" {
+		return prompt, completion, "", ""
+	}
+	return prompt, completion, strconv.FormatFloat(float64(micros)/1e6, 'f', 6, 64), CSVCell(currency)
 }
 
 func share(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }

@@ -151,6 +151,11 @@ type Config struct {
 	// DeliverySweepPeriod is how often workers look for deliveries whose
 	// task was lost (overdue by twice the period) and enqueue them again.
 	DeliverySweepPeriod time.Duration `env:"DELIVERY_SWEEP_PERIOD" envDefault:"30s"`
+	// ReportSweepPeriod is how often workers decide due conversation
+	// outcomes and roll up the reports: outcomes move at the pace of 24 h
+	// and 7 day windows, and a late event shows in a report within one
+	// period.
+	ReportSweepPeriod time.Duration `env:"REPORT_SWEEP_PERIOD" envDefault:"1m"`
 	// DeliveryAllowPrivateAddresses lets deliveries reach private and
 	// loopback addresses and use http URLs. For tests against a local
 	// receiver only: it turns off the protection against server-side
@@ -420,7 +425,7 @@ func (c Config) validate() error {
 	}{
 		{"READ_TIMEOUT", c.ReadTimeout}, {"IDLE_TIMEOUT", c.IdleTimeout},
 		{"SHUTDOWN_TIMEOUT", c.ShutdownTimeout}, {"INBOUND_SWEEP_PERIOD", c.InboundSweepPeriod},
-		{"DELIVERY_SWEEP_PERIOD", c.DeliverySweepPeriod},
+		{"DELIVERY_SWEEP_PERIOD", c.DeliverySweepPeriod}, {"REPORT_SWEEP_PERIOD", c.ReportSweepPeriod},
 		{"OPENAI_TIMEOUT", c.OpenAITimeout}, {"CHAT_TIMEOUT", c.ChatTimeout},
 	}
 	for _, d := range durations {

@@ -26,7 +26,8 @@ import (
 // answers 503 and this test fails at its first wait, saying so.
 func TestReportsInBrowser(t *testing.T) {
 	b := browserTools(t)
-	c := newCluster(t, clusterOptions{pods: 1, workers: 1})
+	// The worker rolls up every second here, not every minute.
+	c := newCluster(t, clusterOptions{pods: 1, workers: 1, env: map[string]string{"CONCIERGE_REPORT_SWEEP_PERIOD": "1s"}})
 	pod := c.pods[0]
 	tn := c.newTenant(domain.PlanStandard)
 	c.supportAgent(pod, tn)

@@ -527,16 +527,11 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 		workers.NewSweeper("conversation outcomes and report rollups", decidedOutcomes{
 			outcomes: outcome.NewService(s.store, s.clock, outcome.DefaultBatch),
 			rollups:  report.NewRollup(s.store, s.clock, report.DefaultRollupBatch),
-		}, outcomeSweepPeriod, s.log),
+		}, s.cfg.ReportSweepPeriod, s.log),
 		workers.NewSweeper("unanswered questions", groupedQuestions{s.unanswered}, s.cfg.InboundSweepPeriod, s.log),
 	}
 	return srv, sweepers
 }
-
-// outcomeSweepPeriod is how often due conversation outcomes are decided:
-// outcomes move at the pace of 24 h and 7 day windows, and a late event
-// shows in them within a minute.
-const outcomeSweepPeriod = time.Minute
 
 // decidedOutcomes runs the decision of due conversation outcomes
 // (outcome.Service.Sweep) and then the report rollups (report.Rollup.Sweep)

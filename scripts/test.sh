@@ -14,7 +14,7 @@
 # first also leaves the compiled packages in the cache for the other
 # packages' run.
 #
-# TEST_FLAGS (default: -race -count=1 -timeout 14m) are passed to each run;
+# TEST_FLAGS (default: -race -count=1 -timeout 25m) are passed to each run;
 # for the shards' binary, -race and -tags go to the build and the rest become
 # its -test.* flags. Each run's output is printed whole when it ends; the
 # script fails if any run failed. It also runs the fuzz targets
@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 go="${GO:-go}"
-read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 14m}"
+read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -timeout 25m}"
 app=./app/concierge
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT

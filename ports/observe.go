@@ -24,3 +24,13 @@ type ChatObserver interface {
 type HandoffObserver interface {
 	HandedOff(ctx context.Context)
 }
+
+// Tracer marks the steps of a request for the deployment's tracing
+// (adapters/tracing), so a trace shows where a request spent its time.
+// Step starts the step name under ctx's current step and returns the
+// context of the new step and the function that ends it, given the step's
+// error (nil when it succeeded). It must never fail and must cost next to
+// nothing when tracing is off; the engine works without one.
+type Tracer interface {
+	Step(ctx context.Context, name string) (context.Context, func(err error))
+}

@@ -51,7 +51,7 @@ type ConversationAssignPayload struct {
 // NewConversationAssignTask returns the conversation:assign task of a
 // conversation. It goes on the inbound queue, with the work a person waits
 // on: a member watching their Mine.
-func NewConversationAssignTask(workspaceID, conversationID string) (*asynq.Task, error) {
+func NewConversationAssignTask(ctx context.Context, workspaceID, conversationID string) (*asynq.Task, error) {
 	if workspaceID == "" || conversationID == "" {
 		return nil, errors.New("conversation:assign task: empty workspace or conversation id")
 	}
@@ -59,7 +59,7 @@ func NewConversationAssignTask(workspaceID, conversationID string) (*asynq.Task,
 	if err != nil {
 		return nil, fmt.Errorf("conversation:assign task: encode payload: %w", err)
 	}
-	return asynq.NewTask(TypeConversationAssign, payload,
+	return newTask(ctx, TypeConversationAssign, payload,
 		asynq.Queue(QueueInbound),
 		asynq.MaxRetry(assignMaxRetry),
 		asynq.Timeout(assignTimeout),
@@ -71,7 +71,7 @@ var _ ports.AutoAssignQueue = (*Enqueuer)(nil)
 // EnqueueAutoAssign schedules conversation:assign. Returns an error
 // wrapping domain.ErrUnavailable if Redis cannot be reached.
 func (e *Enqueuer) EnqueueAutoAssign(ctx context.Context, workspaceID, conversationID string) error {
-	task, err := NewConversationAssignTask(workspaceID, conversationID)
+	task, err := NewConversationAssignTask(ctx, workspaceID, conversationID)
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,10 @@ func (a *assignerFunc) called() []string {
 
 func TestNewConversationAssignTask(t *testing.T) {
 	t.Parallel()
-	if _, err := NewConversationAssignTask("", "ses_x"); err == nil {
+	if _, err := NewConversationAssignTask(context.Background(), "", "ses_x"); err == nil {
 		t.Error("a task without a workspace was made")
 	}
-	task, err := NewConversationAssignTask("ws_a", "ses_b")
+	task, err := NewConversationAssignTask(context.Background(), "ws_a", "ses_b")
 	if err != nil {
 		t.Fatal(err)
 	}

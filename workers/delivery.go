@@ -40,7 +40,7 @@ func deliveryTaskType(target domain.DeliveryTarget) (string, error) {
 // API) only adds a wake-up that finds nothing to do, and neither an
 // archived task nor one a killed worker left active can ever block a
 // delivery's next task.
-func NewDeliverTask(d domain.Delivery) (*asynq.Task, error) {
+func NewDeliverTask(ctx context.Context, d domain.Delivery) (*asynq.Task, error) {
 	if d.ID == "" {
 		return nil, errors.New("delivery task: empty delivery id")
 	}
@@ -52,7 +52,7 @@ func NewDeliverTask(d domain.Delivery) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s task: encode payload: %w", typ, err)
 	}
-	return asynq.NewTask(typ, payload,
+	return newTask(ctx, typ, payload,
 		asynq.Queue(QueueDelivery),
 		asynq.MaxRetry(deliveryMaxRetry),
 		asynq.Timeout(deliveryTimeout),
@@ -71,7 +71,7 @@ var _ ports.DeliveryQueue = (*Enqueuer)(nil)
 // Returns an error wrapping domain.ErrUnavailable if Redis cannot be
 // reached; the row stays PENDING and the sweeper enqueues it later.
 func (e *Enqueuer) EnqueueDelivery(ctx context.Context, d domain.Delivery) error {
-	task, err := NewDeliverTask(d)
+	task, err := NewDeliverTask(ctx, d)
 	if err != nil {
 		return err
 	}

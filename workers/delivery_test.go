@@ -45,10 +45,10 @@ func TestDeliverTasksAndLimits(t *testing.T) {
 	}
 	conv := domain.Conversation{ID: domain.NewID(domain.PrefixSession), WorkspaceID: "ws_x"}
 	d := domain.NewDelivery(domain.TargetHelpdesk, domain.EventHandoffRequested, conv, time.Now())
-	if _, err := NewDeliverTask(domain.Delivery{Target: domain.TargetHelpdesk}); err == nil {
+	if _, err := NewDeliverTask(context.Background(), domain.Delivery{Target: domain.TargetHelpdesk}); err == nil {
 		t.Error("a delivery without id got a task")
 	}
-	if _, err := NewDeliverTask(domain.Delivery{ID: d.ID, Target: "fax"}); err == nil {
+	if _, err := NewDeliverTask(context.Background(), domain.Delivery{ID: d.ID, Target: "fax"}); err == nil {
 		t.Error("a delivery with an unknown target got a task")
 	}
 

@@ -28,7 +28,7 @@ func NewEnqueuer(redisOpt asynq.RedisConnOpt) *Enqueuer {
 // wrapping domain.ErrUnavailable if Redis cannot be reached; the event stays
 // PENDING in the database and the sweeper enqueues it later.
 func (e *Enqueuer) EnqueueInboundEvent(ctx context.Context, eventID string) error {
-	task, err := NewInboundProcessTask(eventID)
+	task, err := NewInboundProcessTask(ctx, eventID)
 	if err != nil {
 		return err
 	}

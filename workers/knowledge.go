@@ -46,7 +46,7 @@ type KnowledgeIndexPayload struct {
 // makes a duplicate run harmless. Completed tasks are not retained, so a
 // later re-index of the same generation (the sweeper after a lost task) is
 // accepted.
-func NewKnowledgeIndexTask(ref domain.SourceRef) (*asynq.Task, error) {
+func NewKnowledgeIndexTask(ctx context.Context, ref domain.SourceRef) (*asynq.Task, error) {
 	if !domain.ValidID(domain.PrefixSource, ref.SourceID) || ref.WorkspaceID == "" || ref.Generation < 0 {
 		return nil, errors.New("knowledge:index task: invalid source reference")
 	}
@@ -54,7 +54,7 @@ func NewKnowledgeIndexTask(ref domain.SourceRef) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("knowledge:index task: encode payload: %w", err)
 	}
-	return asynq.NewTask(TypeKnowledgeIndex, payload,
+	return newTask(ctx, TypeKnowledgeIndex, payload,
 		asynq.Queue(QueueKnowledge),
 		asynq.MaxRetry(knowledgeMaxRetry),
 		asynq.Timeout(knowledgeTimeout),
@@ -67,7 +67,7 @@ func NewKnowledgeIndexTask(ref domain.SourceRef) (*asynq.Task, error) {
 // wrapping domain.ErrUnavailable if Redis cannot be reached; the source stays
 // PENDING and the sweeper enqueues it later.
 func (e *Enqueuer) EnqueueIndexSource(ctx context.Context, ref domain.SourceRef) error {
-	task, err := NewKnowledgeIndexTask(ref)
+	task, err := NewKnowledgeIndexTask(ctx, ref)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestNewKnowledgeIndexTask(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			task, err := NewKnowledgeIndexTask(tt.ref)
+			task, err := NewKnowledgeIndexTask(context.Background(), tt.ref)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
@@ -197,7 +197,7 @@ func TestContinuingCrawlIsNoFailure(t *testing.T) {
 	})
 	_, logs := startServerWith(t, opt, ServerConfig{},
 		Processors{Inbound: processorFunc(func(context.Context, string) error { return nil }), Knowledge: indexer, Slots: unboundedSlots{}, Delivery: delivererFunc(nil)})
-	task, err := NewKnowledgeIndexTask(domain.SourceRef{WorkspaceID: "ws_x", SourceID: domain.NewID(domain.PrefixSource)})
+	task, err := NewKnowledgeIndexTask(context.Background(), domain.SourceRef{WorkspaceID: "ws_x", SourceID: domain.NewID(domain.PrefixSource)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestLastAttemptWaitsForItsWorkspaceSlot(t *testing.T) {
 	slots := &busySlots{busy: 2}
 	startServerWith(t, opt, ServerConfig{},
 		Processors{Inbound: processorFunc(func(context.Context, string) error { return nil }), Knowledge: indexer, Slots: slots, Delivery: delivererFunc(nil)})
-	task, err := NewKnowledgeIndexTask(domain.SourceRef{WorkspaceID: "ws_x", SourceID: domain.NewID(domain.PrefixSource)})
+	task, err := NewKnowledgeIndexTask(context.Background(), domain.SourceRef{WorkspaceID: "ws_x", SourceID: domain.NewID(domain.PrefixSource)})
 	if err != nil {
 		t.Fatal(err)
 	}

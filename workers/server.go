@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -53,6 +54,9 @@ const indexTaskCheckInterval = 100 * time.Millisecond
 
 // ServerConfig tunes the worker server; zero fields take the defaults above.
 type ServerConfig struct {
+	// Traces continues the trace each task carries (adapters/tracing);
+	// nil traces nothing.
+	Traces trace.TracerProvider
 	// Concurrency is the number of tasks of the queues people wait on
 	// (inbound messages, deliveries, the default queue) processed at once.
 	Concurrency int
@@ -144,6 +148,10 @@ func NewServer(redisOpt asynq.RedisConnOpt, cfg ServerConfig, procs Processors, 
 		s.userMux.HandleFunc(TypeConversationAssign, s.handleConversationAssign)
 	}
 	s.indexMux.HandleFunc(TypeKnowledgeIndex, s.handleKnowledgeIndex)
+	if cfg.Traces != nil {
+		s.userMux.Use(continueTraces(cfg.Traces))
+		s.indexMux.Use(continueTraces(cfg.Traces))
+	}
 	s.user = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.Concurrency, userQueuePriorities(), cfg.TaskCheckInterval))
 	s.index = asynq.NewServer(redisOpt, s.asynqConfig(cfg, cfg.IndexConcurrency, map[string]int{QueueKnowledge: 1},
 		max(cfg.TaskCheckInterval, indexTaskCheckInterval)))

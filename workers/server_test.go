@@ -136,12 +136,12 @@ func (r *recorder) calls() []string {
 
 func TestNewInboundProcessTask(t *testing.T) {
 	t.Parallel()
-	if _, err := NewInboundProcessTask(""); err == nil {
+	if _, err := NewInboundProcessTask(context.Background(), ""); err == nil {
 		t.Error("NewInboundProcessTask(\"\") succeeded")
 	}
 
 	id := domain.NewID(domain.PrefixInboundEvent)
-	task, err := NewInboundProcessTask(id)
+	task, err := NewInboundProcessTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

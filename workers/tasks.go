@@ -8,6 +8,7 @@
 package workers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ type InboundProcessPayload struct {
 
 // NewInboundProcessTask returns the inbound:process task for a stored event.
 // Enqueueing it twice is safe: appending the message is idempotent per event.
-func NewInboundProcessTask(eventID string) (*asynq.Task, error) {
+func NewInboundProcessTask(ctx context.Context, eventID string) (*asynq.Task, error) {
 	if eventID == "" {
 		return nil, errors.New("inbound:process task: empty event id")
 	}
@@ -82,7 +83,7 @@ func NewInboundProcessTask(eventID string) (*asynq.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbound:process task: encode payload: %w", err)
 	}
-	return asynq.NewTask(TypeInboundProcess, payload,
+	return newTask(ctx, TypeInboundProcess, payload,
 		asynq.Queue(QueueInbound),
 		asynq.MaxRetry(inboundMaxRetry),
 		asynq.Timeout(inboundTimeout),

@@ -12,6 +12,7 @@ import (
 
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conciergehq/concierge/adapters/httpapi/bodylimit"
 	"github.com/conciergehq/concierge/adapters/httpapi/console"
@@ -81,6 +82,9 @@ type Deps struct {
 	// Requests hears every answered request (metrics); nil hears nothing
 	// and costs nothing.
 	Requests RequestObserver
+	// Traces starts a span for every request (adapters/tracing), continuing
+	// a caller's W3C traceparent; nil traces nothing and costs nothing.
+	Traces trace.TracerProvider
 }
 
 // Options are the HTTP settings from configuration.
@@ -180,13 +184,17 @@ func New(base context.Context, s Services, d Deps, o Options) (*fiber.App, error
 		})
 	)
 
-	// Every request: request id, access log, panic recovery, then the body
+	// Every request: request id, metrics, the request's span (before the
+	// access log, so its line carries the trace), access log, panic recovery, then the body
 	// limit of its class (bodyClass, which must agree with the routes).
 	// The observer, when there is one, reads the status the access log's
 	// call of the ErrorHandler has written.
 	app.Use(withRequestID(base))
 	if d.Requests != nil {
 		app.Use(observeRequests(d.Requests))
+	}
+	if d.Traces != nil {
+		app.Use(traceRequests(d.Traces))
 	}
 	app.Use(accessLog(d.Log), recoverPanics(d.Log), bodylimit.NewGuard(bodyLimits, bodyClass).Handler)
 

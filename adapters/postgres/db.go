@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	gormpg "gorm.io/driver/postgres"
@@ -20,6 +21,9 @@ import (
 // Options tunes the connection pool and logging of Open. Zero values pick
 // the defaults noted on each field.
 type Options struct {
+	// Tracer hears every statement on the pool, gorm's included
+	// (adapters/tracing); nil hears nothing.
+	Tracer pgx.QueryTracer
 	// MaxOpenConns caps connections to the server (default 20). Keep the sum
 	// over all pods below the server's max_connections.
 	MaxOpenConns int
@@ -86,6 +90,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	cfg.MinIdleConns = int32(min(opts.MaxIdleConns, opts.MaxOpenConns, 4))
 	cfg.MaxConnLifetime = opts.ConnMaxLifetime
 	cfg.MaxConnIdleTime = opts.ConnMaxIdleTime
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, dbError("connect", err)

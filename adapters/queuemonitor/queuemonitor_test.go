@@ -121,4 +121,15 @@ func TestMonitorPolicyAllowsItsInlineScripts(t *testing.T) {
 	if !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("the monitor may be framed: %s", csp)
 	}
+	// Nothing on the page or in the policy sends the operator's browser
+	// to another host (asynqmon links Google Fonts; the page is served
+	// without those links).
+	for _, host := range []string{"fonts.googleapis.com", "fonts.gstatic.com", "https:"} {
+		if strings.Contains(page, host) || strings.Contains(csp, host) {
+			t.Errorf("%s is named by the page or the policy: %s\n%s", host, csp, page)
+		}
+	}
+	if !strings.Contains(page, "<title>") || !strings.Contains(page, root+"/manifest.json") {
+		t.Errorf("rewriting the page lost more than the font links: %s", page)
+	}
 }

@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/conciergehq/concierge/adapters/tracing"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// BenchmarkMetricsOverhead measures what metrics cost (issue 19: at most
-// 5 %): chat throughput (POST /api/v2/chat, JSON, a new conversation each)
-// and list throughput (GET /api/v2/conversations, a page of 20), each on
-// two processes built alike, one with CONCIERGE_METRICS_ADDR set (every
-// observer wired, its listener scraped once per round) and one without.
+// BenchmarkMetricsOverhead measures what metrics and tracing cost (issue
+// 19: at most 5 %): chat throughput (POST /api/v2/chat, JSON, a new
+// conversation each) and list throughput (GET /api/v2/conversations, a
+// page of 20), each on two processes built alike, one with
+// CONCIERGE_METRICS_ADDR set (every observer wired, its listener scraped
+// once per round) and tracing on with sampling off (every span wrapper
+// wired), and one with neither.
 // Rounds alternate off and on (at least 5, CONCIERGE_BENCH_ROUNDS for
 // more) and the median of the per-round ratios is reported.
 func BenchmarkMetricsOverhead(b *testing.B) {
@@ -58,11 +62,11 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 			// Alternate which goes first, so drift favours neither.
 			var a, c loadResult
 			if r%2 == 0 {
-				a = load(b, tc.name+" metrics off", 200, tc.off)
-				c = load(b, tc.name+" metrics on", 200, tc.on)
+				a = load(b, tc.name+" observability off", 200, tc.off)
+				c = load(b, tc.name+" observability on", 200, tc.on)
 			} else {
-				c = load(b, tc.name+" metrics on", 200, tc.on)
-				a = load(b, tc.name+" metrics off", 200, tc.off)
+				c = load(b, tc.name+" observability on", 200, tc.on)
+				a = load(b, tc.name+" observability off", 200, tc.off)
 			}
 			scrape(b, addr) // as Prometheus would, between rounds
 			ratios = append(ratios, c.RPS/a.RPS)
@@ -72,16 +76,26 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 		slices.Sort(offRPS)
 		slices.Sort(onRPS)
 		med := ratios[len(ratios)/2]
-		b.Logf("%s: metrics off %.0f req/s, on %.0f req/s (medians); median ratio on/off %.3f over %d rounds (target >= 0.95); ratios %.3f",
+		b.Logf("%s: metrics and tracing off %.0f req/s, on %.0f req/s (medians); median ratio on/off %.3f over %d rounds (target >= 0.95); ratios %.3f",
 			tc.name, offRPS[len(offRPS)/2], onRPS[len(onRPS)/2], med, rounds, ratios)
 		b.ReportMetric(med*100, "%-on-vs-off/"+tc.name)
 	}
 }
 
-// metricsBenchStack is chatBenchStack's process with metrics on.
+// metricsBenchStack is chatBenchStack's process with metrics on and
+// tracing on with sampling off, as issue 19 budgets them: tracing built
+// from OTEL_* exactly as `concierge serve` builds it (the OTLP/HTTP
+// exporter pointed at a local receiver, which gets nothing unsampled).
 func metricsBenchStack(b *testing.B) (*stack, tenant) {
 	b.Helper()
-	s := newStack(b, stackOptions{env: map[string]string{
+	collector := httptest.NewServer(&otlpReceiver{})
+	b.Cleanup(collector.Close)
+	otel := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_TRACES_SAMPLER": "parentbased_always_off"}
+	traces, err := tracing.New(func(k string) string { return otel[k] }, "concierge", "bench")
+	if err != nil || !traces.Enabled() {
+		b.Fatalf("tracing: %v", err)
+	}
+	s := newStack(b, stackOptions{traces: traces, env: map[string]string{
 		"CONCIERGE_LOG_LEVEL": "error", "CONCIERGE_RATE_LIMIT_API_PER_MINUTE": "100000000",
 		"CONCIERGE_LOCAL_TOKEN_DELAY": "0s", "CONCIERGE_METRICS_ADDR": "127.0.0.1:0",
 	}})

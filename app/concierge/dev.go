@@ -33,7 +33,11 @@ func devCommand(e *env) *cobra.Command {
 			if err := migrate(ctx, cfg, log); err != nil {
 				return err
 			}
-			sys, err := connect(ctx, cfg, log)
+			traces, log, err := e.tracing(log)
+			if err != nil {
+				return err
+			}
+			sys, err := connect(ctx, cfg, log, traces)
 			if err != nil {
 				return err
 			}

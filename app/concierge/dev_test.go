@@ -126,7 +126,7 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := connect(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	sys, err := connect(context.Background(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
+	"github.com/conciergehq/concierge/adapters/tracing"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -87,4 +89,24 @@ func (e *env) load() (config.Config, *slog.Logger, error) {
 		h = slog.NewJSONHandler(e.stderr, opts)
 	}
 	return cfg, slog.New(h), nil
+}
+
+// tracing builds the process's tracing from the standard OTEL_* variables
+// (off without an OTLP endpoint: adapters/tracing.New) and, when it is on,
+// the logger whose lines carry their trace_id and span_id.
+func (e *env) tracing(log *slog.Logger) (*tracing.Tracing, *slog.Logger, error) {
+	version := "devel"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	t, err := tracing.New(e.getenv, "concierge", version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !t.Enabled() {
+		return nil, log, nil
+	}
+	log = slog.New(tracing.LogHandler(log.Handler()))
+	log.Info("tracing on", "endpoint", t.Endpoint)
+	return t, log, nil
 }

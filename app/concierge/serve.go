@@ -23,7 +23,11 @@ func serveCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sys, err := connect(cmd.Context(), cfg, log)
+			traces, log, err := e.tracing(log)
+			if err != nil {
+				return err
+			}
+			sys, err := connect(cmd.Context(), cfg, log, traces)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/httpapi/openapi/openapitest"
 	"github.com/conciergehq/concierge/adapters/postgres/pgtest"
 	"github.com/conciergehq/concierge/adapters/redis/redistest"
+	"github.com/conciergehq/concierge/adapters/tracing"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -46,6 +47,9 @@ type stackOptions struct {
 	// logSink, when set, receives every log line of the process at debug
 	// level; otherwise warnings go to the test log.
 	logSink io.Writer
+	// traces, when set, is the process's tracing (as e.tracing builds it
+	// from OTEL_*): its log lines then carry their trace.
+	traces *tracing.Tracing
 }
 
 // testEnv is the configuration tests run Concierge with: a fresh
@@ -83,7 +87,10 @@ func newStack(t testing.TB, opts stackOptions) *stack {
 	if opts.logSink != nil {
 		log = slog.New(slog.NewTextHandler(opts.logSink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sys, err := connect(context.Background(), cfg, log)
+	if opts.traces != nil {
+		log = slog.New(tracing.LogHandler(log.Handler()))
+	}
+	sys, err := connect(context.Background(), cfg, log, opts.traces)
 	if err != nil {
 		t.Fatal(err)
 	}

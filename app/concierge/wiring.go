@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/hibiken/asynq"
 	goredis "github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conciergehq/concierge/adapters/embedding/local"
 	embedopenai "github.com/conciergehq/concierge/adapters/embedding/openai"
@@ -29,6 +30,7 @@ import (
 	redisadapter "github.com/conciergehq/concierge/adapters/redis"
 	"github.com/conciergehq/concierge/adapters/retrieval"
 	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
+	"github.com/conciergehq/concierge/adapters/tracing"
 	"github.com/conciergehq/concierge/config"
 	"github.com/conciergehq/concierge/core/account"
 	"github.com/conciergehq/concierge/core/agent"
@@ -97,6 +99,8 @@ type system struct {
 	indexer    *knowledge.Indexer
 	embedder   ports.Embedder
 
+	// traces is the process's tracing; nil when it is off.
+	traces *tracing.Tracing
 	// metrics is the process's Prometheus registry and observers; nil
 	// without CONCIERGE_METRICS_ADDR. inspector reads the queues for it.
 	metrics   *metrics.Metrics
@@ -107,8 +111,14 @@ type system struct {
 }
 
 // connect builds the system. Its errors are one line naming the variable to fix.
-func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system, error) {
-	db, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns})
+// traces is the process's tracing (e.tracing); nil when it is off, and then
+// nothing is wrapped.
+func connect(ctx context.Context, cfg config.Config, log *slog.Logger, traces *tracing.Tracing) (*system, error) {
+	dbOpts := postgres.Options{MaxOpenConns: cfg.DBMaxOpenConns, MaxIdleConns: cfg.DBMaxIdleConns}
+	if traces != nil {
+		dbOpts.Tracer = traces.QueryTracer()
+	}
+	db, err := postgres.Open(ctx, cfg.DatabaseURL, dbOpts)
 	if err != nil {
 		return nil, fmt.Errorf("%sDATABASE_URL: cannot use PostgreSQL at %s: %v; start PostgreSQL (make services) or point %sDATABASE_URL at a reachable database, and run `concierge migrate`",
 			config.Prefix, config.MaskURL(cfg.DatabaseURL), rootCause(err), config.Prefix)
@@ -126,7 +136,7 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		_ = db.Close()
 		return nil, fmt.Errorf("%sREDIS_URL: %v", config.Prefix, err)
 	}
-	s := &system{cfg: cfg, log: log, db: db, store: postgres.NewStore(db.Gorm, db.Pool), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
+	s := &system{cfg: cfg, log: log, traces: traces, db: db, store: postgres.NewStore(db.Gorm, db.Pool), redis: rdb, redisOpt: redisOpt, clock: domain.SystemClock{}}
 	s.enqueuer = workers.NewEnqueuer(redisOpt)
 	bus := redisadapter.NewEventBus(rdb).WithRetention(redisadapter.LogRetention{MaxLen: cfg.RelayLogMaxLen, TTL: cfg.RelayLogTTL})
 	s.changes = redisadapter.NewChanges(rdb, log)
@@ -203,11 +213,16 @@ func connect(ctx context.Context, cfg config.Config, log *slog.Logger) (*system,
 		models = observedModels(cfg, s.metrics, models)
 		retriever, observer = s.metrics.Retriever(s.retriever), s.metrics
 	}
+	var tracer ports.Tracer // nil: the engine marks no steps
+	if traces != nil {
+		models = tracedModels(cfg, traces, models)
+		retriever, tracer = traces.Retriever(retriever), traces
+	}
 	s.chat, err = chat.NewService(chat.Deps{
 		Workspaces: s.store, Agents: s.agentCache, Conversations: s.store, Retriever: retriever,
 		Models: models, DefaultModel: cfg.LLMProvider, Lifecycle: s.lifecycle,
 		Keyed: s.store, Interrupted: s.store, Recent: redisadapter.NewEventLog(rdb), Clock: s.clock, Log: log,
-		Observer: observer,
+		Observer: observer, Tracer: tracer,
 	}, chat.Limits{
 		MaxMessageChars: cfg.MaxMessageChars, MaxAnswerChars: cfg.MaxAnswerChars, RetrievalLimit: cfg.RetrievalLimit,
 		HistoryMessages: cfg.HistoryMessages, MaxToolRounds: cfg.MaxToolRounds, Timeout: cfg.ChatTimeout,
@@ -395,6 +410,20 @@ func observedModels(cfg config.Config, m *metrics.Metrics, models map[string]por
 	return out
 }
 
+// tracedModels wraps every model adapter in a span per turn, named as
+// observedModels names them.
+func tracedModels(cfg config.Config, t *tracing.Tracing, models map[string]ports.LLM) map[string]ports.LLM {
+	out := make(map[string]ports.LLM, len(models))
+	for provider, llm := range models {
+		model := provider
+		if provider == "openai" {
+			model = cfg.OpenAIModel
+		}
+		out[provider] = t.LLM(provider, model, llm)
+	}
+	return out
+}
+
 // handoffObserver is the metrics' handoff counter, or nil without metrics
 // (never a nil pointer in an interface).
 func (s *system) handoffObserver() ports.HandoffObserver {
@@ -443,6 +472,15 @@ func (s *system) close() {
 	if err := s.db.Close(); err != nil {
 		s.log.Warn("closing PostgreSQL", "error", err)
 	}
+	if s.traces != nil {
+		// The spans still buffered are sent now, or given up after a while:
+		// a collector that is down must not hold the process's exit.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.traces.Shutdown(ctx); err != nil {
+			s.log.Warn("sending the last spans", "error", err)
+		}
+	}
 }
 
 // httpApp builds the API's fiber app.
@@ -483,6 +521,7 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 			OpenAPI:     doc,
 			Log:         s.log,
 			Requests:    requests,
+			Traces:      s.tracerProvider(),
 		},
 		httpapi.Options{
 			BodyLimitBytes:                   s.cfg.BodyLimitBytes,
@@ -503,6 +542,15 @@ func (s *system) httpApp(ctx context.Context) (*fiber.App, error) {
 	return app, nil
 }
 
+// tracerProvider is what the HTTP and queue edges start spans with; nil
+// when tracing is off (never a nil pointer in an interface).
+func (s *system) tracerProvider() trace.TracerProvider {
+	if s.traces == nil {
+		return nil
+	}
+	return s.traces.Provider()
+}
+
 // workerServer builds the asynq server and the sweepers of inbound events,
 // index jobs and deliveries, and the job deciding conversation outcomes.
 func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
@@ -515,7 +563,8 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 	}
 	srv := workers.NewServer(s.redisOpt,
 		workers.ServerConfig{Concurrency: s.cfg.WorkerConcurrency, IndexConcurrency: s.cfg.WorkerIndexConcurrency,
-			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace},
+			ShutdownTimeout: s.cfg.ShutdownTimeout, IndexSlotsPerWorkspace: s.cfg.IndexSlotsPerWorkspace,
+			Traces: s.tracerProvider()},
 		workers.Processors{Inbound: inbound, Knowledge: s.indexer, Slots: redisadapter.NewSlots(s.redis), Delivery: delivered,
 			AutoAssign: s.assignments}, s.log)
 	sweepers := []*workers.Sweeper{

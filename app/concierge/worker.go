@@ -18,7 +18,11 @@ func workerCommand(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sys, err := connect(cmd.Context(), cfg, log)
+			traces, log, err := e.tracing(log)
+			if err != nil {
+				return err
+			}
+			sys, err := connect(cmd.Context(), cfg, log, traces)
 			if err != nil {
 				return err
 			}

@@ -75,6 +75,10 @@ type Deps struct {
 	Log         *slog.Logger
 	// Observer hears how each answer went (metrics); nil hears nothing.
 	Observer ports.ChatObserver
+	// Tracer marks the engine's own steps (the guardrails) in the
+	// request's trace; nil marks nothing. Retrieval, the model and the
+	// store are traced by their adapters.
+	Tracer ports.Tracer
 }
 
 // Service answers messages.
@@ -92,6 +96,7 @@ type Service struct {
 	clock         ports.Clock
 	log           *slog.Logger
 	observer      ports.ChatObserver
+	tracer        ports.Tracer
 	limits        Limits
 	tools         *toolbox
 	// inflight counts answers being generated, so shutdown can wait for
@@ -112,8 +117,13 @@ func NewService(d Deps, limits Limits) (*Service, error) {
 	if observer == nil {
 		observer = nopObserver{}
 	}
+	tracer := d.Tracer
+	if tracer == nil {
+		tracer = nopTracer{}
+	}
 	return &Service{
 		observer:   observer,
+		tracer:     tracer,
 		workspaces: d.Workspaces, agents: d.Agents, conversations: d.Conversations, retriever: d.Retriever,
 		models: d.Models, defaultModel: d.DefaultModel, lifecycle: d.Lifecycle,
 		keyed: d.Keyed, interrupted: d.Interrupted, recent: d.Recent, clock: d.Clock, log: d.Log,
@@ -294,6 +304,12 @@ type nopObserver struct{}
 func (nopObserver) Answered(context.Context, bool, time.Duration, time.Duration, domain.FallbackReason) {
 }
 
+type nopTracer struct{}
+
+func (nopTracer) Step(ctx context.Context, _ string) (context.Context, func(error)) {
+	return ctx, func(error) {}
+}
+
 // prepare reads what the answer needs before anything is stored: the
 // history, the input guardrail's verdict and, when the agent answers,
 // retrieval. Retrieval needs neither the session nor the question to be
@@ -304,6 +320,9 @@ func (nopObserver) Answered(context.Context, bool, time.Duration, time.Duration,
 func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 	s := p.s
 	ws, agent, conv := p.ws, p.agent, p.conv
+	_, endGuardrails := s.tracer.Step(ctx, "chat.guardrails")
+	verdict := checkInput(p.message, agent.Config.BlockedTopics)
+	endGuardrails(nil)
 	t := &turn{
 		started: time.Now(),
 		ws:      &ws, agent: &agent, conv: &conv, fresh: p.fresh,
@@ -312,7 +331,7 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 			Role: domain.RoleUser, Content: p.message, CreatedAt: s.clock.Now(),
 			ReplyID: domain.NewID(domain.PrefixMessage), IdempotencyKey: p.key, RequestHash: p.hash,
 		},
-		verdict: checkInput(p.message, agent.Config.BlockedTopics),
+		verdict: verdict,
 		search:  searchText{question: p.message, query: p.message},
 	}
 	followUp := !p.fresh && isFollowUp(p.message)

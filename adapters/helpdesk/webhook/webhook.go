@@ -27,6 +27,7 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/conciergehq/concierge/adapters/openaicompat"
 	"github.com/conciergehq/concierge/adapters/safehttp"
@@ -199,6 +200,10 @@ func (s *Sender) Deliver(ctx context.Context, to ports.Endpoint, d domain.Delive
 	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(standardwebhooks.HeaderWebhookSignature, signature)
 	req.Header.Set("Idempotency-Key", d.ID)
+	// The receiver can join the delivery to the trace of the conversation
+	// turn that caused it (W3C traceparent); outside a trace (tracing off)
+	// nothing is added.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 
 	resp, err := s.client.Do(req)
 	if err != nil {

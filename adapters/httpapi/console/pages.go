@@ -31,6 +31,10 @@ type view struct {
 	Switch []workspaceLink
 	// Nav names the active navigation entry.
 	Nav string
+	// Queues shows the link to the queue monitor: on the operator
+	// workspace's pages, to its owners, when a monitor is mounted (the
+	// same rule Queues enforces on every request).
+	Queues bool
 	// Here is the page's own URL (path and query) when it was reached by
 	// GET: where the header's forms (the availability toggle) return.
 	Here string
@@ -102,6 +106,7 @@ func (h *Handlers) newView(c *fiber.Ctx, title, nav string) (*view, error) {
 	}
 	if m := member(c); m.WorkspaceID != "" {
 		v.Member = &m
+		v.Queues = h.queues != nil && h.operatorWorkspace != "" && m.WorkspaceID == h.operatorWorkspace && m.Role == domain.MemberOwner
 		ws, err := h.workspaces.GetWorkspace(c.UserContext(), m.WorkspaceID)
 		if err != nil {
 			return nil, err

@@ -101,3 +101,42 @@ func TestQueueMonitorChangesAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueMonitorLink: the side navigation links to the monitor exactly
+// where following the link would work (the operator workspace's owner, a
+// monitor mounted), and nowhere else, so nobody is shown a link to a
+// not-found page.
+func TestQueueMonitorLink(t *testing.T) {
+	const link = `href="/console/queues/"`
+	tests := []struct {
+		name     string
+		as       string
+		path     string
+		monitor  bool
+		operator string
+		want     bool
+	}{
+		{"operator workspace's owner", "owner", "/console/w/ws_a/reports", true, "ws_a", true},
+		{"operator workspace's admin", "admin", "/console/w/ws_a/reports", true, "ws_a", false},
+		{"operator workspace's agent", "agent", "/console/w/ws_a/reports", true, "ws_a", false},
+		{"owner of another workspace", "other", "/console/w/ws_b/reports", true, "ws_a", false},
+		{"owner, no operator workspace", "owner", "/console/w/ws_a/reports", true, "", false},
+		{"owner, no monitor", "owner", "/console/w/ws_a/reports", false, "ws_a", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := harnessOptions{operator: tt.operator}
+			if tt.monitor {
+				o.queues = &fakeMonitor{}
+			}
+			h := newHarnessWith(t, publicURL, o)
+			r := h.do(t, req{Path: tt.path, As: tt.as})
+			if r.Status != 200 {
+				t.Fatalf("got %d: %s", r.Status, r.Body)
+			}
+			if got := strings.Contains(r.Body, link); got != tt.want {
+				t.Fatalf("link shown: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

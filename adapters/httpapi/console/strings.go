@@ -15,6 +15,7 @@ var text = map[string]string{
 	"nav.convs":      "Conversations",
 	"nav.settings":   "Settings",
 	"nav.members":    "Members",
+	"nav.queues":     "Queues",
 	"nav.account":    "Your account",
 	"nav.soon":       "(coming soon)",
 	"nav.workspace":  "Workspace",

@@ -211,11 +211,6 @@ type FocusWord struct {
 	// Synonyms are the terms of the knowledge base that are synonyms of
 	// the word (WordNet's, for its commonest senses).
 	Synonyms []int32
-	// Associated are body terms the agent's own passages pair with the
-	// word when it titles them (Associations). They lend a passage half a
-	// synonym's credit when ranking; they never count the word as covered,
-	// so answerability still asks for the word itself or a synonym.
-	Associated []int32
 }
 
 // Judged is one reranked candidate.
@@ -252,15 +247,9 @@ type Judgement struct {
 // maxSynonyms bounds the synonyms looked for per question word.
 const maxSynonyms = 8
 
-// assocCredit is the share of a question word's weight that a passage
-// holding only its associated terms earns in the synonym feature: an
-// association is a hint that the passage is on the word's subject, weaker
-// than a synonym.
-const assocCredit = 1.0
-
 // analyseQuery weighs the question's content words and finds their
 // synonyms in the knowledge base.
-func analyseQuery(ix *memindex.Index, syn *synonyms.Table, assoc *Associations, text string) []FocusWord {
+func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusWord {
 	words := ix.QueryWords(text)
 	names := namesIn(text)
 	out := make([]FocusWord, len(words))
@@ -280,13 +269,6 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, assoc *Associations, 
 			}
 			if t := ix.Term(other); t != memindex.NoTerm && t != w.Term && !slices.Contains(f.Synonyms, t) {
 				f.Synonyms = append(f.Synonyms, t)
-			}
-		}
-		if w.Term != memindex.NoTerm {
-			for _, t := range assoc.Of(w.Term) {
-				if !slices.Contains(f.Synonyms, t) {
-					f.Associated = append(f.Associated, t)
-				}
 			}
 		}
 		out[i] = f
@@ -433,8 +415,6 @@ type Reranker struct {
 	// question's words and the knowledge's (nil: none).
 	Model    RelevanceModel
 	Synonyms *synonyms.Table
-	// Associations are the agent's own term associations (nil for none).
-	Associations *Associations
 }
 
 // NewReranker returns a reranker with the default model.
@@ -451,9 +431,9 @@ func NewReranker(syn *synonyms.Table) *Reranker {
 // missing, so the decision stays about what the question itself asks.
 func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ranked, doc func(int) domain.Chunk) Judgement {
 	m := &rr.Model
-	focus := analyseQuery(ix, rr.Synonyms, rr.Associations, text)
+	focus := analyseQuery(ix, rr.Synonyms, text)
 	if context != "" {
-		for _, f := range analyseQuery(ix, rr.Synonyms, rr.Associations, context) {
+		for _, f := range analyseQuery(ix, rr.Synonyms, context) {
 			if slices.ContainsFunc(focus, func(g FocusWord) bool { return g.Word == f.Word || (g.Term != memindex.NoTerm && g.Term == f.Term) }) {
 				continue
 			}
@@ -513,9 +493,6 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 					bySynonym += fw.Weight
 					missingTop = max(missingTop, fw.Weight/2)
 				default:
-					if s.assoc[k] {
-						bySynonym += fw.Weight * assocCredit
-					}
 					if !fw.Context {
 						missingTop = max(missingTop, fw.Weight)
 					}
@@ -609,10 +586,6 @@ type passageScan struct {
 	byTerm  map[int32]int
 	// bySynonym maps the terms of synonyms to their question word.
 	bySynonym map[int32]int
-	// assoc marks the words the passage holds only through associated
-	// terms, and byAssoc maps those terms to their question word.
-	assoc   []bool
-	byAssoc map[int32]int
 }
 
 type hit struct {
@@ -622,8 +595,7 @@ type hit struct {
 
 func newPassageScan(n int) *passageScan {
 	return &passageScan{body: make([]bool, n), title: make([]bool, n), synonym: make([]bool, n),
-		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n),
-		assoc: make([]bool, n), byAssoc: make(map[int32]int, n)}
+		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n)}
 }
 
 func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
@@ -632,8 +604,6 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 	clear(s.synonym)
 	clear(s.byTerm)
 	clear(s.bySynonym)
-	clear(s.assoc)
-	clear(s.byAssoc)
 	s.hits = s.hits[:0]
 	s.numbers = s.numbers[:0]
 	s.qa = 0
@@ -644,15 +614,6 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 		for _, t := range f.Synonyms {
 			if _, own := s.byTerm[t]; !own {
 				s.bySynonym[t] = k
-			}
-		}
-	}
-	for k, f := range focus {
-		for _, t := range f.Associated {
-			_, own := s.byTerm[t]
-			_, syn := s.bySynonym[t]
-			if !own && !syn {
-				s.byAssoc[t] = k
 			}
 		}
 	}
@@ -669,8 +630,6 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 		} else if k, ok := s.bySynonym[t]; ok {
 			s.synonym[k] = true
 			s.hits = append(s.hits, hit{pos, k})
-		} else if k, ok := s.byAssoc[t]; ok {
-			s.assoc[k] = true
 		}
 	})
 	// The chunk's first line repeats its heading path; the document's name

@@ -95,7 +95,6 @@ type evalIndex struct {
 	emb    *local.Embedder
 	plain  *plainBM25
 	syn    *synonyms.Table
-	assoc  *retrieval.Associations
 	files  int
 }
 
@@ -138,9 +137,6 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 		t.Fatal(err)
 	}
 	c.plain.finish()
-	if os.Getenv("EVAL_ASSOC") != "" {
-		c.assoc = retrieval.BuildAssociations(c.ix, c.chunks)
-	}
 	return c
 }
 
@@ -160,7 +156,7 @@ func (c *evalIndex) legs(mode retrieval.Mode) ranking {
 
 func (c *evalIndex) judge(m *retrieval.RelevanceModel, q string) retrieval.Judgement {
 	ranked := retrieval.Rank(c.ix, q, c.emb.EmbedOne(q), retrieval.Hybrid, retrieval.DefaultCandidates)
-	rr := retrieval.Reranker{Model: *m, Synonyms: c.syn, Associations: c.assoc}
+	rr := retrieval.Reranker{Model: *m, Synonyms: c.syn}
 	return rr.Rerank(c.ix, q, "", ranked, func(i int) domain.Chunk { return c.chunks[i] })
 }
 

@@ -235,11 +235,22 @@ func (h *Handlers) loadPages() error {
 	if err != nil {
 		return err
 	}
+	// The layout and the shared parts are parsed once and each page is
+	// parsed into a clone of them: parsing them again for each of the
+	// forty pages was most of the time console.New took (and of the
+	// console package's tests, which build a console per case).
+	base, err := template.New("base").Funcs(funcs).ParseFS(files, "assets/layout.html.tmpl", "assets/parts.html.tmpl")
+	if err != nil {
+		return fmt.Errorf("console: layout: %w", err)
+	}
 	h.pages = map[string]*template.Template{}
 	for _, p := range names {
 		name := strings.TrimSuffix(path.Base(p), ".html.tmpl")
-		t, err := template.New(name).Funcs(funcs).ParseFS(files, "assets/layout.html.tmpl", "assets/parts.html.tmpl", p)
+		t, err := base.Clone()
 		if err != nil {
+			return fmt.Errorf("console: page %s: %w", name, err)
+		}
+		if t, err = t.ParseFS(files, p); err != nil {
 			return fmt.Errorf("console: page %s: %w", name, err)
 		}
 		h.pages[name] = t

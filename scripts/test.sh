@@ -80,6 +80,14 @@ declare -A pids
 names=(packages)
 timed "$go" test "${flags[@]}" "${others[@]}" >"$logs/packages" 2>&1 &
 pids[packages]=$!
+# TEST_SECONDS_OUT=path runs the shards verbosely and writes each top-level
+# test's time to path, in testdata/app-test-seconds.txt's format: times
+# taken as the suite really runs (shards beside the other packages) balance
+# the shards better than a serial run's. Only the summary lines are kept
+# in the printed output.
+if [ -n "${TEST_SECONDS_OUT:-}" ]; then
+	run_flags+=(-test.v)
+fi
 for ((s = 0; s < shards; s++)); do
 	# Like `go test`, run the binary in its package's directory.
 	(cd "$app" && timed "$logs/app.test" -test.run "^(${shard[$s]})\$" "${run_flags[@]}") >"$logs/app-shard-$s" 2>&1 &
@@ -107,12 +115,29 @@ pids[fuzz]=$!
 
 failed=0
 for name in "${names[@]}" fuzz; do
+	ok=1
 	if wait "${pids[$name]}"; then
 		echo "== $name: ok"
 	else
 		echo "== $name: FAILED"
 		failed=1
+		ok=0
 	fi
-	cat "$logs/$name"
+	if [ -n "${TEST_SECONDS_OUT:-}" ] && [[ $name == app-shard-* ]] && ((ok)); then
+		# A verbose shard that passed: its summary, not every test's lines
+		# (a failed one is printed whole).
+		grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- (PASS|SKIP)|[[:space:]]+[a-z_]+_test\.go:[0-9]+: )' "$logs/$name"
+	else
+		cat "$logs/$name"
+	fi
 done
+if [ -n "${TEST_SECONDS_OUT:-}" ]; then
+	{
+		echo "# Seconds each app/concierge test took in a \`make test\` run (its shards beside the other"
+		echo "# packages, $(nproc) cores, $(date -u +%Y-%m-%d)), used by scripts/test.sh to balance its shards."
+		echo "# Refresh: TEST_SECONDS_OUT=testdata/app-test-seconds.txt make test. Tests not listed count as 5 s."
+		cat "$logs"/app-shard-* | sed -nE 's/^--- (PASS|FAIL): ([A-Za-z0-9_]+) \(([0-9.]+)s\)$/\2 \3/p' | sort -k2 -rn
+	} >"$TEST_SECONDS_OUT.new" && mv "$TEST_SECONDS_OUT.new" "$TEST_SECONDS_OUT"
+	echo "test times written to $TEST_SECONDS_OUT"
+fi
 exit $failed

@@ -100,6 +100,8 @@ type Options struct {
 	// leaves that page not found for everyone.
 	Queues            QueueMonitor
 	OperatorWorkspace string
+	// Site is the parsed pages and assets (LoadSite); nil loads them.
+	Site *Site
 }
 
 // Handlers serves the console's pages. Build it with New.
@@ -169,20 +171,45 @@ func New(accounts Accounts, workspaces Workspaces, agents Agents, o Options) (*H
 		queues: o.Queues, operatorWorkspace: o.OperatorWorkspace,
 		publicURL: strings.TrimSuffix(o.PublicURL, "/"), log: log,
 		secure: !(u.Scheme == "http" && isLoopback(u.Hostname())),
-		assets: map[string]asset{}, links: map[string]string{},
 	}
 	h.publicOrigin = u.Scheme + "://" + u.Host
 	h.cookieName = cookieLoopback
 	if h.secure {
 		h.cookieName = cookieSecure
 	}
-	if err := h.loadAssets(); err != nil {
-		return nil, err
+	site := o.Site
+	if site == nil {
+		if site, err = LoadSite(); err != nil {
+			return nil, err
+		}
 	}
-	if err := h.loadPages(); err != nil {
-		return nil, err
-	}
+	h.assets, h.links, h.pages = site.assets, site.links, site.pages
 	return h, nil
+}
+
+// Site is the console's embedded pages and static assets, parsed and
+// hashed. It never changes after LoadSite, and executing its templates is
+// safe from many goroutines, so consoles may share one (Options.Site): the
+// console package's tests build a console per case, and parsing the forty
+// pages each time was most of their time.
+type Site struct {
+	assets map[string]asset
+	// links are the versioned URLs of the assets, by name under assets/.
+	links map[string]string
+	pages map[string]*template.Template
+}
+
+// LoadSite parses the embedded templates and hashes the assets. Its error
+// means the build embeds a broken console.
+func LoadSite() (*Site, error) {
+	s := &Site{assets: map[string]asset{}, links: map[string]string{}}
+	if err := s.loadAssets(); err != nil {
+		return nil, err
+	}
+	if err := s.loadPages(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // isLoopback reports whether host names this machine: localhost or a
@@ -195,7 +222,7 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (h *Handlers) loadAssets() error {
+func (s *Site) loadAssets() error {
 	return fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, ".tmpl") {
 			return err
@@ -210,19 +237,19 @@ func (h *Handlers) loadAssets() error {
 			ct = "text/plain; charset=utf-8"
 		}
 		sum := sha256.Sum256(body)
-		h.assets[name] = asset{body: body, contentType: ct}
-		h.links[name] = AssetsPrefix + name + "?v=" + hex.EncodeToString(sum[:6])
+		s.assets[name] = asset{body: body, contentType: ct}
+		s.links[name] = AssetsPrefix + name + "?v=" + hex.EncodeToString(sum[:6])
 		return nil
 	})
 }
 
 // loadPages parses each page template together with the layout, so each
 // defines its own "title" and "main" blocks.
-func (h *Handlers) loadPages() error {
+func (s *Site) loadPages() error {
 	funcs := template.FuncMap{
 		"t": tr,
 		"asset": func(name string) (string, error) {
-			l, ok := h.links[name]
+			l, ok := s.links[name]
 			if !ok {
 				return "", fmt.Errorf("console: no asset %q", name)
 			}
@@ -243,7 +270,7 @@ func (h *Handlers) loadPages() error {
 	if err != nil {
 		return fmt.Errorf("console: layout: %w", err)
 	}
-	h.pages = map[string]*template.Template{}
+	s.pages = map[string]*template.Template{}
 	for _, p := range names {
 		name := strings.TrimSuffix(path.Base(p), ".html.tmpl")
 		t, err := base.Clone()
@@ -253,7 +280,7 @@ func (h *Handlers) loadPages() error {
 		if t, err = t.ParseFS(files, p); err != nil {
 			return fmt.Errorf("console: page %s: %w", name, err)
 		}
-		h.pages[name] = t
+		s.pages[name] = t
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,11 @@ import (
 )
 
 const publicURL = "https://console.example"
+
+// site is the console's parsed pages and assets, loaded once for every
+// harness of the test binary (parsing them per harness was most of this
+// package's time under -race).
+var site = sync.OnceValues(console.LoadSite)
 
 // harness runs the console's exact route table (httpapi.ConsoleRoutes)
 // behind the edge's one ErrorHandler, on scripted services.
@@ -109,12 +115,16 @@ func newHarnessWith(t testing.TB, public string, o harnessOptions) *harness {
 	if o.unanswered != nil {
 		unans = o.unanswered(agents)
 	}
+	parsed, err := site()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := console.New(accounts, workspaces, agents,
 		console.Options{PublicURL: public, Deliveries: deliveries, Log: o.log, Reveals: o.reveals,
 			Conversations: convs, Chat: chatter, // Conversations
 			Events: events, Inbox: inb, Ownership: owner, Composer: composer, SavedReplies: replyService, // Inbox
 			Availability: accounts, Suggestions: suggestions, Reports: reports, Unanswered: unans,
-			Queues: o.queues, OperatorWorkspace: o.operator})
+			Queues: o.queues, OperatorWorkspace: o.operator, Site: parsed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,14 +25,18 @@ func traceRequests(tp trace.TracerProvider) fiber.Handler {
 	propagator := propagation.TraceContext{}
 	var routes routeTemplates
 	return func(c *fiber.Ctx) error {
+		// fasthttp reuses the request's memory once the handler returns and
+		// the span outlives it (the exporter reads it later), so every
+		// string taken from the request is copied.
 		carrier := propagation.HeaderCarrier(http.Header{})
 		for _, k := range propagator.Fields() {
 			if v := c.Get(k); v != "" {
-				carrier.Set(k, v)
+				carrier.Set(k, strings.Clone(v))
 			}
 		}
+		method := strings.Clone(c.Method())
 		ctx := propagator.Extract(c.UserContext(), carrier)
-		ctx, span := tracer.Start(ctx, c.Method(), trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 		c.SetUserContext(ctx)
 		err := c.Next()
 		if err != nil {
@@ -42,8 +47,8 @@ func traceRequests(tp trace.TracerProvider) fiber.Handler {
 		status := c.Response().StatusCode()
 		if span.IsRecording() {
 			route := routes.label(c)
-			span.SetName(c.Method() + " " + route)
-			span.SetAttributes(attribute.String("http.request.method", c.Method()), semconv.HTTPRoute(route),
+			span.SetName(method + " " + route)
+			span.SetAttributes(attribute.String("http.request.method", method), semconv.HTTPRoute(strings.Clone(route)),
 				semconv.HTTPResponseStatusCode(status), attribute.String("concierge.request_id", requestID(c)))
 		}
 		if status >= fiber.StatusInternalServerError {

@@ -47,6 +47,7 @@ func TestBatchingNeverExceedsTheSharedLimit(t *testing.T) {
 	pods := newPods(t, 2)
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
+	start := time.Now()
 	for _, pod := range pods {
 		for range 8 {
 			wg.Go(func() {
@@ -64,10 +65,13 @@ func TestBatchingNeverExceedsTheSharedLimit(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	// GCRA refills about 17 calls a second while the test runs.
+	// GCRA refills limit/60 calls a second (about 17) while the test runs,
+	// which on a loaded machine is several seconds; each pod may hold one
+	// batch of 10 reserved beyond that.
+	refilled := int64(time.Since(start).Seconds()*limit/60) + 1
 	got := allowed.Load()
-	if got > limit+50 {
-		t.Fatalf("admitted %d calls against a limit of %d", got, limit)
+	if got > limit+refilled+2*10 {
+		t.Fatalf("admitted %d calls against a limit of %d (+%d refilled while the test ran, +20 in batches)", got, limit, refilled)
 	}
 	// Unused reservations may strand at most one batch per pod.
 	if got < limit-2*10 {

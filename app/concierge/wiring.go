@@ -401,13 +401,18 @@ func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LL
 func observedModels(cfg config.Config, m *metrics.Metrics, models map[string]ports.LLM) map[string]ports.LLM {
 	out := make(map[string]ports.LLM, len(models))
 	for provider, llm := range models {
-		model := provider
-		if provider == "openai" {
-			model = cfg.OpenAIModel
-		}
-		out[provider] = m.LLM(provider, model, nil, llm)
+		out[provider] = m.LLM(provider, modelName(cfg, provider), nil, llm)
 	}
 	return out
+}
+
+// modelName is the model a provider's adapter asks for by default: the
+// embedded one is "local", the OpenAI-compatible one its configured model.
+func modelName(cfg config.Config, provider string) string {
+	if provider == "openai" {
+		return cfg.OpenAIModel
+	}
+	return provider
 }
 
 // tracedModels wraps every model adapter in a span per turn, named as
@@ -415,11 +420,7 @@ func observedModels(cfg config.Config, m *metrics.Metrics, models map[string]por
 func tracedModels(cfg config.Config, t *tracing.Tracing, models map[string]ports.LLM) map[string]ports.LLM {
 	out := make(map[string]ports.LLM, len(models))
 	for provider, llm := range models {
-		model := provider
-		if provider == "openai" {
-			model = cfg.OpenAIModel
-		}
-		out[provider] = t.LLM(provider, model, llm)
+		out[provider] = t.LLM(provider, modelName(cfg, provider), llm)
 	}
 	return out
 }

@@ -116,6 +116,20 @@ type Config struct {
 	// part of the embedder's id, so changing it re-embeds like changing the
 	// embedder.
 	LocalEmbeddingDimensions int `env:"LOCAL_EMBEDDING_DIMENSIONS" envDefault:"384"`
+	// IndexQuestions is how many questions the OpenAI-compatible model
+	// writes for each chunk at index time, the questions the chunk answers,
+	// which retrieval then matches like the chunk's heading (0 to 10; 0, the
+	// default, writes none). It costs one model call per chunk, once per
+	// distinct text. Changing it, or the model, indexes every source again
+	// in the background; questions already written by the same model for the
+	// same text are reused.
+	IndexQuestions int `env:"INDEX_QUESTIONS" envDefault:"0"`
+	// IndexQuestionsModel names the model writing them, often a cheaper one
+	// than OPENAI_MODEL, which is used when it is empty.
+	IndexQuestionsModel string `env:"INDEX_QUESTIONS_MODEL"`
+	// IndexQuestionsConcurrency is how many chunks of one index job are with
+	// the model at once.
+	IndexQuestionsConcurrency int `env:"INDEX_QUESTIONS_CONCURRENCY" envDefault:"4"`
 	// AgentCacheTTL bounds how long a pod reuses an agent it read, when a
 	// change announced over Redis was lost; 0 reads every time.
 	AgentCacheTTL time.Duration `env:"AGENT_CACHE_TTL" envDefault:"5s"`
@@ -239,6 +253,10 @@ type LLMPrice struct {
 	CompletionMicrosPerMillion int64
 	Currency                   string
 }
+
+// maxIndexQuestions is knowledge.MaxQuestionsPerChunk; config does not
+// import the core.
+const maxIndexQuestions = 10
 
 // localModel is the embedded model's name (adapters/llm/local.ModelName),
 // free unless the table says otherwise.
@@ -413,6 +431,8 @@ func (c Config) validate() error {
 		{"INDEX_SLOTS_PER_WORKSPACE", c.IndexSlotsPerWorkspace, 1, ""},
 		{"OPENAI_EMBEDDING_DIMENSIONS", c.OpenAIEmbeddingDimensions, 0, " (0 takes the model's own size)"},
 		{"LOCAL_EMBEDDING_DIMENSIONS", c.LocalEmbeddingDimensions, 64, ""},
+		{"INDEX_QUESTIONS", c.IndexQuestions, 0, " (0 writes none)"},
+		{"INDEX_QUESTIONS_CONCURRENCY", c.IndexQuestionsConcurrency, 1, ""},
 	}
 	for _, m := range minimums {
 		if m.value < m.min {
@@ -441,6 +461,16 @@ func (c Config) validate() error {
 		}
 	default:
 		return fmt.Errorf("%sLLM_PROVIDER=%q is not local or openai", Prefix, c.LLMProvider)
+	}
+	if c.IndexQuestions > maxIndexQuestions {
+		return fmt.Errorf("%sINDEX_QUESTIONS=%d is too many; write at most %d questions per chunk", Prefix, c.IndexQuestions, maxIndexQuestions)
+	}
+	if c.IndexQuestions > 0 && c.LLMProvider != "openai" && c.OpenAIAPIKey == "" {
+		return fmt.Errorf("%sINDEX_QUESTIONS=%d needs an OpenAI-compatible model to write them: set %sLLM_PROVIDER=openai (and %sOPENAI_BASE_URL or %sOPENAI_API_KEY), or set %sINDEX_QUESTIONS=0",
+			Prefix, c.IndexQuestions, Prefix, Prefix, Prefix, Prefix)
+	}
+	if c.IndexQuestionsModel != strings.TrimSpace(c.IndexQuestionsModel) || len(c.IndexQuestionsModel) > 200 {
+		return fmt.Errorf("%sINDEX_QUESTIONS_MODEL=%q must be a model name without surrounding spaces", Prefix, c.IndexQuestionsModel)
 	}
 	if c.LLMTools != "auto" && c.LLMTools != "off" {
 		return fmt.Errorf("%sLLM_TOOLS=%q is not auto or off", Prefix, c.LLMTools)
@@ -565,6 +595,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("logLevel", c.LogLevel),
 		slog.Int("workerConcurrency", c.WorkerConcurrency),
 		slog.Int("workerIndexConcurrency", c.WorkerIndexConcurrency),
+		slog.Int("indexQuestions", c.IndexQuestions),
 		slog.String("llmProvider", c.LLMProvider),
 		slog.String("openaiBaseUrl", MaskURL(c.OpenAIBaseURL)),
 		slog.Bool("openaiApiKeySet", c.OpenAIAPIKey != ""),

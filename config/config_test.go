@@ -98,6 +98,17 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("LLM tools %q", c.LLMTools)
 			}
 		}},
+		{name: "index questions need an OpenAI-compatible model", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS": "3"}, wantErr: "CONCIERGE_INDEX_QUESTIONS=3 needs an OpenAI-compatible model"},
+		{name: "index questions with an OpenAI-compatible model", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS": "3", "CONCIERGE_LLM_PROVIDER": "openai",
+			"CONCIERGE_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "CONCIERGE_INDEX_QUESTIONS_MODEL": "small"}, check: func(t *testing.T, c Config) {
+			if c.IndexQuestions != 3 || c.IndexQuestionsModel != "small" || c.IndexQuestionsConcurrency != 4 {
+				t.Errorf("index questions = %d by %q, %d at once", c.IndexQuestions, c.IndexQuestionsModel, c.IndexQuestionsConcurrency)
+			}
+		}},
+		{name: "too many index questions", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS": "11", "CONCIERGE_OPENAI_API_KEY": "k"}, wantErr: "CONCIERGE_INDEX_QUESTIONS=11 is too many; write at most 10"},
+		{name: "negative index questions", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS": "-1"}, wantErr: "CONCIERGE_INDEX_QUESTIONS=-1 is too small"},
+		{name: "index questions one at a time at least", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS_CONCURRENCY": "0"}, wantErr: "CONCIERGE_INDEX_QUESTIONS_CONCURRENCY=0 is too small"},
+		{name: "index questions model with spaces", env: map[string]string{"CONCIERGE_INDEX_QUESTIONS_MODEL": " small"}, wantErr: `CONCIERGE_INDEX_QUESTIONS_MODEL=" small" must be a model name`},
 		{name: "unknown LLM tools mode", env: map[string]string{"CONCIERGE_LLM_TOOLS": "never"}, wantErr: `CONCIERGE_LLM_TOOLS="never" is not auto or off`},
 		{name: "openai needs a key for api.openai.com", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai"}, wantErr: "CONCIERGE_OPENAI_API_KEY"},
 		{name: "openai-compatible server without key", env: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, check: func(t *testing.T, c Config) {

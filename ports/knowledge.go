@@ -110,6 +110,10 @@ type KnowledgeStore interface {
 	// ReuseEmbeddings returns the vectors already stored in the workspace for
 	// texts of the given content hashes embedded by embedder, keyed by hash.
 	ReuseEmbeddings(ctx context.Context, workspaceID, embedder string, hashes []string) (map[string][]float32, error)
+	// ReuseQuestions returns the questions already written in the workspace
+	// for texts of the given content hashes by the writer named by, keyed by
+	// hash; a text the writer found no question for maps to none.
+	ReuseQuestions(ctx context.Context, workspaceID, by string, hashes []string) (map[string][]string, error)
 	// CompleteIndexing replaces the source's chunks, marks it READY with the
 	// result and bumps its agent's knowledge version, atomically, if
 	// ref.Generation is still current. Returns the new knowledge version and
@@ -121,10 +125,12 @@ type KnowledgeStore interface {
 	// StalledSources returns sources PENDING or INDEXING and not updated since
 	// before, oldest first, so a sweeper can re-enqueue what a crash lost.
 	StalledSources(ctx context.Context, before time.Time, limit int) ([]domain.SourceRef, error)
-	// SourcesEmbeddedOtherwise returns READY sources whose vectors came from
-	// an embedder other than embedder, so they can be re-embedded. Each is
-	// moved to PENDING with a new generation, which the returned refs carry.
-	SourcesEmbeddedOtherwise(ctx context.Context, embedder string, at time.Time, limit int) ([]domain.SourceRef, error)
+	// SourcesIndexedOtherwise returns READY sources whose vectors came from
+	// an embedder other than embedder, or whose questions from a writer
+	// other than questionsBy ("" for none), so they can be indexed again.
+	// Each is moved to PENDING with a new generation, which the returned
+	// refs carry.
+	SourcesIndexedOtherwise(ctx context.Context, embedder, questionsBy string, at time.Time, limit int) ([]domain.SourceRef, error)
 	// IndexingCurrent reports whether ref.Generation is still the generation
 	// of an existing source: false when the source (or its agent) was
 	// deleted or a newer request superseded the job. It is cheap, for a job

@@ -59,7 +59,7 @@
 //     ReuseEmbeddings and LoadChunks read vectors, LoadChunks in a read-only
 //     REPEATABLE READ transaction, SearchChunks is the full-text search),
 //     the statements that move a source through indexing (IndexingCurrent,
-//     BeginIndexing, FailIndexing, StalledSources, SourcesEmbeddedOtherwise),
+//     BeginIndexing, FailIndexing, StalledSources, SourcesIndexedOtherwise),
 //     DeleteSource, which bumps the agent's knowledge version in the same
 //     statement, and the read of an uploaded file's body in
 //     SourceForIndexing.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -83,6 +84,44 @@ WHERE workspace_id = $1 AND embedder = $2 AND content_hash = ANY($3) AND embeddi
 	return found, nil
 }
 
+// ReuseQuestions returns questions the writer named by already wrote for
+// chunks of the workspace, by content hash.
+func (s *Store) ReuseQuestions(ctx context.Context, workspaceID, by string, hashes []string) (map[string][]string, error) {
+	found := make(map[string][]string)
+	if len(hashes) == 0 || by == "" {
+		return found, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (content_hash) content_hash, questions FROM chunks
+WHERE workspace_id = $1 AND questions_by = $2 AND content_hash = ANY($3)`, workspaceID, by, hashes)
+	if err != nil {
+		return nil, dbError("reuse questions", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var hash, questions string
+		if err := rows.Scan(&hash, &questions); err != nil {
+			return nil, dbError("reuse questions", err)
+		}
+		found[hash] = splitQuestions(questions)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("reuse questions", err)
+	}
+	return found, nil
+}
+
+// joinQuestions stores a chunk's questions one per line (see migration
+// 00028); a question never holds a line break, but one that did would only
+// become two lines of search text.
+func joinQuestions(qs []string) string { return strings.Join(qs, "\n") }
+
+func splitQuestions(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
 // CompleteIndexing replaces the source's chunks, marks it READY and bumps the
 // agent's knowledge version in one transaction, if ref.Generation is current.
 // With result.ChunkCount > 0 and no chunks, the stored chunks are kept (the
@@ -102,16 +141,16 @@ func (s *Store) CompleteIndexing(ctx context.Context, ref domain.SourceRef, resu
 			}
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"chunks"},
 				[]string{"id", "workspace_id", "agent_id", "source_id", "ordinal", "heading", "url", "question",
-					"content", "token_count", "content_hash", "embedder", "embedding", "created_at"},
+					"content", "token_count", "content_hash", "embedder", "embedding", "questions", "questions_by", "created_at"},
 				chunkRows(ref, change.AgentID, result, chunks)); err != nil {
 				return err
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE sources SET status = 'READY', status_reason = $9,
     chunk_count = $3, token_count = $4, page_count = $5, content_hash = $6, embedder = $7,
-    indexed_at = $8, updated_at = $8
+    indexed_at = $8, updated_at = $8, questions_by = $10
 WHERE workspace_id = $1 AND id = $2`, ref.WorkspaceID, ref.SourceID, result.ChunkCount, result.TokenCount,
-			result.PageCount, result.ContentHash, result.Embedder, dbTime(result.At), result.Note); err != nil {
+			result.PageCount, result.ContentHash, result.Embedder, dbTime(result.At), result.Note, result.QuestionsBy); err != nil {
 			return err
 		}
 		// The crawl's log was only needed until its pages were indexed.
@@ -143,7 +182,7 @@ func chunkRows(ref domain.SourceRef, agentID string, result domain.IndexResult, 
 			embedding = encodeVector(c.Vector)
 		}
 		return []any{c.ID, ref.WorkspaceID, agentID, ref.SourceID, c.Ordinal, c.Heading, c.URL, c.Question,
-			c.Text, c.Tokens, c.ContentHash, result.Embedder, embedding, at}, nil
+			c.Text, c.Tokens, c.ContentHash, result.Embedder, embedding, joinQuestions(c.Questions), c.QuestionsBy, at}, nil
 	})
 }
 
@@ -173,15 +212,15 @@ WHERE status IN ('PENDING', 'INDEXING') AND updated_at < $1 ORDER BY updated_at 
 	return pgx.CollectRows(rows, scanSourceRef)
 }
 
-// SourcesEmbeddedOtherwise moves READY sources indexed by another embedder
-// back to PENDING with a new generation and returns them.
-func (s *Store) SourcesEmbeddedOtherwise(ctx context.Context, embedder string, at time.Time, limit int) ([]domain.SourceRef, error) {
+// SourcesIndexedOtherwise moves READY sources indexed by another embedder or
+// question writer back to PENDING with a new generation and returns them.
+func (s *Store) SourcesIndexedOtherwise(ctx context.Context, embedder, questionsBy string, at time.Time, limit int) ([]domain.SourceRef, error) {
 	rows, err := s.pool.Query(ctx, `UPDATE sources SET status = 'PENDING', generation = generation + 1, updated_at = $2
 WHERE id IN (
-    SELECT id FROM sources WHERE status = 'READY' AND embedder <> $1 AND chunk_count > 0
+    SELECT id FROM sources WHERE status = 'READY' AND (embedder <> $1 OR questions_by <> $4) AND chunk_count > 0
     ORDER BY updated_at LIMIT $3 FOR UPDATE SKIP LOCKED
 )
-RETURNING workspace_id, id, generation`, embedder, dbTime(at), limit)
+RETURNING workspace_id, id, generation`, embedder, dbTime(at), limit, questionsBy)
 	if err != nil {
 		return nil, dbError("sources to re-embed", err)
 	}
@@ -207,7 +246,7 @@ func (s *Store) LoadChunks(ctx context.Context, workspaceID, agentID, embedder s
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT c.id, c.source_id, s.type, s.name, c.url, c.heading, c.question, c.content,
-    CASE WHEN c.embedder = $3 THEN c.embedding END
+    CASE WHEN c.embedder = $3 THEN c.embedding END, c.questions
 FROM chunks AS c JOIN sources AS s ON s.id = c.source_id
 WHERE c.workspace_id = $1 AND c.agent_id = $2
 ORDER BY c.source_id, c.ordinal`, workspaceID, agentID, embedder)
@@ -219,10 +258,12 @@ ORDER BY c.source_id, c.ordinal`, workspaceID, agentID, embedder)
 			var c ports.IndexedChunk
 			var typ string
 			var raw []byte
+			var questions string
 			if err := rows.Scan(&c.Chunk.ID, &c.Chunk.SourceID, &typ, &c.Chunk.DocumentName, &c.Chunk.URL,
-				&c.Heading, &c.Chunk.Question, &c.Chunk.Text, &raw); err != nil {
+				&c.Heading, &c.Chunk.Question, &c.Chunk.Text, &raw, &questions); err != nil {
 				return err
 			}
+			c.Chunk.Questions = splitQuestions(questions)
 			c.Chunk.SourceType = domain.SourceType(typ)
 			if raw != nil {
 				if c.Vector, err = decodeVector(raw); err != nil {

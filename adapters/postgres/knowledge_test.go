@@ -176,14 +176,94 @@ func TestStalledAndReembedSources(t *testing.T) {
 		[]domain.StoredChunk{storedChunk(0, "c", "h", nil)}); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if refs, _ := store.SourcesEmbeddedOtherwise(ctx, "old", t0, 10); len(refs) != 0 {
+	if refs, _ := store.SourcesIndexedOtherwise(ctx, "old", "", t0, 10); len(refs) != 0 {
 		t.Fatalf("sources of the current embedder were queued: %v", refs)
 	}
-	refs, err := store.SourcesEmbeddedOtherwise(ctx, "new", t0.Add(time.Hour), 10)
+	refs, err := store.SourcesIndexedOtherwise(ctx, "new", "", t0.Add(time.Hour), 10)
 	if err != nil || len(refs) != 1 || refs[0].SourceID != ready.ID || refs[0].Generation != 1 {
-		t.Fatalf("SourcesEmbeddedOtherwise = %+v, %v; want the READY source at generation 1", refs, err)
+		t.Fatalf("SourcesIndexedOtherwise = %+v, %v; want the READY source at generation 1", refs, err)
 	}
 	if s, _ := store.GetSource(ctx, ws.ID, agent.ID, ready.ID); s.Status != domain.SourcePending {
 		t.Fatalf("re-embed status = %s, want PENDING", s.Status)
+	}
+
+	// The question writer counts like the embedder: turning questions on,
+	// changing their writer or turning them off indexes the source again.
+	ref.Generation = 1
+	if _, ok, err := store.CompleteIndexing(ctx, ref, domain.IndexResult{Embedder: "new", QuestionsBy: "m/3/q1", ChunkCount: 1, At: t0},
+		[]domain.StoredChunk{storedChunk(0, "c", "h", nil)}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if s, _ := store.GetSource(ctx, ws.ID, agent.ID, ready.ID); s.QuestionsBy != "m/3/q1" {
+		t.Fatalf("source's questionsBy = %q, want m/3/q1", s.QuestionsBy)
+	}
+	if refs, _ := store.SourcesIndexedOtherwise(ctx, "new", "m/3/q1", t0, 10); len(refs) != 0 {
+		t.Fatalf("sources of the current writer were queued: %v", refs)
+	}
+	refs, err = store.SourcesIndexedOtherwise(ctx, "new", "", t0.Add(2*time.Hour), 10)
+	if err != nil || len(refs) != 1 || refs[0].SourceID != ready.ID || refs[0].Generation != 2 {
+		t.Fatalf("SourcesIndexedOtherwise without questions = %+v, %v; want the source written with them, at generation 2", refs, err)
+	}
+}
+
+func TestChunkQuestions(t *testing.T) {
+	t.Parallel()
+	store := pgtest.NewStore(t)
+	ctx := ctxT(t)
+	ws, _, _ := newWorkspace(t, store, domain.PlanStandard)
+	agent := newAgent(t, store, ws.ID, "support", t0)
+	src := domain.Source{ID: domain.NewID(domain.PrefixSource), WorkspaceID: ws.ID, AgentID: agent.ID,
+		Type: domain.SourceText, Name: "Shipping", Content: "c", Status: domain.SourcePending, CreatedAt: t0, UpdatedAt: t0}
+	if err := store.CreateSource(ctx, &src); err != nil {
+		t.Fatal(err)
+	}
+	written := storedChunk(0, "Orders leave the warehouse within one business day.", "h-written", nil)
+	written.Questions, written.QuestionsBy = []string{"How fast do you dispatch parcels?", "When will my order ship?"}, "m/2/q1"
+	none := storedChunk(1, "Thank you for reading.", "h-none", nil)
+	none.QuestionsBy = "m/2/q1" // the writer found no question: reused as none
+	failed := storedChunk(2, "Returns are free.", "h-failed", nil)
+	ref := domain.SourceRef{WorkspaceID: ws.ID, SourceID: src.ID}
+	if _, ok, err := store.CompleteIndexing(ctx, ref, domain.IndexResult{Embedder: "e", QuestionsBy: "m/2/q1", ChunkCount: 3, At: t0},
+		[]domain.StoredChunk{written, none, failed}); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+
+	_, chunks, err := store.LoadChunks(ctx, ws.ID, agent.ID, "e")
+	if err != nil || len(chunks) != 3 {
+		t.Fatalf("LoadChunks = %d chunks, %v", len(chunks), err)
+	}
+	if !slices.Equal(chunks[0].Chunk.Questions, written.Questions) || chunks[1].Chunk.Questions != nil || chunks[2].Chunk.Questions != nil {
+		t.Fatalf("loaded questions = %q, %q, %q", chunks[0].Chunk.Questions, chunks[1].Chunk.Questions, chunks[2].Chunk.Questions)
+	}
+
+	tests := []struct {
+		name   string
+		ws, by string
+		want   map[string][]string
+	}{
+		{"the same writer", ws.ID, "m/2/q1", map[string][]string{"h-written": written.Questions, "h-none": nil}},
+		{"another writer", ws.ID, "m/3/q1", map[string][]string{}},
+		{"no writer", ws.ID, "", map[string][]string{}},
+		{"another workspace", domain.NewID(domain.PrefixWorkspace), "m/2/q1", map[string][]string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := store.ReuseQuestions(ctx, tc.ws, tc.by, []string{"h-written", "h-none", "h-failed", "h-unknown"})
+			if err != nil || len(got) != len(tc.want) {
+				t.Fatalf("ReuseQuestions = %q, %v; want %q", got, err, tc.want)
+			}
+			for h, qs := range tc.want {
+				if g, ok := got[h]; !ok || !slices.Equal(g, qs) {
+					t.Fatalf("ReuseQuestions[%s] = %q (%v); want %q", h, g, ok, qs)
+				}
+			}
+		})
+	}
+
+	// PostgreSQL's keyword search finds a chunk by a word only its
+	// questions use ("dispatch", "parcels").
+	found, err := store.SearchChunks(ctx, ws.ID, agent.ID, "dispatch parcels", 5)
+	if err != nil || len(found) != 1 || found[0].ID != written.ID {
+		t.Fatalf("SearchChunks by the questions' words = %+v, %v; want the chunk they were written for", found, err)
 	}
 }

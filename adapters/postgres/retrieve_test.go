@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,10 +181,10 @@ func TestRetrieveMapsChunks(t *testing.T) {
 		ID: kb.shipping.ID, SourceID: kb.shipping.ID, SourceType: domain.SourceText,
 		DocumentName: "Shipping", Text: kb.shipping.Content,
 	}
-	if qa != wantQA {
+	if !reflect.DeepEqual(qa, wantQA) {
 		t.Errorf("Q&A chunk = %+v, want %+v", qa, wantQA)
 	}
-	if text != wantText {
+	if !reflect.DeepEqual(text, wantText) {
 		t.Errorf("text chunk = %+v, want %+v", text, wantText)
 	}
 }

@@ -37,6 +37,7 @@ type sourceRow struct {
 	PageCount    int        `gorm:"column:page_count"`
 	ContentHash  string     `gorm:"column:content_hash"`
 	Embedder     string     `gorm:"column:embedder"`
+	QuestionsBy  string     `gorm:"column:questions_by"`
 	Generation   int        `gorm:"column:generation"`
 	IndexedAt    *time.Time `gorm:"column:indexed_at"`
 	CreatedAt    time.Time  `gorm:"column:created_at;autoCreateTime:false"`
@@ -66,6 +67,7 @@ func sourceFromDomain(s *domain.Source) sourceRow {
 		PageCount:    s.PageCount,
 		ContentHash:  s.ContentHash,
 		Embedder:     s.Embedder,
+		QuestionsBy:  s.QuestionsBy,
 		Generation:   s.Generation,
 		IndexedAt:    nullTime(s.IndexedAt),
 		CreatedAt:    dbTime(s.CreatedAt),
@@ -94,6 +96,7 @@ func (r sourceRow) toDomain() (domain.Source, error) {
 		PageCount:    r.PageCount,
 		ContentHash:  r.ContentHash,
 		Embedder:     r.Embedder,
+		QuestionsBy:  r.QuestionsBy,
 		Generation:   r.Generation,
 		IndexedAt:    timeOrZero(r.IndexedAt),
 		CreatedAt:    r.CreatedAt.UTC(),

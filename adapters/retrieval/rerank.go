@@ -632,30 +632,42 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 			s.hits = append(s.hits, hit{pos, k})
 		}
 	})
-	// The chunk's first line repeats its heading path; the document's name
-	// and a Q&A pair's question are titles too.
+	// The chunk's first line repeats its heading path; the document's name,
+	// a Q&A pair's question and the questions written for the chunk at
+	// index time are titles too.
 	heading := c.Text
 	if nl := strings.IndexByte(heading, '\n'); nl >= 0 {
 		heading = heading[:nl]
 	}
-	for _, title := range []string{heading, c.DocumentName, c.Question} {
-		if title == "" {
-			continue
-		}
-		s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32, _ bool) {
-			if t == memindex.NoTerm {
-				return
-			}
-			if k, ok := s.byTerm[t]; ok {
-				s.title[k] = true
-			} else if k, ok := s.bySynonym[t]; ok {
-				s.synonym[k] = true
-			}
-		})
+	for _, title := range [...]string{heading, c.DocumentName, c.Question} {
+		s.readTitle(ix, title)
+	}
+	for _, q := range c.Questions {
+		s.readTitle(ix, q)
 	}
 	if c.Question != "" {
 		s.qa = s.questionOverlap(ix, focus, c.Question)
 	}
+	for _, q := range c.Questions {
+		s.qa = max(s.qa, s.questionOverlap(ix, focus, q))
+	}
+}
+
+// readTitle marks the question words (or their synonyms) a title holds.
+func (s *passageScan) readTitle(ix *memindex.Index, title string) {
+	if title == "" {
+		return
+	}
+	s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32, _ bool) {
+		if t == memindex.NoTerm {
+			return
+		}
+		if k, ok := s.byTerm[t]; ok {
+			s.title[k] = true
+		} else if k, ok := s.bySynonym[t]; ok {
+			s.synonym[k] = true
+		}
+	})
 }
 
 // questionOverlap is the F1 of the question's content words against a Q&A

@@ -10,6 +10,7 @@ package retrieval
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
@@ -214,6 +215,10 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 		title := c.Heading
 		if c.Chunk.Question != "" {
 			title = c.Chunk.Question
+		}
+		if len(c.Chunk.Questions) > 0 {
+			// Questions written for the chunk weigh like its heading.
+			title = title + "\n" + strings.Join(c.Chunk.Questions, "\n")
 		}
 		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Vector: c.Vector}
 		value.add(c.Chunk)

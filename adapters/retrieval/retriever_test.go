@@ -3,6 +3,7 @@ package retrieval_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -252,5 +253,55 @@ func TestPostgresKeywordLeg(t *testing.T) {
 	}
 	if n := r.searches.Load(); n != 3 {
 		t.Fatalf("%d PostgreSQL searches for 3 queries, want 3", n)
+	}
+}
+
+// TestWrittenQuestionsFindTheirChunk: a customer's wording that the
+// passage never uses finds it through the questions written for it at
+// index time, in the keyword leg and the reranker, and answerability
+// counts their words as covered; without them the same question falls
+// back.
+func TestWrittenQuestionsFindTheirChunk(t *testing.T) {
+	t.Parallel()
+	const dispatch = "Orders leave our warehouse within one business day of payment."
+	tests := []struct {
+		name      string
+		questions []string
+		wantFound bool
+	}{
+		{name: "with questions", questions: []string{"How fast do you dispatch parcels?", "When will my order be sent?"}, wantFound: true},
+		{name: "without questions", wantFound: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := &reader{}
+			ret, emb := newRetriever(t, r, retrieval.Options{LoadWait: 5 * time.Second})
+			r.set(1, emb, kb)
+			r.chunks = append(r.chunks, ports.IndexedChunk{
+				Chunk:  domain.Chunk{ID: "dispatch", SourceID: "src_dispatch", SourceType: domain.SourceText, DocumentName: "Orders", Text: dispatch, Questions: tt.questions},
+				Vector: emb.EmbedOne(dispatch),
+			})
+			q := query("how fast do you dispatch parcels", 1, 0.35)
+			got, err := ret.Retrieve(t.Context(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := len(got) > 0 && got[0].ID == "dispatch"
+			if found != tt.wantFound {
+				t.Fatalf("found first: %v, want %v; got %v (verdict %q, answerability %.2f)", found, tt.wantFound, ids(got), q.Trace.Verdict, q.Trace.Answerability)
+			}
+			if !tt.wantFound {
+				return
+			}
+			if !slices.Equal(got[0].Questions, tt.questions) {
+				t.Errorf("returned chunk's questions = %q, want %q", got[0].Questions, tt.questions)
+			}
+			c := q.Trace.Candidates[0]
+			qa := slices.Index(q.Trace.FeatureNames, "qa")
+			if c.ChunkID != "dispatch" || c.KeywordRank != 1 || qa < 0 || c.Features[qa] < 0.5 || len(c.Missing) != 0 {
+				t.Fatalf("trace candidate = %+v, want the chunk first on the keyword leg, its qa feature from the questions, nothing missing", c)
+			}
+		})
 	}
 }

@@ -320,10 +320,44 @@ func indexer(cfg config.Config, s *system, log *slog.Logger) (*knowledge.Indexer
 	if err != nil {
 		return nil, fmt.Errorf("%sCRAWL_*: %v", config.Prefix, err)
 	}
+	questions, err := questionWriter(cfg, s)
+	if err != nil {
+		return nil, err
+	}
 	return knowledge.NewIndexer(knowledge.Deps{
 		Store: s.store, Crawls: s.store, Extractor: ingest.NewExtractor(ingest.ExtractorOptions{}), Chunker: chunker, Web: fetcher,
-		Embedder: s.embedder, Notifier: s.announcer, Clock: s.clock, Log: log.With("component", "indexer"),
-	}, knowledge.Options{CrawlBudget: cfg.CrawlTimeBudget}), nil
+		Embedder: s.embedder, Questions: questions, Notifier: s.announcer, Clock: s.clock, Log: log.With("component", "indexer"),
+	}, knowledge.Options{CrawlBudget: cfg.CrawlTimeBudget, QuestionsPerChunk: cfg.IndexQuestions,
+		QuestionConcurrency: cfg.IndexQuestionsConcurrency}), nil
+}
+
+// questionWriter is the OpenAI-compatible model writing each chunk's
+// questions at index time, counted and traced like the answering models
+// under its own model name; nil unless CONCIERGE_INDEX_QUESTIONS asks for
+// questions (config checked that such a model is configured).
+func questionWriter(cfg config.Config, s *system) (*knowledge.QuestionWriter, error) {
+	if cfg.IndexQuestions == 0 {
+		return nil, nil
+	}
+	model := cfg.IndexQuestionsModel
+	if model == "" {
+		model = cfg.OpenAIModel
+	}
+	var llm ports.LLM
+	llm, err := openai.New(openai.Options{
+		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: model,
+		Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries, Tools: cfg.LLMTools,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%sINDEX_QUESTIONS: %v", config.Prefix, err)
+	}
+	if s.metrics != nil {
+		llm = s.metrics.LLM("openai", model, nil, llm)
+	}
+	if s.traces != nil {
+		llm = s.traces.LLM("openai", model, llm)
+	}
+	return knowledge.NewQuestionWriter(llm, model), nil
 }
 
 // listenForChanges keeps this pod's caches in step with other pods' agent
@@ -570,7 +604,7 @@ func (s *system) workerServer() (*workers.Server, []*workers.Sweeper) {
 			AutoAssign: s.assignments}, s.log)
 	sweepers := []*workers.Sweeper{
 		workers.NewSweeper("inbound events", s.inbound, s.cfg.InboundSweepPeriod, s.log),
-		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.clock), s.cfg.InboundSweepPeriod, s.log),
+		workers.NewSweeper("index jobs", knowledge.NewRequeuer(s.store, s.enqueuer, s.embedder.ID(), s.indexer.QuestionsBy(), s.clock), s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("deliveries", s.deliveries, s.cfg.DeliverySweepPeriod, s.log),
 		workers.NewSweeper("interrupted answers", interruptedAnswers{s.chat}, s.cfg.InboundSweepPeriod, s.log),
 		workers.NewSweeper("ended console sessions and old links", endedAccounts{s.accounts}, accountSweepPeriod, s.log),

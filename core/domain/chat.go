@@ -13,6 +13,10 @@ type Chunk struct {
 	Text         string
 	// Question is set for Q&A sources, whose Text is the answer.
 	Question string
+	// Questions were written by a language model at index time: questions
+	// the chunk answers, which retrieval matches like a title. They are not
+	// knowledge and never go to the model answering.
+	Questions []string
 	// Score ranks chunks of one retrieval, higher is better; scales differ
 	// between retrievers.
 	Score float64

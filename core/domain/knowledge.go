@@ -49,12 +49,22 @@ type StoredChunk struct {
 	ContentHash string
 	// Vector is the L2-normalised embedding; nil when the text embeds to nothing.
 	Vector []float32
+	// Questions are the questions a language model wrote that the chunk
+	// answers, searched along with its heading (see knowledge.QuestionWriter);
+	// none unless the deployment writes them.
+	Questions []string
+	// QuestionsBy names the writer of Questions (IndexResult.QuestionsBy);
+	// "" when none was asked or it failed, so a later indexing asks again.
+	QuestionsBy string
 }
 
 // IndexResult is what indexing a source produced.
 type IndexResult struct {
 	ContentHash string
 	Embedder    string
+	// QuestionsBy names the question writer the chunks were indexed with
+	// (model, questions per chunk, prompt version); "" when none.
+	QuestionsBy string
 	ChunkCount  int
 	TokenCount  int
 	PageCount   int

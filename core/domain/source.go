@@ -73,6 +73,9 @@ type Source struct {
 	// text is not indexed twice.
 	ContentHash string
 	Embedder    string
+	// QuestionsBy names the question writer of the last indexing (see
+	// IndexResult.QuestionsBy); a source indexed by another is indexed again.
+	QuestionsBy string
 	// Generation counts requests to (re)index the source; an index job
 	// carries the generation it was enqueued for and gives way to newer ones.
 	Generation int

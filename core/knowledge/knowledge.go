@@ -80,6 +80,7 @@ type Indexer struct {
 	chunker   ports.Chunker
 	web       ports.WebFetcher
 	embedder  ports.Embedder
+	questions *QuestionWriter
 	notifier  ports.KnowledgeNotifier
 	clock     ports.Clock
 	log       *slog.Logger
@@ -94,6 +95,9 @@ type Deps struct {
 	Chunker   ports.Chunker
 	Web       ports.WebFetcher
 	Embedder  ports.Embedder
+	// Questions writes the questions each chunk answers; nil writes none.
+	// Options.QuestionsPerChunk says how many.
+	Questions *QuestionWriter
 	Notifier  ports.KnowledgeNotifier
 	Clock     ports.Clock
 	Log       *slog.Logger
@@ -109,6 +113,13 @@ type Options struct {
 	CrawlSlice time.Duration
 	// WatchEvery is how often a job checks that its source is still there.
 	WatchEvery time.Duration
+	// QuestionsPerChunk is how many questions Deps.Questions is asked for
+	// per chunk, up to MaxQuestionsPerChunk; 0 writes none.
+	QuestionsPerChunk int
+	// QuestionConcurrency and QuestionBudget bound the writing of one job
+	// (DefaultQuestionConcurrency, DefaultQuestionBudget).
+	QuestionConcurrency int
+	QuestionBudget      time.Duration
 }
 
 // NewIndexer returns an Indexer; every dependency is required.
@@ -126,12 +137,22 @@ func NewIndexer(d Deps, o Options) *Indexer {
 	if o.WatchEvery <= 0 {
 		o.WatchEvery = DefaultWatchEvery
 	}
+	if o.QuestionConcurrency <= 0 {
+		o.QuestionConcurrency = DefaultQuestionConcurrency
+	}
+	if o.QuestionBudget <= 0 {
+		o.QuestionBudget = DefaultQuestionBudget
+	}
+	o.QuestionsPerChunk = min(max(o.QuestionsPerChunk, 0), MaxQuestionsPerChunk)
 	return &Indexer{store: d.Store, crawls: d.Crawls, extractor: d.Extractor, chunker: d.Chunker, web: d.Web, embedder: d.Embedder,
-		notifier: d.Notifier, clock: d.Clock, log: d.Log, opts: o}
+		questions: d.Questions, notifier: d.Notifier, clock: d.Clock, log: d.Log, opts: o}
 }
 
 // EmbedderID names the embedder new vectors come from.
 func (ix *Indexer) EmbedderID() string { return ix.embedder.ID() }
+
+// QuestionsBy names the writer of new chunks' questions, "" when none.
+func (ix *Indexer) QuestionsBy() string { return ix.questionsBy() }
 
 // Index runs one job: it indexes the source if ref.Generation is still the
 // source's generation, and does nothing if the source is gone or a newer
@@ -273,6 +294,7 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 	result := domain.IndexResult{
 		ContentHash: contentHash(src, drafts),
 		Embedder:    ix.embedder.ID(),
+		QuestionsBy: ix.questionsBy(),
 		ChunkCount:  len(drafts),
 		PageCount:   pages,
 		At:          ix.clock.Now(),
@@ -284,14 +306,23 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 	for _, d := range drafts {
 		result.TokenCount += d.Tokens
 	}
-	if result.ContentHash == src.ContentHash && result.Embedder == src.Embedder && src.ChunkCount > 0 {
-		// Identical text, same embedder: what is stored is what we would store.
+	if result.ContentHash == src.ContentHash && result.Embedder == src.Embedder && result.QuestionsBy == src.QuestionsBy &&
+		src.ChunkCount > 0 {
+		// Identical text, same embedder and question writer: what is
+		// stored is what we would store.
 		_, _, err := ix.store.CompleteIndexing(ctx, ref, result, nil)
 		return err
 	}
 	chunks, err := ix.embed(ctx, src, drafts)
 	if err != nil {
 		return err
+	}
+	if result.QuestionsBy != "" {
+		note, err := ix.writeQuestions(ctx, src, chunks)
+		if err != nil {
+			return err
+		}
+		result.Note = strings.TrimSpace(result.Note + " " + note)
 	}
 	change, ok, err := ix.store.CompleteIndexing(ctx, ref, result, chunks)
 	if err != nil || !ok {
@@ -558,17 +589,20 @@ func approxTokens(s string) int {
 const StalledAfter = 2 * time.Minute
 
 // Requeuer re-enqueues index jobs that were lost, and those of sources whose
-// vectors came from another embedder than the current one.
+// vectors came from another embedder than the current one, or whose
+// questions from another writer.
 type Requeuer struct {
-	store    ports.KnowledgeStore
-	jobs     ports.IndexJobs
-	embedder string
-	clock    ports.Clock
+	store       ports.KnowledgeStore
+	jobs        ports.IndexJobs
+	embedder    string
+	questionsBy string
+	clock       ports.Clock
 }
 
-// NewRequeuer returns a Requeuer for the given current embedder id.
-func NewRequeuer(store ports.KnowledgeStore, jobs ports.IndexJobs, embedderID string, clock ports.Clock) *Requeuer {
-	return &Requeuer{store: store, jobs: jobs, embedder: embedderID, clock: clock}
+// NewRequeuer returns a Requeuer for the current embedder id and question
+// writer (Indexer.QuestionsBy, "" when none).
+func NewRequeuer(store ports.KnowledgeStore, jobs ports.IndexJobs, embedderID, questionsBy string, clock ports.Clock) *Requeuer {
+	return &Requeuer{store: store, jobs: jobs, embedder: embedderID, questionsBy: questionsBy, clock: clock}
 }
 
 // RequeueStale enqueues the jobs of stalled sources and of sources to
@@ -579,7 +613,7 @@ func (r *Requeuer) RequeueStale(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	reembed, err := r.store.SourcesEmbeddedOtherwise(ctx, r.embedder, now, 500)
+	reembed, err := r.store.SourcesIndexedOtherwise(ctx, r.embedder, r.questionsBy, now, 500)
 	if err != nil {
 		return 0, err
 	}

@@ -25,6 +25,8 @@ type fakeStore struct {
 	chunks    []domain.StoredChunk
 	completed int
 	known     map[string][]float32
+	// knownQuestions are questions stored by writer, then content hash.
+	knownQuestions map[string]map[string][]string
 }
 
 func (f *fakeStore) SourceForIndexing(_ context.Context, _, id string) (domain.Source, error) {
@@ -58,6 +60,18 @@ func (f *fakeStore) ReuseEmbeddings(_ context.Context, _, _ string, hashes []str
 	return out, nil
 }
 
+func (f *fakeStore) ReuseQuestions(_ context.Context, _, by string, hashes []string) (map[string][]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for _, h := range hashes {
+		if qs, ok := f.knownQuestions[by][h]; ok {
+			out[h] = qs
+		}
+	}
+	return out, nil
+}
+
 func (f *fakeStore) CompleteIndexing(_ context.Context, ref domain.SourceRef, result domain.IndexResult, chunks []domain.StoredChunk) (ports.KnowledgeChange, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -67,6 +81,7 @@ func (f *fakeStore) CompleteIndexing(_ context.Context, ref domain.SourceRef, re
 		f.chunks = chunks
 	}
 	f.src.ContentHash, f.src.Embedder, f.src.ChunkCount = result.ContentHash, result.Embedder, result.ChunkCount
+	f.src.QuestionsBy = result.QuestionsBy
 	return ports.KnowledgeChange{WorkspaceID: ref.WorkspaceID, AgentID: "agt_1", Version: int64(f.completed)}, true, nil
 }
 
@@ -83,7 +98,7 @@ func (f *fakeStore) StalledSources(context.Context, time.Time, int) ([]domain.So
 	return nil, nil
 }
 
-func (f *fakeStore) SourcesEmbeddedOtherwise(context.Context, string, time.Time, int) ([]domain.SourceRef, error) {
+func (f *fakeStore) SourcesIndexedOtherwise(context.Context, string, string, time.Time, int) ([]domain.SourceRef, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return nil, nil

@@ -2,8 +2,11 @@ package knowledge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -22,6 +25,22 @@ const (
 	maxQuestionRunes = 200
 	// questionTokens caps the model's answer; ten short questions fit.
 	questionTokens = 400
+	// questionPromptVersion is part of QuestionWriter.By: a new prompt
+	// writes other questions, so sources are indexed again with it.
+	questionPromptVersion = "q1"
+)
+
+// Defaults of Options' question writing.
+const (
+	// DefaultQuestionConcurrency is how many chunks of one index job are
+	// with the model at once: a provider's latency, not our CPU, bounds
+	// the job, and most providers rate-limit a key well above this.
+	DefaultQuestionConcurrency = 4
+	// DefaultQuestionBudget bounds the time one index job spends writing
+	// questions, leaving the rest of the job's timeout for the rest. A
+	// source too big to finish in it is indexed with the questions written
+	// so far and says so; indexing it again writes the rest.
+	DefaultQuestionBudget = 20 * time.Minute
 )
 
 // questionPrompt asks for the questions a passage answers. The passage
@@ -31,11 +50,10 @@ const questionPrompt = `You help a support assistant find passages. Read the num
 
 // QuestionWriter asks a language model, once per chunk at index time,
 // which questions the chunk answers, so that they can be stored with the
-// chunk and searched along with its text. It is off unless an
-// OpenAI-compatible model is configured and the deployment opts in.
-//
-// Not wired yet: nothing stores or searches the questions (see
-// docs/benchmarks.md, issue 14 round 5).
+// chunk and searched along with its heading: customers ask in their own
+// words, which a passage often does not use. The Indexer uses it when the
+// deployment sets CONCIERGE_INDEX_QUESTIONS (an OpenAI-compatible model is
+// required; the embedded model writes no questions).
 type QuestionWriter struct {
 	llm ports.LLM
 	// model overrides the adapter's model name; "" keeps it.
@@ -46,6 +64,18 @@ type QuestionWriter struct {
 // cheaper model than the one answering customers; "" uses the adapter's.
 func NewQuestionWriter(llm ports.LLM, model string) *QuestionWriter {
 	return &QuestionWriter{llm: llm, model: model}
+}
+
+// By names what this writer writes with n questions per chunk: its model,
+// n and the prompt's version. Chunks store it with their questions, so
+// only the same writer's questions are reused, and sources indexed by
+// another writer are indexed again.
+func (w *QuestionWriter) By(n int) string {
+	model := w.model
+	if model == "" {
+		model = "default"
+	}
+	return fmt.Sprintf("%s/%d/%s", model, n, questionPromptVersion)
 }
 
 // Questions returns at most n distinct questions chunk answers, in the
@@ -107,4 +137,115 @@ func parseQuestions(s string, n int) []string {
 		}
 	}
 	return out
+}
+
+// questionsBy is the writer the indexer's chunks are written by, "" when it
+// writes no questions.
+func (ix *Indexer) questionsBy() string {
+	if ix.questions == nil || ix.opts.QuestionsPerChunk == 0 {
+		return ""
+	}
+	return ix.questions.By(ix.opts.QuestionsPerChunk)
+}
+
+// writeQuestions sets the questions of the chunks that have none yet:
+// those the same writer wrote for the same text anywhere in the workspace
+// are reused, the others are asked for, a few at a time. A Q&A chunk has
+// its question already. Questions are an aid to finding a chunk, never
+// what makes it searchable, so the model failing does not fail the job:
+// the chunks it did not answer for are stored without questions (and
+// without QuestionsBy, so indexing the source again asks for them), and
+// the returned note tells the source's owner. Only the store's errors and
+// the job's own end are returned.
+func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks []domain.StoredChunk) (string, error) {
+	by := ix.questionsBy()
+	var todo []int
+	var hashes []string
+	for i := range chunks {
+		if chunks[i].Question == "" {
+			todo = append(todo, i)
+			hashes = append(hashes, chunks[i].ContentHash)
+		}
+	}
+	if len(todo) == 0 {
+		return "", nil
+	}
+	known, err := ix.store.ReuseQuestions(ctx, src.WorkspaceID, by, hashes)
+	if err != nil {
+		return "", err
+	}
+	ask := todo[:0:0]
+	for _, i := range todo {
+		if qs, ok := known[chunks[i].ContentHash]; ok {
+			chunks[i].Questions, chunks[i].QuestionsBy = qs, by
+			continue
+		}
+		ask = append(ask, i)
+	}
+	if len(ask) == 0 {
+		return "", nil
+	}
+	// The budget ends the writing, not the job: asking stops and the
+	// chunks not reached go without questions.
+	writing, cancel := context.WithTimeout(ctx, ix.opts.QuestionBudget)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		failures int
+		lastErr  error
+	)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(ix.opts.QuestionConcurrency, len(ask)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				c := chunks[i]
+				qs, err := ix.questions.Questions(writing, domain.Chunk{ID: c.ID, SourceID: src.ID, DocumentName: src.Name, Text: c.Text}, ix.opts.QuestionsPerChunk)
+				if err != nil {
+					mu.Lock()
+					failures++
+					lastErr = err
+					mu.Unlock()
+					continue
+				}
+				// Each goroutine writes only its own chunks' fields.
+				chunks[i].Questions, chunks[i].QuestionsBy = qs, by
+			}
+		}()
+	}
+feed:
+	for _, i := range ask {
+		select {
+		case next <- i:
+		case <-writing.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return "", context.Cause(ctx)
+	}
+	missing := 0
+	for _, i := range ask {
+		if chunks[i].QuestionsBy == "" {
+			missing++
+		}
+	}
+	if missing == 0 {
+		return "", nil
+	}
+	why := "the time for writing them ran out"
+	if failures > 0 && writing.Err() == nil {
+		cause := lastErr // the model's error, without the chunk's id
+		if inner := errors.Unwrap(lastErr); inner != nil {
+			cause = inner
+		}
+		why = "the model failed: " + truncateUTF8(cause.Error(), 200)
+		ix.log.WarnContext(ctx, "writing chunk questions", "source_id", src.ID, "chunks", len(ask), "failed", failures, "error", lastErr)
+	}
+	return fmt.Sprintf("questions were written for %d of the %d chunks (%s); they are found by their text alone, and indexing the source again writes the rest",
+		len(todo)-missing, len(todo), why), nil
 }

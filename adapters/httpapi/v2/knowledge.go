@@ -24,8 +24,11 @@ type retrievedChunkDTO struct {
 	DocumentName string  `json:"documentName"`
 	URL          *string `json:"url"`
 	Question     *string `json:"question"`
-	Text         string  `json:"text"`
-	Score        float64 `json:"score"`
+	// Questions were written for the chunk at index time
+	// (CONCIERGE_INDEX_QUESTIONS); empty when none.
+	Questions []string `json:"questions"`
+	Text      string   `json:"text"`
+	Score     float64  `json:"score"`
 }
 
 type traceCandidateDTO struct {
@@ -140,7 +143,7 @@ func (h *ChatHandlers) Retrieve(c *fiber.Ctx) error {
 	for i, ch := range chunks {
 		out.Results[i] = retrievedChunkDTO{ChunkID: ch.ID, SourceID: ch.SourceID, SourceType: string(ch.SourceType),
 			DocumentName: ch.DocumentName, URL: wire.OptionalString(ch.URL), Question: wire.OptionalString(ch.Question),
-			Text: ch.Text, Score: ch.Score}
+			Questions: nonNil(ch.Questions), Text: ch.Text, Score: ch.Score}
 	}
 	return c.JSON(out)
 }

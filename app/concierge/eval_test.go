@@ -128,8 +128,19 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 		}
 		name := filepath.Base(f)
 		for _, d := range chunker.Chunk(domain.Document{Title: name, Text: string(text)}) {
-			docs = append(docs, memindex.Doc{Title: d.Heading, Text: d.Text, Vector: emb.EmbedOne(d.Text)})
-			c.chunks = append(c.chunks, domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name, Text: d.Text})
+			chunk := domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name, Text: d.Text}
+			title := d.Heading
+			if os.Getenv("EVAL_TUNING_QUESTIONS") != "" {
+				// The questions written for a chunk at index time, as the
+				// retriever titles them, stood in for by customers' own:
+				// the tuning half's questions whose evidence the chunk holds.
+				chunk.Questions = tuningQuestionsFor(set, name, d.Text)
+				if len(chunk.Questions) > 0 {
+					title += "\n" + strings.Join(chunk.Questions, "\n")
+				}
+			}
+			docs = append(docs, memindex.Doc{Title: title, Text: d.Text, Vector: emb.EmbedOne(d.Text)})
+			c.chunks = append(c.chunks, chunk)
 		}
 		c.plain.addFile(name, string(text))
 	}
@@ -138,6 +149,28 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 	}
 	c.plain.finish()
 	return c
+}
+
+// tuningQuestionsFor returns the tuning half's answerable questions that
+// name page as an answer and whose evidence phrase text holds: a proxy,
+// written by customers rather than a model, for the questions
+// CONCIERGE_INDEX_QUESTIONS writes for a chunk (EVAL_TUNING_QUESTIONS=1;
+// only held-out figures mean anything then).
+func tuningQuestionsFor(set *evalSet, page, text string) []string {
+	var out []string
+	lower := strings.ToLower(text)
+	for _, q := range set.Answerable {
+		if q.Split != splitTuning || !slices.Contains(q.Sources, page) {
+			continue
+		}
+		for _, e := range q.Evidence {
+			if strings.Contains(lower, strings.ToLower(e)) {
+				out = append(out, q.Question)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // ranking returns the source files of the first 10 results of a method.

@@ -318,11 +318,17 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 		return err
 	}
 	if result.QuestionsBy != "" {
-		note, err := ix.writeQuestions(ctx, src, chunks)
+		note, complete, err := ix.writeQuestions(ctx, src, chunks)
 		if err != nil {
 			return err
 		}
 		result.Note = strings.TrimSpace(result.Note + " " + note)
+		if !complete {
+			// Some chunks have no questions yet: recording no content
+			// hash keeps the next indexing of the same text from being
+			// skipped, so it writes them (reusing the others').
+			result.ContentHash = ""
+		}
 	}
 	change, ok, err := ix.store.CompleteIndexing(ctx, ref, result, chunks)
 	if err != nil || !ok {

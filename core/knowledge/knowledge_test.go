@@ -80,6 +80,17 @@ func (f *fakeStore) CompleteIndexing(_ context.Context, ref domain.SourceRef, re
 	if chunks != nil {
 		f.chunks = chunks
 	}
+	for _, c := range chunks {
+		if c.QuestionsBy != "" {
+			if f.knownQuestions == nil {
+				f.knownQuestions = map[string]map[string][]string{}
+			}
+			if f.knownQuestions[c.QuestionsBy] == nil {
+				f.knownQuestions[c.QuestionsBy] = map[string][]string{}
+			}
+			f.knownQuestions[c.QuestionsBy][c.ContentHash] = c.Questions
+		}
+	}
 	f.src.ContentHash, f.src.Embedder, f.src.ChunkCount = result.ContentHash, result.Embedder, result.ChunkCount
 	f.src.QuestionsBy = result.QuestionsBy
 	return ports.KnowledgeChange{WorkspaceID: ref.WorkspaceID, AgentID: "agt_1", Version: int64(f.completed)}, true, nil

@@ -155,9 +155,9 @@ func (ix *Indexer) questionsBy() string {
 // what makes it searchable, so the model failing does not fail the job:
 // the chunks it did not answer for are stored without questions (and
 // without QuestionsBy, so indexing the source again asks for them), and
-// the returned note tells the source's owner. Only the store's errors and
-// the job's own end are returned.
-func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks []domain.StoredChunk) (string, error) {
+// the returned note tells the source's owner; complete is false then.
+// Only the store's errors and the job's own end are returned.
+func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks []domain.StoredChunk) (note string, complete bool, err error) {
 	by := ix.questionsBy()
 	var todo []int
 	var hashes []string
@@ -168,11 +168,11 @@ func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks
 		}
 	}
 	if len(todo) == 0 {
-		return "", nil
+		return "", true, nil
 	}
 	known, err := ix.store.ReuseQuestions(ctx, src.WorkspaceID, by, hashes)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	ask := todo[:0:0]
 	for _, i := range todo {
@@ -183,7 +183,7 @@ func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks
 		ask = append(ask, i)
 	}
 	if len(ask) == 0 {
-		return "", nil
+		return "", true, nil
 	}
 	// The budget ends the writing, not the job: asking stops and the
 	// chunks not reached go without questions.
@@ -226,7 +226,7 @@ feed:
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return "", context.Cause(ctx)
+		return "", false, context.Cause(ctx)
 	}
 	missing := 0
 	for _, i := range ask {
@@ -235,7 +235,7 @@ feed:
 		}
 	}
 	if missing == 0 {
-		return "", nil
+		return "", true, nil
 	}
 	why := "the time for writing them ran out"
 	if failures > 0 && writing.Err() == nil {
@@ -247,5 +247,5 @@ feed:
 		ix.log.WarnContext(ctx, "writing chunk questions", "source_id", src.ID, "chunks", len(ask), "failed", failures, "error", lastErr)
 	}
 	return fmt.Sprintf("questions were written for %d of the %d chunks (%s); they are found by their text alone, and indexing the source again writes the rest",
-		len(todo)-missing, len(todo), why), nil
+		len(todo)-missing, len(todo), why), false, nil
 }

@@ -74,6 +74,9 @@ func TestIndexWritesQuestions(t *testing.T) {
 		wantBy        []string   // per chunk
 		wantSourceBy  string
 		wantNote      string
+		// wantNoHash: the source records no content hash, so indexing the
+		// same text again is not skipped and writes the missing questions.
+		wantNoHash bool
 	}{
 		{name: "every chunk gets its questions", src: text(), perChunk: 2, llm: &questionLLM{},
 			wantCalls:     3,
@@ -98,11 +101,11 @@ func TestIndexWritesQuestions(t *testing.T) {
 			llm:           &questionLLM{errs: map[string]error{"Shipping is free.": domain.Unavailable("model", fmt.Errorf("503 Service Unavailable"))}},
 			wantCalls:     3,
 			wantQuestions: [][]string{written("Refunds"), nil, written("Returns")},
-			wantBy:        []string{by, "", by}, wantSourceBy: by,
+			wantBy:        []string{by, "", by}, wantSourceBy: by, wantNoHash: true,
 			wantNote: "questions were written for 2 of the 3 chunks (the model failed: model: unavailable: 503 Service Unavailable); " +
 				"they are found by their text alone, and indexing the source again writes the rest"},
 		{name: "the budget ends the writing, not the job", src: text(), perChunk: 2, llm: &questionLLM{block: true}, budget: 20 * time.Millisecond,
-			wantQuestions: [][]string{nil, nil, nil}, wantBy: []string{"", "", ""}, wantSourceBy: by,
+			wantQuestions: [][]string{nil, nil, nil}, wantBy: []string{"", "", ""}, wantSourceBy: by, wantNoHash: true,
 			wantNote: "questions were written for 0 of the 3 chunks (the time for writing them ran out); " +
 				"they are found by their text alone, and indexing the source again writes the rest"},
 		{name: "identical text written by another writer is indexed again", src: text(), perChunk: 2, llm: &questionLLM{},
@@ -134,6 +137,9 @@ func TestIndexWritesQuestions(t *testing.T) {
 			if status != domain.SourceReady || reason != tt.wantNote {
 				t.Fatalf("status %s, reason %q; want READY, %q", status, reason, tt.wantNote)
 			}
+			if (store.src.ContentHash == "") != tt.wantNoHash {
+				t.Errorf("source's content hash = %q, want none: %v", store.src.ContentHash, tt.wantNoHash)
+			}
 			if store.src.QuestionsBy != tt.wantSourceBy {
 				t.Errorf("source's QuestionsBy = %q, want %q", store.src.QuestionsBy, tt.wantSourceBy)
 			}
@@ -152,6 +158,42 @@ func TestIndexWritesQuestions(t *testing.T) {
 				t.Errorf("%d chunks were with the model at once, more than the concurrency of 2", tt.llm.most)
 			}
 		})
+	}
+}
+
+// TestIndexingAgainWritesTheMissingQuestions: after the model failed for a
+// chunk, indexing the same text again is not skipped and asks only for that
+// chunk, reusing the others' questions.
+func TestIndexingAgainWritesTheMissingQuestions(t *testing.T) {
+	store := &fakeStore{src: &domain.Source{ID: "src_1", WorkspaceID: "ws_1", AgentID: "agt_1", Type: domain.SourceText, Name: "Guide",
+		Content: "Refunds take five days.\nShipping is free."}}
+	llm := &questionLLM{errs: map[string]error{"Shipping is free.": domain.Unavailable("model", fmt.Errorf("503"))}}
+	ix := NewIndexer(Deps{Store: store, Crawls: &fakeCrawlLog{}, Extractor: fakeExtractor{}, Chunker: lineChunker{}, Web: fakeWeb{},
+		Embedder: &fakeEmbedder{}, Questions: NewQuestionWriter(llm, "small"), Notifier: &fakeNotifier{}, Clock: fixedClock{},
+		Log: slog.New(slog.DiscardHandler)}, Options{QuestionsPerChunk: 2})
+	ref := domain.SourceRef{WorkspaceID: "ws_1", SourceID: "src_1"}
+	if err := ix.Index(t.Context(), ref, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, reason := store.state(); !strings.HasPrefix(reason, "questions were written for 1 of the 2 chunks") {
+		t.Fatalf("first indexing's reason = %q", reason)
+	}
+	llm.mu.Lock()
+	llm.errs = nil
+	llm.mu.Unlock()
+	if err := ix.Index(t.Context(), ref, false); err != nil {
+		t.Fatal(err)
+	}
+	if status, reason := store.state(); status != domain.SourceReady || reason != "" || store.src.ContentHash == "" {
+		t.Fatalf("second indexing: %s %q, content hash %q; want READY without a note, with its hash", status, reason, store.src.ContentHash)
+	}
+	if llm.calls != 3 {
+		t.Fatalf("the model was asked %d times in all, want 3 (two chunks, then only the one it failed for)", llm.calls)
+	}
+	for _, c := range store.chunks {
+		if len(c.Questions) != 2 || c.QuestionsBy != "small/2/q1" {
+			t.Errorf("chunk %q: questions %q by %q", c.Text, c.Questions, c.QuestionsBy)
+		}
 	}
 }
 

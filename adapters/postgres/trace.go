@@ -52,8 +52,10 @@ type candidateJSON struct {
 	Relevance    float64   `json:"relevance,omitempty"`
 	Features     []float64 `json:"features,omitempty"`
 	Missing      []string  `json:"missing,omitempty"`
-	Kept         bool      `json:"kept"`
-	Reason       string    `json:"reason"`
+	// MatchedQuestion: traces stored before it have none.
+	MatchedQuestion string `json:"matchedQuestion,omitempty"`
+	Kept            bool   `json:"kept"`
+	Reason          string `json:"reason"`
 }
 
 // encodeTrace writes t as traceJSON, without reflection and with its
@@ -169,6 +171,10 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 			b = append(b, ']')
 		}
 		b = appendJSONStrings(b, "missing", c.Missing)
+		if c.MatchedQuestion != "" {
+			b = append(b, `,"matchedQuestion":`...)
+			b = appendJSONString(b, c.MatchedQuestion)
+		}
 		b = append(b, `,"kept":`...)
 		b = strconv.AppendBool(b, c.Kept)
 		b = append(b, `,"reason":`...)

@@ -51,7 +51,7 @@ func TestEncodeTrace(t *testing.T) {
 			Missing: []string{"canada"}, Answerability: 0.21, Verdict: domain.VerdictNotAnswerable, FeatureNames: []string{"coverage", "window"},
 			Candidates: []domain.TraceCandidate{
 				{ChunkID: "chk_1", KeywordRank: 1, Score: 3.25, Relevance: 0.4123456789, Features: []float64{0.5, 0.25}, Missing: []string{"canada", "\"x\""}, Reason: domain.TraceNotAnswerable},
-				{ChunkID: "chk_2", Score: -1.5, Relevance: 0.01, Features: []float64{0, 1e-9}, Reason: domain.TraceNotAnswerable},
+				{ChunkID: "chk_2", Score: -1.5, Relevance: 0.01, Features: []float64{0, 1e-9}, MatchedQuestion: "Do you ship \"abroad\"?", Reason: domain.TraceNotAnswerable},
 			}}},
 		{"follow-up", domain.RetrievalTrace{Question: "and how much is express?", Query: "and how much is express?\nHow long does standard delivery take?",
 			QueryNote: "follow-up: the query adds the conversation's previous question", Method: "hybrid", TopK: 5}},

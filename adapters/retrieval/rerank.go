@@ -232,6 +232,8 @@ type Judged struct {
 	// for a kind (money, a size, a duration), a number of that kind
 	// anywhere in it, which is read for the best candidate only.
 	missingName, noNumber bool
+	// question is the chunk's written question nearest the visitor's.
+	question string
 }
 
 // Judgement is a reranked candidate list with the question's analysis.
@@ -511,6 +513,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featWindow] = s.window(focus) / total
 			f[featPairs] = s.pairs(len(focus))
 			f[featQa] = s.qa
+			jd.question = s.question
 			f[featMissingTop] = missingTop / heaviest
 			f[featMissingKnowledge] = unknown / total
 			jd.noNumber = wantsNumber && kind == anyQuantity && !s.numberNear()
@@ -582,8 +585,10 @@ type passageScan struct {
 	hits    []hit
 	numbers []int
 	qa      float64
-	buf     []byte
-	byTerm  map[int32]int
+	// question is the written question that gave qa, "" for none.
+	question string
+	buf      []byte
+	byTerm   map[int32]int
 	// bySynonym maps the terms of synonyms to their question word.
 	bySynonym map[int32]int
 }
@@ -648,9 +653,14 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 	if c.Question != "" {
 		s.qa = s.questionOverlap(ix, focus, c.Question)
 	}
+	s.question = ""
+	best := 0.0
 	for _, q := range c.Questions {
-		s.qa = max(s.qa, s.questionOverlap(ix, focus, q))
+		if o := s.questionOverlap(ix, focus, q); o > best {
+			best, s.question = o, q
+		}
 	}
+	s.qa = max(s.qa, best)
 }
 
 // readTitle marks the question words (or their synonyms) a title holds.
@@ -850,7 +860,7 @@ func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.C
 		t.Candidates = append(t.Candidates, domain.TraceCandidate{ChunkID: m.ID, SourceID: m.SourceID, DocumentName: m.DocumentName,
 			KeywordRank: c.KeywordRank, KeywordScore: c.KeywordScore, VectorRank: c.VectorRank, VectorScore: c.VectorScore,
 			Score: c.Score, Relevance: c.Relevance, Missing: c.Missing, Features: slices.Clone(c.Features[:]),
-			Kept: why[i] == domain.TraceKept, Reason: why[i]})
+			MatchedQuestion: c.question, Kept: why[i] == domain.TraceKept, Reason: why[i]})
 	}
 	return t
 }

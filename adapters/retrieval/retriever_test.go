@@ -299,8 +299,14 @@ func TestWrittenQuestionsFindTheirChunk(t *testing.T) {
 			}
 			c := q.Trace.Candidates[0]
 			qa := slices.Index(q.Trace.FeatureNames, "qa")
-			if c.ChunkID != "dispatch" || c.KeywordRank != 1 || qa < 0 || c.Features[qa] < 0.5 || len(c.Missing) != 0 {
-				t.Fatalf("trace candidate = %+v, want the chunk first on the keyword leg, its qa feature from the questions, nothing missing", c)
+			if c.ChunkID != "dispatch" || c.KeywordRank != 1 || qa < 0 || c.Features[qa] < 0.5 || len(c.Missing) != 0 ||
+				c.MatchedQuestion != "How fast do you dispatch parcels?" {
+				t.Fatalf("trace candidate = %+v, want the chunk first on the keyword leg, its qa feature and matched question from the questions, nothing missing", c)
+			}
+			for _, other := range q.Trace.Candidates[1:] {
+				if other.MatchedQuestion != "" {
+					t.Errorf("candidate %s without questions has matched question %q", other.ChunkID, other.MatchedQuestion)
+				}
 			}
 		})
 	}

@@ -61,7 +61,12 @@ func TestIndexTimeQuestions(t *testing.T) {
 			DocumentName string
 			Questions    []string
 		}
-		Trace struct{ Verdict string }
+		Trace struct {
+			Candidates []struct {
+				DocumentName    string
+				MatchedQuestion *string
+			}
+		}
 	}
 	r.decode(t, &out)
 	if len(out.Results) == 0 || out.Results[0].DocumentName != "Orders" {
@@ -70,9 +75,16 @@ func TestIndexTimeQuestions(t *testing.T) {
 	if want := []string{"How fast do you dispatch parcels?", "When will my order be sent?"}; !slices.Equal(out.Results[0].Questions, want) {
 		t.Fatalf("questions = %q, want %q", out.Results[0].Questions, want)
 	}
+	if c := out.Trace.Candidates; len(c) == 0 || c[0].MatchedQuestion == nil || *c[0].MatchedQuestion != "How fast do you dispatch parcels?" {
+		t.Fatalf("trace candidates = %s, want the first naming the question it was found by", r.Body)
+	}
 	r = s.do("POST", "/api/v2/agents/support/retrieve", map[string]any{"query": "return an unused item"}, tn.auth())
 	s.mustStatus(r, 200)
+	out.Results, out.Trace.Candidates = nil, nil
 	r.decode(t, &out)
+	if c := out.Trace.Candidates; len(c) == 0 || c[0].MatchedQuestion != nil {
+		t.Fatalf("trace candidates = %s, want a null matchedQuestion for a chunk without questions", r.Body)
+	}
 	if len(out.Results) == 0 || out.Results[0].DocumentName != "Returns" || out.Results[0].Questions == nil || len(out.Results[0].Questions) != 0 {
 		t.Fatalf("retrieve found %+v, want Returns first with an empty questions list: %s", out.Results, r.Body)
 	}

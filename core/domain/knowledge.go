@@ -152,7 +152,11 @@ type TraceCandidate struct {
 	Features  []float64
 	// Missing are the question's specific words the passage lacks.
 	Missing []string
-	Kept    bool
+	// MatchedQuestion is the question written for the chunk at index time
+	// (Chunk.Questions) that shares most of the visitor's words, "" when
+	// none shares any: why a passage in other words was found.
+	MatchedQuestion string
+	Kept            bool
 	// Reason says why the chunk was kept or dropped.
 	Reason string
 }

@@ -45,7 +45,7 @@ func (h *harness) seedConversations(t testing.TB) {
 				FeatureNames: []string{"coverage", "proximity"},
 				Candidates: []domain.TraceCandidate{
 					{DocumentName: "Refund policy", KeywordRank: 1, KeywordScore: 0.5, VectorRank: 2, VectorScore: 0.7, Score: 2.5, Relevance: 0.91,
-						Features: []float64{0.75, 0.5}, Kept: true, Reason: domain.TraceKept},
+						Features: []float64{0.75, 0.5}, MatchedQuestion: "How long until my money is back?", Kept: true, Reason: domain.TraceKept},
 					{DocumentName: "Shipping times", VectorRank: 1, VectorScore: 0.6, Relevance: 0.12, Missing: []string{"refunds"}, Reason: domain.TraceFarBelowBest},
 				}}},
 		domain.Message{Role: domain.RoleUser, Content: "What about a quokka?"},
@@ -178,7 +178,9 @@ func TestTranscript(t *testing.T) {
 		`<details class="trace">`, "Why this answer (retrieval trace): " + domain.VerdictAnswer,
 		"How do refunds work? shipping", "widened with 1 earlier question", "87%", "least chance the agent answers with: 35%",
 		"<td>quokka</td><td>1.000</td><td>in no passage</td>", "Missing from the best passage</dt><dd>quokka</dd>",
-		"Passages considered (2, 1 kept)", "<td>91%</td>", domain.TraceKept, domain.TraceFarBelowBest, "<td>12%</td>",
+		"Passages considered (2, 1 kept)", "<td>91%</td>",
+		`<td class="wrap">Refund policy<br><span class="hint">found by its written question “How long until my money is back?”</span></td>`,
+		`<td class="wrap">Shipping times</td>`, domain.TraceKept, domain.TraceFarBelowBest, "<td>12%</td>",
 		"score 2.500; keyword search: rank 1 (0.500); meaning search: rank 2 (0.700); coverage 0.750; proximity 0.500",
 		"score 0.000; keyword search: not found; meaning search: rank 1 (0.600)</td>",
 		// The fallback answer searched nothing: said so, not hidden.
@@ -511,7 +513,7 @@ func TestConversationsEscapeUserInput(t *testing.T) {
 			Feedback:  &domain.Feedback{Rating: domain.RatingDown, Comment: x},
 			Trace: &domain.RetrievalTrace{Question: x, Query: x + "!", QueryNote: x, Method: x, Note: x, Verdict: x,
 				Focus: []domain.FocusTerm{{Word: x}}, Missing: []string{x}, FeatureNames: []string{x},
-				Candidates: []domain.TraceCandidate{{DocumentName: x, Reason: x, Missing: []string{x}, Features: []float64{1}}}}},
+				Candidates: []domain.TraceCandidate{{DocumentName: x, Reason: x, Missing: []string{x}, MatchedQuestion: x, Features: []float64{1}}}}},
 		domain.Message{Role: domain.RoleHuman, Content: x, AuthorName: x},
 		domain.Message{Role: domain.RoleSystem, Content: x},
 	)

@@ -507,6 +507,7 @@ var text = map[string]string{
 	"trace.candidates":                    "Passages considered (%d, %d kept)",
 	"trace.cand.rank":                     "#",
 	"trace.cand.doc":                      "Document",
+	"trace.cand.matched":                  "found by its written question “%s”",
 	"trace.cand.relevance":                "Relevance",
 	"trace.cand.outcome":                  "Kept or dropped, and why",
 	"trace.cand.scores":                   "Scores",

@@ -45,8 +45,10 @@ type traceCandidateDTO struct {
 	Relevance *float64           `json:"relevance"`
 	Features  map[string]float64 `json:"features"`
 	Missing   []string           `json:"missing"`
-	Kept      bool               `json:"kept"`
-	Reason    string             `json:"reason"`
+	// MatchedQuestion: see domain.TraceCandidate; null when none.
+	MatchedQuestion *string `json:"matchedQuestion"`
+	Kept            bool    `json:"kept"`
+	Reason          string  `json:"reason"`
 }
 
 type focusTermDTO struct {
@@ -108,7 +110,7 @@ func toTraceDTO(t domain.RetrievalTrace) traceDTO {
 	for i, c := range t.Candidates {
 		cd := traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,
 			KeywordRank: rank(c.KeywordRank), KeywordScore: c.KeywordScore, VectorRank: rank(c.VectorRank), VectorScore: c.VectorScore,
-			Score: c.Score, Missing: nonNil(c.Missing), Kept: c.Kept, Reason: c.Reason}
+			Score: c.Score, Missing: nonNil(c.Missing), MatchedQuestion: wire.OptionalString(c.MatchedQuestion), Kept: c.Kept, Reason: c.Reason}
 		if reranked {
 			relevance := c.Relevance
 			cd.Relevance = &relevance

@@ -6,7 +6,8 @@ metrics={}
 for f in sorted(glob.glob(d+'/*.txt')):
     v,r,_=f.split('/')[-1].split('.')
     for line in open(f):
-        m=re.match(r'^(Benchmark\w+)-\d+\s+\d+\s+\d+ ns/op\s+(.*)$',line)
+        # Sub-benchmarks too: BenchmarkRetrieval/chunks=100000-2.
+        m=re.match(r'^(Benchmark[\w/=.,]+)-\d+\s+\d+\s+\d+ ns/op\s+(.*)$',line)
         if not m: continue
         name=m.group(1).replace('Benchmark','')
         parts=m.group(2).split()
@@ -15,6 +16,8 @@ for f in sorted(glob.glob(d+'/*.txt')):
 keys=[('ChatFirstToken','p50-ms/1-streams'),('ChatFirstToken','p99-ms/1-streams'),('ChatFirstToken','p50-ms/100-streams'),('ChatFirstToken','p99-ms/100-streams'),
  ('ChatThroughput','chats/s'),('ChatThroughput','%-of-baseline'),('ConversationList','req/s'),('ConversationList','%-of-baseline'),('ConversationList','p99-ms'),
  ('Relay','relay-p50-ms'),('Relay','relay-p99-ms'),('Relay','heap-KiB/stream'),('Relay','rss-KiB/stream')]
+# The known metrics in their usual order, then any other benchmark's.
+keys+=sorted(k for k in metrics if k not in keys)
 print('| benchmark | metric | old rounds | old median | new rounds | new median | new/old |')
 print('|---|---|---|---|---|---|---|')
 for k in keys:

@@ -250,9 +250,11 @@ func TestDeliveriesSurviveKilledWorkers(t *testing.T) {
 
 	// Chaos: start a worker, let it run 0.3 to 1.2 s, then SIGKILL it the
 	// moment the receiver is busy with one of its deliveries (or after at
-	// most another 3 s: on a loaded machine a fresh worker takes a while to
-	// pick its first delivery up), and restart it; then one last worker
-	// that is left to finish.
+	// most another 10 s: on a loaded machine a fresh worker built with the
+	// race detector takes seconds to start and pick its first delivery up;
+	// 3 s was not always enough), and restart it; then one last worker
+	// that is left to finish. On a quiet machine the wait ends within a
+	// second.
 	const kills = 5
 	output := &syncBuffer{}
 	workerEnv := map[string]string{"CONCIERGE_LOG_LEVEL": "debug"}
@@ -271,7 +273,7 @@ func TestDeliveriesSurviveKilledWorkers(t *testing.T) {
 		for range kills {
 			p := startWorkerProcess(t, workerEnv, output)
 			time.Sleep(300*time.Millisecond + time.Duration(rng.IntN(900))*time.Millisecond)
-			for wait := time.Now().Add(3 * time.Second); receiver.busy() == 0 && time.Now().Before(wait); {
+			for wait := time.Now().Add(10 * time.Second); receiver.busy() == 0 && time.Now().Before(wait); {
 				time.Sleep(time.Millisecond)
 			}
 			busyAtKills = append(busyAtKills, receiver.busy())

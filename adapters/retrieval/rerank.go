@@ -588,7 +588,10 @@ type passageScan struct {
 	// question is the written question that gave qa, "" for none.
 	question string
 	buf      []byte
-	byTerm   map[int32]int
+	// seen is questionOverlap's set of a question's terms, reused: a chunk
+	// may carry several written questions, read for every candidate.
+	seen   map[int32]bool
+	byTerm map[int32]int
 	// bySynonym maps the terms of synonyms to their question word.
 	bySynonym map[int32]int
 }
@@ -600,7 +603,7 @@ type hit struct {
 
 func newPassageScan(n int) *passageScan {
 	return &passageScan{body: make([]bool, n), title: make([]bool, n), synonym: make([]bool, n),
-		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n)}
+		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n), seen: make(map[int32]bool)}
 }
 
 func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
@@ -684,7 +687,8 @@ func (s *passageScan) readTitle(ix *memindex.Index, title string) {
 // pair's question: how nearly the visitor asked the stored question.
 func (s *passageScan) questionOverlap(ix *memindex.Index, focus []FocusWord, question string) float64 {
 	var theirs, shared int
-	seen := map[int32]bool{}
+	seen := s.seen
+	clear(seen)
 	s.buf = ix.EachTerm(question, s.buf, func(_ int, t int32, _ bool) {
 		if t == memindex.NoTerm || seen[t] {
 			return

@@ -343,14 +343,11 @@ func questionWriter(cfg config.Config, s *system) (*knowledge.QuestionWriter, er
 	if model == "" {
 		model = cfg.OpenAIModel
 	}
-	var llm ports.LLM
-	llm, err := openai.New(openai.Options{
-		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: model,
-		Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries, Tools: cfg.LLMTools,
-	})
+	m, err := openai.New(openAIOptions(cfg, model))
 	if err != nil {
 		return nil, fmt.Errorf("%sINDEX_QUESTIONS: %v", config.Prefix, err)
 	}
+	var llm ports.LLM = m
 	if s.metrics != nil {
 		llm = s.metrics.LLM("openai", model, nil, llm)
 	}
@@ -417,16 +414,21 @@ func (a *announcer) AgentChanged(ctx context.Context, workspaceID, agentID strin
 func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LLM, error) {
 	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay, Related: syn.Of})}
 	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
-		m, err := openai.New(openai.Options{
-			BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.OpenAIModel,
-			Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries, Tools: cfg.LLMTools,
-		})
+		m, err := openai.New(openAIOptions(cfg, cfg.OpenAIModel))
 		if err != nil {
 			return nil, fmt.Errorf("%sOPENAI_*: %v", config.Prefix, err)
 		}
 		models["openai"] = m
 	}
 	return models, nil
+}
+
+// openAIOptions are the OpenAI-compatible server's settings, asking model.
+func openAIOptions(cfg config.Config, model string) openai.Options {
+	return openai.Options{
+		BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: model,
+		Timeout: cfg.OpenAITimeout, MaxRetries: cfg.OpenAIMaxRetries, Tools: cfg.LLMTools,
+	}
 }
 
 // observedModels wraps every model adapter so its calls are counted: the

@@ -151,8 +151,14 @@ func NewIndexer(d Deps, o Options) *Indexer {
 // EmbedderID names the embedder new vectors come from.
 func (ix *Indexer) EmbedderID() string { return ix.embedder.ID() }
 
-// QuestionsBy names the writer of new chunks' questions, "" when none.
-func (ix *Indexer) QuestionsBy() string { return ix.questionsBy() }
+// QuestionsBy names the writer of new chunks' questions, "" when the
+// indexer writes none.
+func (ix *Indexer) QuestionsBy() string {
+	if ix.questions == nil || ix.opts.QuestionsPerChunk == 0 {
+		return ""
+	}
+	return ix.questions.By(ix.opts.QuestionsPerChunk)
+}
 
 // Index runs one job: it indexes the source if ref.Generation is still the
 // source's generation, and does nothing if the source is gone or a newer
@@ -294,7 +300,7 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 	result := domain.IndexResult{
 		ContentHash: contentHash(src, drafts),
 		Embedder:    ix.embedder.ID(),
-		QuestionsBy: ix.questionsBy(),
+		QuestionsBy: ix.QuestionsBy(),
 		ChunkCount:  len(drafts),
 		PageCount:   pages,
 		At:          ix.clock.Now(),
@@ -318,7 +324,7 @@ func (ix *Indexer) index(ctx context.Context, ref domain.SourceRef, src domain.S
 		return err
 	}
 	if result.QuestionsBy != "" {
-		note, complete, err := ix.writeQuestions(ctx, src, chunks)
+		note, complete, err := ix.writeQuestions(ctx, src, chunks, result.QuestionsBy)
 		if err != nil {
 			return err
 		}

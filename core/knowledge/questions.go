@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/conciergehq/concierge/core/domain"
 	"github.com/conciergehq/concierge/ports"
 )
@@ -139,15 +141,6 @@ func parseQuestions(s string, n int) []string {
 	return out
 }
 
-// questionsBy is the writer the indexer's chunks are written by, "" when it
-// writes no questions.
-func (ix *Indexer) questionsBy() string {
-	if ix.questions == nil || ix.opts.QuestionsPerChunk == 0 {
-		return ""
-	}
-	return ix.questions.By(ix.opts.QuestionsPerChunk)
-}
-
 // writeQuestions sets the questions of the chunks that have none yet:
 // those the same writer wrote for the same text anywhere in the workspace
 // are reused, the others are asked for, a few at a time. A Q&A chunk has
@@ -157,8 +150,7 @@ func (ix *Indexer) questionsBy() string {
 // without QuestionsBy, so indexing the source again asks for them), and
 // the returned note tells the source's owner; complete is false then.
 // Only the store's errors and the job's own end are returned.
-func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks []domain.StoredChunk) (note string, complete bool, err error) {
-	by := ix.questionsBy()
+func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks []domain.StoredChunk, by string) (note string, complete bool, err error) {
 	var todo []int
 	var hashes []string
 	for i := range chunks {
@@ -186,45 +178,36 @@ func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks
 		return "", true, nil
 	}
 	// The budget ends the writing, not the job: asking stops and the
-	// chunks not reached go without questions.
+	// chunks not reached go without questions. A chunk the model fails
+	// for goes without too, so no error stops the others (a plain Group,
+	// not WithContext).
 	writing, cancel := context.WithTimeout(ctx, ix.opts.QuestionBudget)
 	defer cancel()
 	var (
-		mu       sync.Mutex
-		failures int
-		lastErr  error
+		mu      sync.Mutex
+		lastErr error
+		group   errgroup.Group
 	)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(ix.opts.QuestionConcurrency, len(ask)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				c := chunks[i]
-				qs, err := ix.questions.Questions(writing, domain.Chunk{ID: c.ID, SourceID: src.ID, DocumentName: src.Name, Text: c.Text}, ix.opts.QuestionsPerChunk)
-				if err != nil {
-					mu.Lock()
-					failures++
-					lastErr = err
-					mu.Unlock()
-					continue
-				}
-				// Each goroutine writes only its own chunks' fields.
-				chunks[i].Questions, chunks[i].QuestionsBy = qs, by
-			}
-		}()
-	}
-feed:
+	group.SetLimit(ix.opts.QuestionConcurrency)
 	for _, i := range ask {
-		select {
-		case next <- i:
-		case <-writing.Done():
-			break feed
+		if writing.Err() != nil {
+			break
 		}
+		group.Go(func() error {
+			c := chunks[i]
+			qs, err := ix.questions.Questions(writing, domain.Chunk{ID: c.ID, SourceID: src.ID, DocumentName: src.Name, Text: c.Text}, ix.opts.QuestionsPerChunk)
+			if err != nil {
+				mu.Lock()
+				lastErr = err
+				mu.Unlock()
+				return nil
+			}
+			// Each call writes only its own chunk's fields.
+			chunks[i].Questions, chunks[i].QuestionsBy = qs, by
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	_ = group.Wait() // the calls return no error
 	if err := ctx.Err(); err != nil {
 		return "", false, context.Cause(ctx)
 	}
@@ -238,13 +221,13 @@ feed:
 		return "", true, nil
 	}
 	why := "the time for writing them ran out"
-	if failures > 0 && writing.Err() == nil {
+	if lastErr != nil && writing.Err() == nil {
 		cause := lastErr // the model's error, without the chunk's id
 		if inner := errors.Unwrap(lastErr); inner != nil {
 			cause = inner
 		}
 		why = "the model failed: " + truncateUTF8(cause.Error(), 200)
-		ix.log.WarnContext(ctx, "writing chunk questions", "source_id", src.ID, "chunks", len(ask), "failed", failures, "error", lastErr)
+		ix.log.WarnContext(ctx, "writing chunk questions", "source_id", src.ID, "chunks", len(ask), "without", missing, "error", lastErr)
 	}
 	return fmt.Sprintf("questions were written for %d of the %d chunks (%s); they are found by their text alone, and indexing the source again writes the rest",
 		len(todo)-missing, len(todo), why), false, nil

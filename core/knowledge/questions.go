@@ -222,11 +222,17 @@ func (ix *Indexer) writeQuestions(ctx context.Context, src domain.Source, chunks
 	}
 	why := "the time for writing them ran out"
 	if lastErr != nil && writing.Err() == nil {
-		cause := lastErr // the model's error, without the chunk's id
-		if inner := errors.Unwrap(lastErr); inner != nil {
-			cause = inner
+		// The owner reads the kind of failure, as in failureReason; the
+		// provider's own message, which may say more than an owner should
+		// see, goes to the log.
+		switch {
+		case errors.Is(lastErr, domain.ErrRateLimited):
+			why = "the model kept refusing requests (rate limited)"
+		case errors.Is(lastErr, domain.ErrUnavailable):
+			why = "the model could not be reached"
+		default:
+			why = "the model failed"
 		}
-		why = "the model failed: " + truncateUTF8(cause.Error(), 200)
 		ix.log.WarnContext(ctx, "writing chunk questions", "source_id", src.ID, "chunks", len(ask), "without", missing, "error", lastErr)
 	}
 	return fmt.Sprintf("questions were written for %d of the %d chunks (%s); they are found by their text alone, and indexing the source again writes the rest",

@@ -102,7 +102,7 @@ func TestIndexWritesQuestions(t *testing.T) {
 			wantCalls:     3,
 			wantQuestions: [][]string{written("Refunds"), nil, written("Returns")},
 			wantBy:        []string{by, "", by}, wantSourceBy: by, wantNoHash: true,
-			wantNote: "questions were written for 2 of the 3 chunks (the model failed: model: unavailable: 503 Service Unavailable); " +
+			wantNote: "questions were written for 2 of the 3 chunks (the model could not be reached); " +
 				"they are found by their text alone, and indexing the source again writes the rest"},
 		{name: "the budget ends the writing, not the job", src: text(), perChunk: 2, llm: &questionLLM{block: true}, budget: 20 * time.Millisecond,
 			wantQuestions: [][]string{nil, nil, nil}, wantBy: []string{"", "", ""}, wantSourceBy: by, wantNoHash: true,

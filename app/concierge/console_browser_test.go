@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/conciergehq/concierge/adapters/openaicompat/mockllmtest"
 	"github.com/conciergehq/concierge/core/domain"
 )
 
@@ -26,7 +28,10 @@ import (
 // replies read-only; a question asked in the playground, its answer
 // streaming into the page and then shown with its citation and open trace
 // without a reload (a double click asks once), and a question outside the
-// knowledge showing its fallback reason. Every screen (with the
+// knowledge showing its fallback reason. The worker writes each chunk's
+// questions at index time (CONCIERGE_INDEX_QUESTIONS, mock-llm as the
+// model), so the playground's trace shows the written question its passage
+// was found by. Every screen (with the
 // conversations list, a transcript and the answered playground) is audited
 // with axe-core (zero WCAG 2.1 A/AA violations) at 1024 and 375 px.
 // Screenshots go to a temporary directory, or to CONSOLE_SCREENSHOT_DIR
@@ -43,7 +48,23 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	ctl := buildConciergectl(t)
 
-	c := newCluster(t, clusterOptions{pods: 1, workers: 1})
+	// The question writer: mock-llm gives the passage holding the default
+	// port two questions (the last matching rule answers), every other
+	// passage none.
+	writer := func(match, content string) mockllmtest.Rule {
+		body, _ := json.Marshal(content)
+		return mockllmtest.Rule{Path: "/v1/chat/completions", Method: "POST", Match: match, Response: mockllmtest.Response{Status: 200,
+			Content: `{"id":"chatcmpl-1","object":"chat.completion","model":"mock-writer","choices":[{"index":0,"message":{"role":"assistant","content":` +
+				string(body) + `},"finish_reason":"stop"}]}`}}
+	}
+	mock := mockllmtest.Start(t, &mockllmtest.Config{Rules: []mockllmtest.Rule{
+		writer("@", "None."),
+		writer("contains(to_string(body.messages), '8080')", "Which port does the service listen on by default?\nHow do I change the port?"),
+	}})
+	c := newCluster(t, clusterOptions{pods: 1, workers: 1, env: map[string]string{
+		"CONCIERGE_OPENAI_BASE_URL": mock.URL + "/v1", "CONCIERGE_OPENAI_API_KEY": "sk-mock",
+		"CONCIERGE_INDEX_QUESTIONS": "2", "CONCIERGE_INDEX_QUESTIONS_MODEL": "mock-writer",
+	}})
 	pod := c.pods[0]
 	tn := c.newTenant(domain.PlanStandard)
 

@@ -204,6 +204,9 @@ try {
     const trace = latest.locator('details.trace[open]');
     await trace.locator('caption', { hasText: /Passages considered \(\d+, \d+ kept\)/ }).waitFor();
     assert.ok(await trace.locator('tbody tr.kept').count() >= 1, 'a kept passage');
+    // The worker wrote questions for the passages: the kept one names the
+    // question it was found by.
+    await trace.locator('tbody tr.kept .hint', { hasText: 'found by its written question “Which port does the service listen on by default?”' }).first().waitFor();
     // One question and one answer: the double click sent one.
     assert.equal(await owner.locator('ol.transcript > li.msg:not(.msg-live)').count(), 2, 'messages after a double click');
     await owner.clean();

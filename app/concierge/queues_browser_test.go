@@ -47,7 +47,7 @@ func TestQueueMonitorInBrowser(t *testing.T) {
 		}
 		return inv.Link
 	}
-	b.run(t, "queues.test.mjs", "CONSOLE_SCREENSHOT_DIR", 5*time.Minute,
+	b.run(t, "queues.test.mjs", "CONSOLE_SCREENSHOT_DIR", 8*time.Minute,
 		"QUEUES_BASE="+op.base,
 		"QUEUES_WORKSPACE="+tn.ID,
 		"QUEUES_OWNER_LINK="+invite("owner@example.com", domain.MemberOwner),

@@ -71,7 +71,7 @@ func TestReportsInBrowser(t *testing.T) {
 	if !strings.Contains(inv.Link, "/console/invitations/") {
 		t.Fatalf("user invite printed %+v", inv)
 	}
-	b.run(t, "reports.test.mjs", "CONSOLE_SCREENSHOT_DIR", 5*time.Minute,
+	b.run(t, "reports.test.mjs", "CONSOLE_SCREENSHOT_DIR", 8*time.Minute,
 		"REPORTS_BASE="+pod.base,
 		"REPORTS_WORKSPACE="+tn.ID,
 		"REPORTS_OWNER_LINK="+inv.Link,

@@ -49,7 +49,7 @@ func TestUnansweredInBrowser(t *testing.T) {
 		t.Fatalf("user invite printed %+v", owner)
 	}
 
-	b.run(t, "unanswered.test.mjs", "CONSOLE_SCREENSHOT_DIR", 5*time.Minute,
+	b.run(t, "unanswered.test.mjs", "CONSOLE_SCREENSHOT_DIR", 8*time.Minute,
 		"UNANSWERED_BASE="+pod.base,
 		"UNANSWERED_WORKSPACE="+tn.ID,
 		"UNANSWERED_SLUG=support",

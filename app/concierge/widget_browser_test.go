@@ -87,7 +87,7 @@ func TestWidgetInBrowser(t *testing.T) {
 	c.waitSourcesReady(pod, ent, "brand")
 	interrupted := seedInterruptedAnswer(t, c, std, "Standard shipping takes 3 to")
 
-	b.run(t, "widget.test.mjs", "WIDGET_SCREENSHOT_DIR", 3*time.Minute,
+	b.run(t, "widget.test.mjs", "WIDGET_SCREENSHOT_DIR", 8*time.Minute,
 		"WIDGET_BASE="+pod.base,
 		"WIDGET_SLUG=support",
 		"WIDGET_API_KEY="+std.Key,

@@ -81,7 +81,10 @@ export async function startRun({ shots }) {
         viewport: opts.viewport || DESKTOP, deviceScaleFactor: opts.scale || 1, bypassCSP: !!opts.bypassCSP, storageState: opts.state,
       });
       const page = await context.newPage();
-      page.setDefaultTimeout(10_000);
+      // Hang guards, not measures: on a loaded two-core CI machine a page
+      // as heavy as the queue monitor took over 10 s to load.
+      page.setDefaultTimeout(15_000);
+      page.setDefaultNavigationTimeout(30_000);
       const watch = { errors: [], dialogs: [], foreign: [], console: [], requests: [] };
       page.on('pageerror', (e) => watch.errors.push(String(e)));
       page.on('console', (m) => watch.console.push(`${m.type()}: ${m.text()}`));

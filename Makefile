@@ -37,6 +37,8 @@ bench: services
 ## falling back and answered with the evidence (also part of make test).
 ## EVAL_SPLIT=tuning hides the held-out halves while tuning; EVAL_FIT=1 refits
 ## the reranker on the tuning halves; EVAL_THRESHOLD=x measures another threshold.
+## EVAL_CONCIERGE_X=v runs the end-to-end half with CONCIERGE_X=v (a real model,
+## embedder or index-time questions; docs/benchmarks.md, round 6).
 eval: services
 	$(GO) test -count=1 -run '^(TestRetrievalQuality|TestAnswerQuality)$$' -v ./app/concierge/ | grep -v '^=== RUN'
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -667,9 +668,15 @@ func (p *plainBM25) rank(q string) []string {
 // reports per set and split the share of answerable questions answered,
 // of unanswerable ones that fall back, and of answerable ones whose answer
 // contains the phrase carrying the answer. `make eval` runs it verbose.
+// EVAL_CONCIERGE_* variables configure its stack otherwise (evalStackEnv):
+// a real model, a real embedder or index-time questions.
 func TestAnswerQuality(t *testing.T) {
 	sets := loadEvalSets(t)
-	s := newStack(t, stackOptions{withWorker: true})
+	env, err := evalStackEnv(os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStack(t, stackOptions{withWorker: true, env: env})
 	// A workspace per set: indexing is fair between workspaces, so the
 	// sets index side by side.
 	tenants := map[string]tenant{}
@@ -703,7 +710,13 @@ func TestAnswerQuality(t *testing.T) {
 	var tuned answerTotals
 	for _, set := range sets {
 		tn := tenants[set.name]
-		deadline := time.Now().Add(5 * time.Minute)
+		// A real embedder or question writer takes longer than the
+		// embedded one's seconds.
+		wait := 5 * time.Minute
+		if len(env) > 0 {
+			wait = time.Hour
+		}
+		deadline := time.Now().Add(wait)
 		for indexing := true; indexing; {
 			var list listBody[map[string]any]
 			r := s.do("GET", "/api/v2/agents/"+set.name+"/sources?limit=100", nil, tn.auth())
@@ -720,7 +733,7 @@ func TestAnswerQuality(t *testing.T) {
 				}
 			}
 			if indexing && time.Now().After(deadline) {
-				t.Fatalf("%s: sources still indexing after 5 minutes", set.name)
+				t.Fatalf("%s: sources still indexing after %s", set.name, wait)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -768,12 +781,61 @@ func TestAnswerQuality(t *testing.T) {
 	if th, err := strconv.ParseFloat(os.Getenv("EVAL_THRESHOLD"), 64); err == nil {
 		threshold = th
 	}
-	t.Logf("\nend to end through POST /api/v2/chat (local model, threshold %.2f)\n\n"+
+	t.Logf("\nend to end through POST /api/v2/chat (%s, threshold %.2f)\n\n"+
 		"| set | split | answerable answered | unanswerable falling back | answers containing the evidence | answers citing a right page |\n|---|---|---|---|---|---|\n%s",
-		threshold, report.String())
-	if os.Getenv("EVAL_THRESHOLD") == "" {
+		describeEvalStack(env), threshold, report.String())
+	// The floors are the embedded defaults'; another configuration is
+	// measured, not judged.
+	if os.Getenv("EVAL_THRESHOLD") == "" && len(env) == 0 {
 		tuned.check(t)
 	}
+}
+
+// evalStackEnv reads the configuration TestAnswerQuality gives its stack
+// beyond the tests' own: every EVAL_CONCIERGE_X=v in environ becomes
+// CONCIERGE_X=v, so that, for example,
+//
+//	EVAL_CONCIERGE_LLM_PROVIDER=openai EVAL_CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1 \
+//	EVAL_CONCIERGE_OPENAI_MODEL=qwen2.5:7b EVAL_CONCIERGE_INDEX_QUESTIONS=5 make eval
+//
+// measures a real model answering and writing each chunk's questions, end
+// to end. A prefix of its own keeps a developer's CONCIERGE_* settings out
+// of `make test`, which runs this test too. The stack's database, Redis
+// and address are the test's: naming them is an error.
+func evalStackEnv(environ []string) (map[string]string, error) {
+	const prefix = "EVAL_CONCIERGE_"
+	env := map[string]string{}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok || name == "" {
+			continue
+		}
+		switch name {
+		case "DATABASE_URL", "REDIS_URL", "HTTP_ADDR":
+			return nil, fmt.Errorf("%s: the evaluation's stack uses a database, Redis and address of its own; unset it", k)
+		}
+		env["CONCIERGE_"+name] = v
+	}
+	return env, nil
+}
+
+// describeEvalStack names the stack's configuration for the report's
+// heading: the embedded defaults, or each variable that changed them, with
+// the value of anything that may be a secret left out.
+func describeEvalStack(env map[string]string) string {
+	if len(env) == 0 {
+		return "embedded model and embedder"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v := env[k]
+		if strings.Contains(k, "KEY") || strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN") {
+			v = "(set)"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
 }
 
 // answerTotals add up the end-to-end counts of several sets.
@@ -855,4 +917,65 @@ func firstMissing(j retrieval.Judgement) []string {
 		return nil
 	}
 	return j.Candidates[0].Missing
+}
+
+func TestEvalStackEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    map[string]string
+		wantErr string
+		heading string
+	}{
+		{
+			name:    "nothing set: the embedded defaults",
+			environ: []string{"PATH=/usr/bin", "CONCIERGE_LLM_PROVIDER=openai", "CONCIERGE_EVAL_DIR=/tmp/sets"},
+			want:    map[string]string{},
+			heading: "embedded model and embedder",
+		},
+		{
+			name: "a real model writing questions, its key kept out of the heading",
+			environ: []string{"EVAL_CONCIERGE_LLM_PROVIDER=openai", "EVAL_CONCIERGE_OPENAI_API_KEY=sk-secret",
+				"EVAL_CONCIERGE_INDEX_QUESTIONS=5", "EVAL_CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x"},
+			want: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_API_KEY": "sk-secret",
+				"CONCIERGE_INDEX_QUESTIONS": "5", "CONCIERGE_OPENAI_BASE_URL": "http://localhost:11434/v1=x"},
+			heading: "CONCIERGE_INDEX_QUESTIONS=5 CONCIERGE_LLM_PROVIDER=openai CONCIERGE_OPENAI_API_KEY=(set) CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x",
+		},
+		{
+			name:    "the prefix alone is no variable",
+			environ: []string{"EVAL_CONCIERGE_=1"},
+			want:    map[string]string{},
+			heading: "embedded model and embedder",
+		},
+		{
+			name:    "the stack's own database is refused",
+			environ: []string{"EVAL_CONCIERGE_INDEX_QUESTIONS=5", "EVAL_CONCIERGE_DATABASE_URL=postgres://elsewhere/db"},
+			wantErr: "EVAL_CONCIERGE_DATABASE_URL: the evaluation's stack uses a database, Redis and address of its own; unset it",
+		},
+		{
+			name:    "and its Redis",
+			environ: []string{"EVAL_CONCIERGE_REDIS_URL=redis://elsewhere"},
+			wantErr: "EVAL_CONCIERGE_REDIS_URL: the evaluation's stack uses a database, Redis and address of its own; unset it",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := evalStackEnv(tt.environ)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("env = %v, want %v", got, tt.want)
+			}
+			if h := describeEvalStack(got); h != tt.heading {
+				t.Errorf("heading = %q, want %q", h, tt.heading)
+			}
+		})
+	}
 }

@@ -416,7 +416,9 @@ func TestPublishPolicy(t *testing.T) {
 		start := time.Now()
 		w.lifecycle.Publish(ctx, tokenEvent(1), tokenEvent(2))
 		cancel() // the caller leaving does not stop the publication
-		if d := time.Since(start); d > 100*time.Millisecond+200*time.Millisecond {
+		// The margin is for a loaded machine; the fault this catches is
+		// holding the caller for the budget (a minute) or until the bus is back.
+		if d := time.Since(start); d > 100*time.Millisecond+2*time.Second {
 			t.Errorf("Publish held its caller %s while the bus was down", d)
 		}
 		waitUntil(t, "a few failed attempts", func() bool { _, n := w.bus.published(); return n >= 2 })

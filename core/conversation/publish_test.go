@@ -69,7 +69,8 @@ func TestPublicationGivesUpAfterItsBudget(t *testing.T) {
 	p.Send(tokenEvent(1))
 	start := time.Now()
 	p.Close()
-	if d := time.Since(start); d > PublishWait+200*time.Millisecond {
+	// The margin is for a loaded machine; the bus never comes back here.
+	if d := time.Since(start); d > PublishWait+2*time.Second {
 		t.Errorf("close waited %s for a bus that is down", d)
 	}
 	select {

@@ -131,7 +131,9 @@ func TestPublishWorkspaceWaitsOutAnOutage(t *testing.T) {
 	w.lifecycle.PublishWorkspace(context.Background(), domain.WorkspaceEvent{
 		Type: domain.WorkspaceEventConversationAssigned, WorkspaceID: w.ws.ID, ConversationID: conv.ID, AssigneeID: "usr_1", Status: domain.StatusHuman,
 	})
-	if d := time.Since(start); d > PublishWait+200*time.Millisecond {
+	// The margin is for a loaded machine; holding the caller until Redis
+	// is back would never end, as Redis comes back only below.
+	if d := time.Since(start); d > PublishWait+2*time.Second {
 		t.Fatalf("PublishWorkspace held its caller %s while Redis was away", d)
 	}
 	log.setDown(false)

@@ -830,7 +830,7 @@ func describeEvalStack(env map[string]string) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		v := env[k]
-		if strings.Contains(k, "KEY") || strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN") {
+		if strings.Contains(k, "KEY") || strings.Contains(k, "SECRET") || strings.Contains(k, "TOKEN") || strings.Contains(k, "PASSWORD") {
 			v = "(set)"
 		}
 		parts = append(parts, k+"="+v)
@@ -934,12 +934,12 @@ func TestEvalStackEnv(t *testing.T) {
 			heading: "embedded model and embedder",
 		},
 		{
-			name: "a real model writing questions, its key kept out of the heading",
+			name: "a real model writing questions, its key and a password kept out of the heading",
 			environ: []string{"EVAL_CONCIERGE_LLM_PROVIDER=openai", "EVAL_CONCIERGE_OPENAI_API_KEY=sk-secret",
-				"EVAL_CONCIERGE_INDEX_QUESTIONS=5", "EVAL_CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x"},
+				"EVAL_CONCIERGE_INDEX_QUESTIONS=5", "EVAL_CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x", "EVAL_CONCIERGE_SMTP_PASSWORD=hunter22"},
 			want: map[string]string{"CONCIERGE_LLM_PROVIDER": "openai", "CONCIERGE_OPENAI_API_KEY": "sk-secret",
-				"CONCIERGE_INDEX_QUESTIONS": "5", "CONCIERGE_OPENAI_BASE_URL": "http://localhost:11434/v1=x"},
-			heading: "CONCIERGE_INDEX_QUESTIONS=5 CONCIERGE_LLM_PROVIDER=openai CONCIERGE_OPENAI_API_KEY=(set) CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x",
+				"CONCIERGE_INDEX_QUESTIONS": "5", "CONCIERGE_OPENAI_BASE_URL": "http://localhost:11434/v1=x", "CONCIERGE_SMTP_PASSWORD": "hunter22"},
+			heading: "CONCIERGE_INDEX_QUESTIONS=5 CONCIERGE_LLM_PROVIDER=openai CONCIERGE_OPENAI_API_KEY=(set) CONCIERGE_OPENAI_BASE_URL=http://localhost:11434/v1=x CONCIERGE_SMTP_PASSWORD=(set)",
 		},
 		{
 			name:    "the prefix alone is no variable",

@@ -375,7 +375,7 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 //  4. finish: the handoff the model asked for, then done.
 func (p *Pending) runStreamed(ctx context.Context, t *turn, emit Emit) (domain.Answer, error) {
 	s := p.s
-	pub := newPublisher(ctx, s.lifecycle, emit)
+	pub := newPublisher(ctx, s.lifecycle, *t.conv, emit)
 	defer pub.close()
 	answer := domain.Answer{SessionID: t.conv.ID}
 	events, err := s.storeQuestion(ctx, t)
@@ -450,7 +450,7 @@ func (p *Pending) runWhole(ctx context.Context, t *turn) (domain.Answer, error) 
 		return answer, err // nothing stored, nothing published
 	}
 	t.question, reply = stored[0], stored[1]
-	pub := newPublisher(storeCtx, s.lifecycle, nil)
+	pub := newPublisher(storeCtx, s.lifecycle, *t.conv, nil)
 	defer pub.close()
 	pub.send(domain.MessageEvent(t.question))
 	pub.send(buffered...)
@@ -469,7 +469,7 @@ func (s *Service) storedApart(ctx context.Context, t *turn, answer domain.Answer
 	if err != nil {
 		return answer, err
 	}
-	pub := newPublisher(ctx, s.lifecycle, nil)
+	pub := newPublisher(ctx, s.lifecycle, *t.conv, nil)
 	defer pub.close()
 	pub.send(events...)
 	if t.conv.Status.HumanOwned() {

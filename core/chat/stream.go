@@ -104,8 +104,8 @@ type publisher struct {
 	pub  *conversation.Publication
 }
 
-func newPublisher(ctx context.Context, lc *conversation.Lifecycle, emit Emit) *publisher {
-	return &publisher{emit: emit, pub: lc.NewPublication(ctx)}
+func newPublisher(ctx context.Context, lc *conversation.Lifecycle, conv domain.Conversation, emit Emit) *publisher {
+	return &publisher{emit: emit, pub: lc.NewConversationPublication(ctx, conv)}
 }
 
 func (p *publisher) send(events ...domain.SessionEvent) {

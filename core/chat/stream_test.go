@@ -66,7 +66,7 @@ func TestPublisherRetriesInOrderThroughAnOutage(t *testing.T) {
 	bus := &flakyBus{}
 	var emitted []int
 	lifecycle := conversation.New(conversation.Deps{Bus: bus, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	p := newPublisher(context.Background(), lifecycle, func(ev domain.SessionEvent) { emitted = append(emitted, ev.Seq) })
+	p := newPublisher(context.Background(), lifecycle, domain.Conversation{}, func(ev domain.SessionEvent) { emitted = append(emitted, ev.Seq) })
 	for seq := 1; seq <= 10; seq++ {
 		p.send(tokenEvent(seq))
 	}

@@ -92,6 +92,9 @@ type Publication struct {
 	*pubQueue[domain.SessionEvent]
 	// ws queues the derived workspace events; nil without a workspace log.
 	ws *pubQueue[domain.WorkspaceEvent]
+	// conv is the conversation whose workspace and agent the caller
+	// gave (NewConversationPublication); its workspace events carry them.
+	conv domain.Conversation
 }
 
 // pubQueue is an ordered stream of events on their way to a publisher under
@@ -126,6 +129,17 @@ func (l *Lifecycle) NewPublication(ctx context.Context) *Publication {
 	return p
 }
 
+// NewConversationPublication is NewPublication for the events of one
+// conversation the caller holds: its workspace events carry the
+// conversation's workspace and agent, so appending them to the workspace's
+// log looks nothing up (a new conversation is in no cache yet, and this
+// saved a query per chat).
+func (l *Lifecycle) NewConversationPublication(ctx context.Context, conv domain.Conversation) *Publication {
+	p := l.NewPublication(ctx)
+	p.conv = conv
+	return p
+}
+
 func startPublication(ctx context.Context, bus ports.EventBus, log *slog.Logger, policy publishPolicy) *Publication {
 	q := &pubQueue[domain.SessionEvent]{
 		publish: func(ctx context.Context, evs []domain.SessionEvent) error { return bus.Publish(ctx, evs...) },
@@ -142,8 +156,28 @@ func startPublication(ctx context.Context, bus ports.EventBus, log *slog.Logger,
 func (p *Publication) Send(events ...domain.SessionEvent) {
 	p.pubQueue.Send(events...)
 	if p.ws != nil {
-		p.ws.Send(workspaceEvents(events)...)
+		p.ws.Send(p.owned(workspaceEvents(events))...)
 	}
+}
+
+// owned fills in the workspace and agent of the events of the
+// publication's conversation.
+func (p *Publication) owned(events []domain.WorkspaceEvent) []domain.WorkspaceEvent {
+	c := &p.conv
+	if c.ID == "" || c.WorkspaceID == "" {
+		return events
+	}
+	for i := range events {
+		ev := &events[i]
+		if ev.ConversationID != c.ID || ev.WorkspaceID != "" && ev.WorkspaceID != c.WorkspaceID {
+			continue
+		}
+		ev.WorkspaceID = c.WorkspaceID
+		if ev.AgentID == "" {
+			ev.AgentID = c.AgentID
+		}
+	}
+	return events
 }
 
 // Close waits until the queued events were handed to the bus (and the

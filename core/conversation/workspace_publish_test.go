@@ -120,6 +120,39 @@ func TestPublicationsDeriveWorkspaceEvents(t *testing.T) {
 	}
 }
 
+// A conversation's own publication carries its workspace and agent into
+// the workspace events without reading the store: the events of a
+// conversation the store does not have (yet) are appended with them, where
+// a plain publication drops them as a deleted conversation's. An event of
+// another conversation sent on it is still looked up.
+func TestConversationPublicationKnowsItsOwners(t *testing.T) {
+	w, log := worldWithWorkspaceLog()
+	unstored := domain.NewConversation(w.ws.ID, &w.agent, "", testNow)
+	stored := w.session(w.agent, domain.StatusAI, "")
+	question := w.question(unstored, "Do you ship to Norway?")
+	question.WorkspaceID = ""
+
+	plain := w.lifecycle.NewPublication(context.Background())
+	plain.Send(domain.MessageEvent(question))
+	plain.Close()
+	if got := log.appended(); len(got) != 0 {
+		t.Fatalf("a plain publication appended %+v for a conversation the store lacks, want it dropped", got)
+	}
+
+	p := w.lifecycle.NewConversationPublication(context.Background(), unstored)
+	p.Send(domain.MessageEvent(question), domain.MessageEvent(w.question(stored, "And to Iceland?")))
+	p.Close()
+	got := log.appended()
+	if len(got) != 2 {
+		t.Fatalf("appended %d events, want 2: %+v", len(got), got)
+	}
+	for i, conv := range []domain.Conversation{unstored, stored} {
+		if ev := got[i]; ev.ConversationID != conv.ID || ev.WorkspaceID != w.ws.ID || ev.AgentID != w.agent.ID {
+			t.Errorf("event %d: %+v, want conversation %s of workspace %s, agent %s", i, ev, conv.ID, w.ws.ID, w.agent.ID)
+		}
+	}
+}
+
 // PublishWorkspace never holds its caller up longer than PublishWait while
 // Redis is away, and the events still go out, once, when it is back; an
 // event given without its agent gets the conversation's.

@@ -522,7 +522,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 		jd.Relevance = m.Relevance(jd.Score)
 		j.Candidates[i] = jd
 	}
-	slices.SortStableFunc(j.Candidates, func(a, b Judged) int { return cmp.Compare(b.Score, a.Score) })
+	j.Candidates = byScore(j.Candidates)
 	best := &j.Candidates[0]
 	if wantsNumber && kind != anyQuantity && total > 0 {
 		// Read for the best candidate only: the decision reads no other.
@@ -537,6 +537,22 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	}
 	j.Answerability = m.Answerability(&j.Answer)
 	return j
+}
+
+// byScore returns the candidates best first, ties in their fused order. A
+// Judged is several hundred bytes, so their order is sorted, not them, and
+// each is copied once.
+func byScore(cands []Judged) []Judged {
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cands[b].Score, cands[a].Score) })
+	out := make([]Judged, len(cands))
+	for i, k := range order {
+		out[i] = cands[k]
+	}
+	return out
 }
 
 // pageDepth is how many of the best candidates may lend their words to
@@ -592,6 +608,8 @@ type passageScan struct {
 	// may carry several written questions, read for every candidate.
 	seen   map[int32]bool
 	byTerm map[int32]int
+	// names are the question words each document name holds (readName).
+	names map[string][]nameMark
 	// bySynonym maps the terms of synonyms to their question word.
 	bySynonym map[int32]int
 }
@@ -603,7 +621,8 @@ type hit struct {
 
 func newPassageScan(n int) *passageScan {
 	return &passageScan{body: make([]bool, n), title: make([]bool, n), synonym: make([]bool, n),
-		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n), seen: make(map[int32]bool)}
+		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n), seen: make(map[int32]bool),
+		names: make(map[string][]nameMark)}
 }
 
 func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
@@ -625,7 +644,15 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 			}
 		}
 	}
-	s.buf = ix.EachTerm(c.Text, s.buf, func(pos int, t int32, number bool) {
+	// The chunk's first line repeats its heading path, so its words are
+	// title words as well as body words: it is read once, as both.
+	heading, rest := c.Text, ""
+	if nl := strings.IndexByte(c.Text, '\n'); nl >= 0 {
+		heading, rest = c.Text[:nl], c.Text[nl:]
+	}
+	offset, inHeading := 0, true
+	mark := func(pos int, t int32, number bool) {
+		pos += offset
 		if number {
 			s.numbers = append(s.numbers, pos)
 		}
@@ -634,22 +661,25 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 		}
 		if k, ok := s.byTerm[t]; ok {
 			s.body[k] = true
+			s.title[k] = s.title[k] || inHeading
 			s.hits = append(s.hits, hit{pos, k})
 		} else if k, ok := s.bySynonym[t]; ok {
 			s.synonym[k] = true
 			s.hits = append(s.hits, hit{pos, k})
 		}
+	}
+	words := 0
+	s.buf = ix.EachTerm(heading, s.buf, func(pos int, t int32, number bool) {
+		mark(pos, t, number)
+		words = pos + 1
 	})
-	// The chunk's first line repeats its heading path; the document's name,
-	// a Q&A pair's question and the questions written for the chunk at
-	// index time are titles too.
-	heading := c.Text
-	if nl := strings.IndexByte(heading, '\n'); nl >= 0 {
-		heading = heading[:nl]
-	}
-	for _, title := range [...]string{heading, c.DocumentName, c.Question} {
-		s.readTitle(ix, title)
-	}
+	offset, inHeading = words, false
+	s.buf = ix.EachTerm(rest, s.buf, mark)
+	// The document's name, a Q&A pair's question and the questions written
+	// for the chunk at index time are titles too. Candidates of one
+	// document share its name, which is read once per question.
+	s.readName(ix, c.DocumentName)
+	s.readTitle(ix, c.Question)
 	for _, q := range c.Questions {
 		s.readTitle(ix, q)
 	}
@@ -681,6 +711,42 @@ func (s *passageScan) readTitle(ix *memindex.Index, title string) {
 			s.synonym[k] = true
 		}
 	})
+}
+
+// nameMark is a question word a document's name holds: as itself (a title
+// word) or through a synonym.
+type nameMark struct {
+	word    int
+	synonym bool
+}
+
+// readName is readTitle for a document's name, remembered for the
+// question being scored.
+func (s *passageScan) readName(ix *memindex.Index, name string) {
+	if name == "" {
+		return
+	}
+	marks, ok := s.names[name]
+	if !ok {
+		s.buf = ix.EachTerm(name, s.buf, func(_ int, t int32, _ bool) {
+			if t == memindex.NoTerm {
+				return
+			}
+			if k, ok := s.byTerm[t]; ok {
+				marks = append(marks, nameMark{word: k})
+			} else if k, ok := s.bySynonym[t]; ok {
+				marks = append(marks, nameMark{word: k, synonym: true})
+			}
+		})
+		s.names[name] = marks
+	}
+	for _, m := range marks {
+		if m.synonym {
+			s.synonym[m.word] = true
+		} else {
+			s.title[m.word] = true
+		}
+	}
 }
 
 // questionOverlap is the F1 of the question's content words against a Q&A

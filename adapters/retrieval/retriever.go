@@ -220,7 +220,7 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 			// Questions written for the chunk weigh like its heading.
 			title = title + "\n" + strings.Join(c.Chunk.Questions, "\n")
 		}
-		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Vector: c.Vector}
+		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Name: c.Chunk.DocumentName, Vector: c.Vector}
 		value.add(c.Chunk)
 	}
 	ix, err := memindex.Build(docs, r.embedder.Dimensions())

@@ -140,7 +140,7 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 					title += "\n" + strings.Join(chunk.Questions, "\n")
 				}
 			}
-			docs = append(docs, memindex.Doc{Title: title, Text: d.Text, Vector: emb.EmbedOne(d.Text)})
+			docs = append(docs, memindex.Doc{Title: title, Text: d.Text, Name: name, Vector: emb.EmbedOne(d.Text)})
 			c.chunks = append(c.chunks, chunk)
 		}
 		c.plain.addFile(name, string(text))

@@ -60,6 +60,24 @@ func (b *builder) termID(w []byte) int32 {
 	return slot.id
 }
 
+// know records a word of a document's name with its term, if the texts
+// have it, or as none; unlike addWord it never adds a term.
+func (b *builder) know(w []byte) {
+	if _, ok := b.words[string(w)]; ok {
+		return
+	}
+	id := int32(-1)
+	if t := termOf(string(w)); t != "" {
+		if tid, ok := b.dict[t]; ok {
+			id = int32(tid)
+		}
+	}
+	word := string(w)
+	b.words[word] = uint32(len(b.surface))
+	b.surface = append(b.surface, word)
+	b.surfaceTerm = append(b.surfaceTerm, id)
+}
+
 // addWord records a new surface word and returns its id.
 func (b *builder) addWord(word string) uint32 {
 	id := int32(-1)
@@ -100,6 +118,11 @@ func (ix *Index) buildKeyword(docs []Doc, p Params) {
 		b.flush(uint32(d))
 		sumTitle += float64(titleLen[d])
 		sumBody += float64(bodyLen[d])
+	}
+	// Names join the vocabulary once every term is known, so that they
+	// neither add terms nor count as text.
+	for d := range docs {
+		b.buf = forEachWord(docs[d].Name, b.buf, b.know)
 	}
 
 	// Number the terms in stem order, so that a stem is found by binary
@@ -145,7 +168,11 @@ func (ix *Index) buildKeyword(docs []Doc, p Params) {
 	for sid, w := range b.surface {
 		id := b.surfaceTerm[sid]
 		if id < 0 {
-			continue // stopword
+			// A stopword, or a name's word the texts do not use: found
+			// as no term without the stemmer.
+			surface = append(surface, word{w, noWord})
+			size += len(w)
+			continue
 		}
 		surface = append(surface, word{w, newID[id]})
 		if w != b.terms[id] {
@@ -161,7 +188,7 @@ func (ix *Index) buildKeyword(docs []Doc, p Params) {
 	}
 	wordAt := make([]uint32, len(surface)) // arena offset of each surface word that differs
 	for i, sw := range surface {
-		if sw.w != b.terms[order[sw.id]] {
+		if sw.id == noWord || sw.w != b.terms[order[sw.id]] {
 			wordAt[i] = uint32(sb.Len())
 			sb.WriteString(sw.w)
 		}
@@ -169,7 +196,7 @@ func (ix *Index) buildKeyword(docs []Doc, p Params) {
 	ix.arena = sb.String()
 	ix.words = make(map[string]uint32, len(surface))
 	for i, sw := range surface {
-		if sw.w == b.terms[order[sw.id]] {
+		if sw.id != noWord && sw.w == b.terms[order[sw.id]] {
 			ix.words[ix.stem(sw.id)] = sw.id
 		} else {
 			ix.words[ix.arena[wordAt[i]:wordAt[i]+uint32(len(sw.w))]] = sw.id

@@ -24,6 +24,11 @@ type Doc struct {
 	Title string
 	// Text is the body.
 	Text string
+	// Name is the document's name. It is not searched, but its words
+	// join the vocabulary: the reranker reads the name of every
+	// candidate, and a word the texts never use would otherwise go
+	// through the stemmer each time.
+	Name string
 	// Vector is the chunk's embedding, of the index's dimensions, or nil when
 	// the chunk has none. It should be L2-normalised; Build normalises it
 	// again so scores are true cosines either way. An all-zero vector counts
@@ -70,8 +75,9 @@ type Index struct {
 	//
 	// Term ids follow the stems' byte order: stem t is
 	// arena[stemOff[t]:stemOff[t+1]]. words maps every lowercase surface
-	// word of the documents (not stopwords) to its term, so most query words
-	// skip the stemmer, which costs microseconds a word.
+	// word of the documents and their names to its term, or to noWord for
+	// a stopword or a name's word the texts lack, so most words read skip
+	// the stemmer, which costs microseconds a word.
 	words   map[string]uint32 // keys slice arena, never the callers' texts
 	arena   string
 	stemOff []uint32

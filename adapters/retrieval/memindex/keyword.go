@@ -2,6 +2,7 @@ package memindex
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -144,9 +145,12 @@ func (ix *Index) queryTerms(query string, s *kwScratch) []uint32 {
 }
 
 // lookup returns the term of a lowercase word, if the index has it.
+// noWord is the words map's value for a word known to have no term.
+const noWord = math.MaxUint32
+
 func (ix *Index) lookup(w []byte) (uint32, bool) {
 	if id, ok := ix.words[string(w)]; ok { // no allocation for the lookup
-		return id, true
+		return id, id != noWord
 	}
 	// A form the documents do not use ("refunds" where they say "refund")
 	// or a stopword: stem it and look the stem up.

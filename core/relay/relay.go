@@ -235,11 +235,21 @@ func (st *Stream) position(ctx context.Context, from *Position, lastEventID stri
 	}
 	msgs, err := st.s.d.Transcript.MessagesFrom(ctx, st.conv.WorkspaceID, st.conv.ID, from.MessageID, st.s.opts.PageSize)
 	if errors.Is(err, domain.ErrNotFound) {
-		// Not stored: an answer still being generated whose early events
-		// the log lost (Redis restarted) is resumed from what the log has
-		// of it, if anything; any other id is not of this conversation.
-		for _, ev := range events {
+		// Not stored: an answer still being generated, whose event the
+		// log does not have yet (the client had it from its POST stream,
+		// which is written before the log) or lost with the answer's
+		// start (Redis restarted). It is resumed from what the log has of
+		// the answer; the answer's events up to the client's are skipped
+		// as seen. When the log has an event of the answer at or before
+		// the client's, everything logged before the answer is older than
+		// the client's position and is not sent again; when it lost them,
+		// what it holds may be newer, and all of it is sent. Any other id
+		// is not of this conversation.
+		for i, ev := range events {
 			if ev.MessageID == from.MessageID {
+				if ev.Seq <= from.Seq {
+					st.replayLog = events[i:]
+				}
 				return nil
 			}
 		}

@@ -299,6 +299,30 @@ func TestResumeAnAnswerWhoseLogStartWasLost(t *testing.T) {
 	check(t, s.waitFor(t, 4), lines(a.events[2:]))
 }
 
+// A client resuming from an event the log does not have yet: it got the
+// event on its POST stream, which the engine writes before the event is
+// appended to the log, and reconnected (to another pod) at once. The log
+// then holds the answer's earlier tokens and, before them, the question:
+// the client gets the rest of the answer and nothing older than its
+// position (the question again was what TestRelayAcrossPods once saw).
+func TestResumeFromAnEventNotYetLogged(t *testing.T) {
+	w := newWorld(t)
+	q := w.message(domain.RoleUser, msgID("q1"), "hi")
+	a := newAnswer(w, msgID("a1"), "one ", "two ", "three ", "four ", "five")
+	w.publish(q)
+	w.publish(a.events[:3]...)
+	s := newSink()
+	run(t, open(t, w, a.events[3].MessageID+":4"), s)
+	w.publish(a.events[3], a.events[4])
+	w.store(a.msg)
+	w.publish(a.events[5])
+	check(t, s.waitFor(t, 2), lines(a.events[4:]))
+	time.Sleep(20 * time.Millisecond)
+	if got := s.got(); len(got) != 2 {
+		t.Fatalf("extra events: %v", got)
+	}
+}
+
 // An answer that failed after a hole ends with its error event.
 func TestHeldAnswerThatFails(t *testing.T) {
 	w := newWorld(t)

@@ -62,6 +62,11 @@ type Options struct {
 	// PostgreSQL) cannot serve before it ends with an error event (default
 	// 30 s); the feed bounds its own wait for Redis the same way.
 	OutageLimit time.Duration
+	// PositionWait is how long Open looks again for a Last-Event-ID that
+	// neither the log nor PostgreSQL knows before refusing it (default
+	// 1 s): a POST stream writes an answer's events before they are
+	// logged, and its client may reconnect sooner.
+	PositionWait time.Duration
 }
 
 // Service opens live streams.
@@ -80,6 +85,9 @@ func NewService(d Deps, opts Options) *Service {
 	}
 	if opts.OutageLimit <= 0 {
 		opts.OutageLimit = 30 * time.Second
+	}
+	if opts.PositionWait <= 0 {
+		opts.PositionWait = time.Second
 	}
 	return &Service{d: d, opts: opts}
 }
@@ -146,11 +154,33 @@ func (s *Service) Open(ctx context.Context, req Request) (*Stream, error) {
 		return nil, err
 	}
 	st := &Stream{s: s, conv: conv, sub: sub, seen: map[string]int{}, held: map[string]bool{}, openCount: conv.MessageCount}
-	if err := st.position(ctx, from, req.LastEventID); err != nil {
+	if err := st.positionWithin(ctx, from, req.LastEventID); err != nil {
 		sub.Close()
 		return nil, err
 	}
 	return st, nil
+}
+
+// positionRetry is how often positionWithin looks again.
+const positionRetry = 25 * time.Millisecond
+
+// positionWithin is position, looking again for up to PositionWait while
+// the position is unknown: the event may be on its way to the log.
+func (st *Stream) positionWithin(ctx context.Context, from *Position, lastEventID string) error {
+	deadline := time.Now().Add(st.s.opts.PositionWait)
+	for {
+		err := st.position(ctx, from, lastEventID)
+		if !errors.Is(err, errUnknownPosition) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(positionRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // conversation resolves the followed conversation as the chat routes do.

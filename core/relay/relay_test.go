@@ -323,6 +323,35 @@ func TestResumeFromAnEventNotYetLogged(t *testing.T) {
 	}
 }
 
+// A client resuming from an answer's first event before the log has any
+// event of that answer is not refused: Open looks again while it is on its
+// way. An id that never appears is still refused, after PositionWait.
+func TestResumeWaitsForAnEventOnItsWay(t *testing.T) {
+	w := newWorld(t)
+	q := w.message(domain.RoleUser, msgID("q1"), "hi")
+	a := newAnswer(w, msgID("a1"), "one ", "two ")
+	w.publish(q)
+	go func() {
+		time.Sleep(3 * positionRetry)
+		w.publish(a.events[0])
+	}()
+	s := newSink()
+	run(t, open(t, w, a.events[0].MessageID+":1"), s)
+	w.publish(a.events[1])
+	w.store(a.msg)
+	w.publish(a.events[2])
+	check(t, s.waitFor(t, 2), lines(a.events[1:]))
+
+	start := time.Now()
+	_, err := w.service().Open(context.Background(), Request{Session: conversation.SessionRef{Workspace: &w.ws, ID: w.conv.ID}, LastEventID: msgID("zz") + ":1"})
+	if err == nil || !errors.Is(err, domain.ErrInvalidInput) {
+		t.Fatalf("an unknown position: err = %v, want a validation error", err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("an unknown position was refused after %s, want after PositionWait (1 s)", d)
+	}
+}
+
 // An answer that failed after a hole ends with its error event.
 func TestHeldAnswerThatFails(t *testing.T) {
 	w := newWorld(t)

@@ -66,13 +66,13 @@ func (b *builder) know(w []byte) {
 	if _, ok := b.words[string(w)]; ok {
 		return
 	}
+	word := string(w)
 	id := int32(-1)
-	if t := termOf(string(w)); t != "" {
+	if t := termOf(word); t != "" {
 		if tid, ok := b.dict[t]; ok {
 			id = int32(tid)
 		}
 	}
-	word := string(w)
 	b.words[word] = uint32(len(b.surface))
 	b.surface = append(b.surface, word)
 	b.surfaceTerm = append(b.surfaceTerm, id)

@@ -144,10 +144,10 @@ func (ix *Index) queryTerms(query string, s *kwScratch) []uint32 {
 	return terms
 }
 
-// lookup returns the term of a lowercase word, if the index has it.
 // noWord is the words map's value for a word known to have no term.
 const noWord = math.MaxUint32
 
+// lookup returns the term of a lowercase word, if the index has it.
 func (ix *Index) lookup(w []byte) (uint32, bool) {
 	if id, ok := ix.words[string(w)]; ok { // no allocation for the lookup
 		return id, id != noWord

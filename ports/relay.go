@@ -53,6 +53,9 @@ type EventLog interface {
 	// LogID, at; when it is not in the log (trimmed, expired or lost), at is
 	// "" and events is every logged event. Errors as Tail.
 	After(ctx context.Context, sessionID, eventID string) (events []*domain.LiveEvent, at string, err error)
+	// Newer reports whether LogID a was logged after LogID b in one
+	// session's log; every LogID is newer than "". It reads nothing.
+	Newer(a, b string) bool
 }
 
 // Transcript reads a conversation's stored messages, the replay source of

@@ -25,6 +25,18 @@ func NewEventLog(client goredis.UniversalClient) *EventLog {
 	return &EventLog{client: client}
 }
 
+// Newer reports whether stream id a ("<ms>-<seq>") comes after b: the
+// order Redis gives a stream's entries. An id that does not parse is
+// newer than everything, so an event is never dropped for it.
+func (l *EventLog) Newer(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	ida, errA := parseStreamID(a)
+	idb, errB := parseStreamID(b)
+	return errA != nil || errB != nil || ida.after(idb)
+}
+
 // logPage is how many entries one read takes: a resuming client is usually
 // a few events behind, so the first page finds it.
 const logPage = 256

@@ -71,6 +71,24 @@ func TestEventLogReadsWhatWasPublished(t *testing.T) {
 		t.Errorf("Tail = %q, %v; want %q", tail, err, all[len(all)-1].LogID)
 	}
 
+	// Newer orders the log's own ids, and compares ids as numbers.
+	for i := 1; i < len(all); i++ {
+		if !eventLog.Newer(all[i].LogID, all[i-1].LogID) || eventLog.Newer(all[i-1].LogID, all[i].LogID) || eventLog.Newer(all[i].LogID, all[i].LogID) {
+			t.Errorf("Newer does not order %s after %s", all[i].LogID, all[i-1].LogID)
+		}
+	}
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10-0", "9-5", true}, {"9-5", "10-0", false}, {"7-10", "7-9", true}, {"7-9", "7-10", false},
+		{"1-0", "", true}, {"x", "7-0", true}, {"7-0", "x", true},
+	} {
+		if got := eventLog.Newer(tt.a, tt.b); got != tt.want {
+			t.Errorf("Newer(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+
 	// after reads After as the table reads Since: found is whether it
 	// returned an entry id, which must be the event's own.
 	after := func(session, eventID string) func() ([]*domain.LiveEvent, bool, error) {

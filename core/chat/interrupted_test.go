@@ -18,6 +18,7 @@ type fakeLog struct {
 }
 
 func (l fakeLog) Tail(context.Context, string) (string, error) { return "", l.err }
+func (l fakeLog) Newer(string, string) bool                    { return true } // the engine never asks
 func (l fakeLog) Since(context.Context, string, string) ([]*domain.LiveEvent, bool, error) {
 	return l.events, false, l.err
 }

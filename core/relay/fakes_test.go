@@ -135,6 +135,36 @@ func (w *world) publishLogOnly(events ...domain.SessionEvent) {
 	w.subs = subs
 }
 
+// relayLate hands logged events to the subscribers again, as the pod's
+// feed does with events Redis sent it just before a follower joined a
+// channel the pod already followed: older than the follower's position.
+func (w *world) relayLate(events ...*domain.LiveEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range events {
+		for _, s := range w.subs {
+			s.events <- ev
+		}
+	}
+}
+
+// logged returns the log's events.
+func (w *world) logged() []*domain.LiveEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.log)
+}
+
+// Newer compares the log's ids ("<n>-0") as Redis orders stream ids.
+func (w *world) Newer(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	na, _ := strconv.Atoi(strings.TrimSuffix(a, "-0"))
+	nb, _ := strconv.Atoi(strings.TrimSuffix(b, "-0"))
+	return na > nb
+}
+
 // loseLog empties the log, as a Redis restart without persistence does.
 func (w *world) loseLog() {
 	w.mu.Lock()

@@ -333,6 +333,11 @@ func (st *Stream) Run(ctx context.Context, sink Sink) error {
 				err = st.catchUpOrWait(ctx, &lag)
 			case lag.pending():
 				// In the log, which the pending catch-up reads.
+			case ev.LogID != "" && st.lastLog != "" && !st.s.d.Recent.Newer(ev.LogID, st.lastLog):
+				// Logged no later than what the stream has taken from the
+				// log: sent, or older than the client's position. The
+				// pod's feed can hand a new follower events Redis sent it
+				// just before the follower joined.
 			default:
 				err = st.deliver(ctx, ev)
 			}

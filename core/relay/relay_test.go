@@ -352,6 +352,30 @@ func TestResumeWaitsForAnEventOnItsWay(t *testing.T) {
 	}
 }
 
+// The pod's feed may hand a new follower an event logged before its
+// position (Redis sent it to the pod's connection just before the
+// follower joined a channel the pod already followed): the question of
+// the turn, never seen by this stream, is not sent after the answer's
+// tokens (TestLiveStreamEndpoints once saw it under load).
+func TestLateFeedEventsOlderThanThePositionAreDropped(t *testing.T) {
+	w := newWorld(t)
+	q := w.message(domain.RoleUser, msgID("q1"), "hi")
+	a := newAnswer(w, msgID("a1"), "one ", "two ", "three ", "four ")
+	w.publish(q)
+	w.publish(a.events[:3]...)
+	s := newSink()
+	run(t, open(t, w, a.events[1].MessageID+":2"), s)
+	w.relayLate(w.logged()[:3]...) // the question and the first two tokens
+	w.publish(a.events[3])
+	w.store(a.msg)
+	w.publish(a.events[4])
+	check(t, s.waitFor(t, 3), lines(a.events[2:]))
+	time.Sleep(20 * time.Millisecond)
+	if got := s.got(); len(got) != 3 {
+		t.Fatalf("extra events: %v", got)
+	}
+}
+
 // An answer that failed after a hole ends with its error event.
 func TestHeldAnswerThatFails(t *testing.T) {
 	w := newWorld(t)

@@ -375,6 +375,16 @@ func (s *sink) waitFor(t *testing.T, n int) []string {
 	}
 }
 
+// nothingMore fails if the sink gets more than n lines within a moment:
+// the events after the expected ones that must not come.
+func (s *sink) nothingMore(t *testing.T, n int) {
+	t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	if got := s.got(); len(got) != n {
+		t.Fatalf("extra events: %v", got)
+	}
+}
+
 func describe(ev *domain.LiveEvent) string {
 	id := ""
 	if ev.MessageID != "" {

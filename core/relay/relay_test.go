@@ -186,10 +186,7 @@ func TestReplayAndLiveOverlapOnce(t *testing.T) {
 	w.store(a.msg)
 	w.publish(a.events[3])
 	check(t, s.waitFor(t, 4), lines(a.events))
-	time.Sleep(20 * time.Millisecond)
-	if got := s.got(); len(got) != 4 {
-		t.Fatalf("extra events: %v", got)
-	}
+	s.nothingMore(t, 4)
 }
 
 // The feed reconnected (a Gap): what it missed comes from the log, then
@@ -317,10 +314,7 @@ func TestResumeFromAnEventNotYetLogged(t *testing.T) {
 	w.store(a.msg)
 	w.publish(a.events[5])
 	check(t, s.waitFor(t, 2), lines(a.events[4:]))
-	time.Sleep(20 * time.Millisecond)
-	if got := s.got(); len(got) != 2 {
-		t.Fatalf("extra events: %v", got)
-	}
+	s.nothingMore(t, 2)
 }
 
 // A client resuming from an answer's first event before the log has any
@@ -370,10 +364,7 @@ func TestLateFeedEventsOlderThanThePositionAreDropped(t *testing.T) {
 	w.store(a.msg)
 	w.publish(a.events[4])
 	check(t, s.waitFor(t, 3), lines(a.events[2:]))
-	time.Sleep(20 * time.Millisecond)
-	if got := s.got(); len(got) != 3 {
-		t.Fatalf("extra events: %v", got)
-	}
+	s.nothingMore(t, 3)
 }
 
 // An answer that failed after a hole ends with its error event.

@@ -608,8 +608,10 @@ type passageScan struct {
 	// may carry several written questions, read for every candidate.
 	seen   map[int32]bool
 	byTerm map[int32]int
-	// names are the question words each document name holds (readName).
-	names map[string][]nameMark
+	// names are the question words each document name holds (readName);
+	// marks is readTitle's buffer.
+	names map[string][]titleMark
+	marks []titleMark
 	// bySynonym maps the terms of synonyms to their question word.
 	bySynonym map[int32]int
 }
@@ -622,7 +624,7 @@ type hit struct {
 func newPassageScan(n int) *passageScan {
 	return &passageScan{body: make([]bool, n), title: make([]bool, n), synonym: make([]bool, n),
 		byTerm: make(map[int32]int, n), bySynonym: make(map[int32]int, n), seen: make(map[int32]bool),
-		names: make(map[string][]nameMark)}
+		names: make(map[string][]titleMark)}
 }
 
 func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk) {
@@ -696,50 +698,30 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 	s.qa = max(s.qa, best)
 }
 
-// readTitle marks the question words (or their synonyms) a title holds.
-func (s *passageScan) readTitle(ix *memindex.Index, title string) {
-	if title == "" {
-		return
-	}
+// titleMark is a question word a title holds: as itself (a title word)
+// or through a synonym.
+type titleMark struct {
+	word    int
+	synonym bool
+}
+
+// titleMarks appends the question words title holds to marks.
+func (s *passageScan) titleMarks(ix *memindex.Index, title string, marks []titleMark) []titleMark {
 	s.buf = ix.EachTerm(title, s.buf, func(_ int, t int32, _ bool) {
 		if t == memindex.NoTerm {
 			return
 		}
 		if k, ok := s.byTerm[t]; ok {
-			s.title[k] = true
+			marks = append(marks, titleMark{word: k})
 		} else if k, ok := s.bySynonym[t]; ok {
-			s.synonym[k] = true
+			marks = append(marks, titleMark{word: k, synonym: true})
 		}
 	})
+	return marks
 }
 
-// nameMark is a question word a document's name holds: as itself (a title
-// word) or through a synonym.
-type nameMark struct {
-	word    int
-	synonym bool
-}
-
-// readName is readTitle for a document's name, remembered for the
-// question being scored.
-func (s *passageScan) readName(ix *memindex.Index, name string) {
-	if name == "" {
-		return
-	}
-	marks, ok := s.names[name]
-	if !ok {
-		s.buf = ix.EachTerm(name, s.buf, func(_ int, t int32, _ bool) {
-			if t == memindex.NoTerm {
-				return
-			}
-			if k, ok := s.byTerm[t]; ok {
-				marks = append(marks, nameMark{word: k})
-			} else if k, ok := s.bySynonym[t]; ok {
-				marks = append(marks, nameMark{word: k, synonym: true})
-			}
-		})
-		s.names[name] = marks
-	}
+// mark records what titleMarks found.
+func (s *passageScan) mark(marks []titleMark) {
 	for _, m := range marks {
 		if m.synonym {
 			s.synonym[m.word] = true
@@ -747,6 +729,29 @@ func (s *passageScan) readName(ix *memindex.Index, name string) {
 			s.title[m.word] = true
 		}
 	}
+}
+
+// readTitle marks the question words (or their synonyms) a title holds.
+func (s *passageScan) readTitle(ix *memindex.Index, title string) {
+	if title == "" {
+		return
+	}
+	s.marks = s.titleMarks(ix, title, s.marks[:0])
+	s.mark(s.marks)
+}
+
+// readName is readTitle for a document's name, remembered for the
+// question being scored: candidates of one document share it.
+func (s *passageScan) readName(ix *memindex.Index, name string) {
+	if name == "" {
+		return
+	}
+	marks, ok := s.names[name]
+	if !ok {
+		marks = s.titleMarks(ix, name, nil)
+		s.names[name] = marks
+	}
+	s.mark(marks)
 }
 
 // questionOverlap is the F1 of the question's content words against a Q&A

@@ -92,9 +92,11 @@ type Publication struct {
 	*pubQueue[domain.SessionEvent]
 	// ws queues the derived workspace events; nil without a workspace log.
 	ws *pubQueue[domain.WorkspaceEvent]
-	// conv is the conversation whose workspace and agent the caller
-	// gave (NewConversationPublication); its workspace events carry them.
-	conv domain.Conversation
+	// convID is the conversation the caller named
+	// (NewConversationPublication) and owner its workspace and agent,
+	// which its workspace events carry.
+	convID string
+	owner  ownerRef
 }
 
 // pubQueue is an ordered stream of events on their way to a publisher under
@@ -136,7 +138,7 @@ func (l *Lifecycle) NewPublication(ctx context.Context) *Publication {
 // saved a query per chat).
 func (l *Lifecycle) NewConversationPublication(ctx context.Context, conv domain.Conversation) *Publication {
 	p := l.NewPublication(ctx)
-	p.conv = conv
+	p.convID, p.owner = conv.ID, ownerRef{workspaceID: conv.WorkspaceID, agentID: conv.AgentID}
 	return p
 }
 
@@ -163,18 +165,18 @@ func (p *Publication) Send(events ...domain.SessionEvent) {
 // owned fills in the workspace and agent of the events of the
 // publication's conversation.
 func (p *Publication) owned(events []domain.WorkspaceEvent) []domain.WorkspaceEvent {
-	c := &p.conv
-	if c.ID == "" || c.WorkspaceID == "" {
+	o := p.owner
+	if p.convID == "" || o.workspaceID == "" {
 		return events
 	}
 	for i := range events {
 		ev := &events[i]
-		if ev.ConversationID != c.ID || ev.WorkspaceID != "" && ev.WorkspaceID != c.WorkspaceID {
+		if ev.ConversationID != p.convID || ev.WorkspaceID != "" && ev.WorkspaceID != o.workspaceID {
 			continue
 		}
-		ev.WorkspaceID = c.WorkspaceID
+		ev.WorkspaceID = o.workspaceID
 		if ev.AgentID == "" {
-			ev.AgentID = c.AgentID
+			ev.AgentID = o.agentID
 		}
 	}
 	return events

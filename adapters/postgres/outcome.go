@@ -24,17 +24,25 @@ const outcomeColumn = `(SELECT o.outcome FROM conversation_outcomes AS o WHERE o
 // with more than this in a week is a test or a script.
 const maxLaterContacts = 20
 
-// dueOutcomesSQL claims the due rows ($1 now, $2 limit; $3 the re-contact
-// window in seconds, $4 maxLaterContacts) and gathers each one's signals in
-// the same statement: a handful of index walks of the conversation's own
-// messages (messages_conversation_seq_idx) and of its verified user's
-// conversations (conversations_verified_user_activity_idx), never a scan.
-const dueOutcomesSQL = `WITH due AS (
-	SELECT conversation_id FROM conversation_outcomes
+// claimDueOutcomesSQL claims up to $2 rows due at $1. It is a statement of
+// its own, before the signals are read (dueSignalsSQL): a statement reads
+// one snapshot, taken before it waited for any lock, so signals read by
+// the claiming statement could miss an event that committed just before
+// the row was claimed, and the decision would stay stale (migration 00029
+// has the whole argument).
+const claimDueOutcomesSQL = `SELECT conversation_id FROM conversation_outcomes
 	WHERE next_check_at <= $1
 	ORDER BY next_check_at, conversation_id
 	LIMIT $2
-	FOR UPDATE SKIP LOCKED
+	FOR UPDATE SKIP LOCKED`
+
+// dueSignalsSQL gathers the signals of the claimed rows ($1 their ids; $2
+// the re-contact window in seconds, $3 maxLaterContacts): a handful of
+// index walks of the conversation's own messages
+// (messages_conversation_seq_idx) and of its verified user's conversations
+// (conversations_verified_user_activity_idx), never a scan.
+const dueSignalsSQL = `WITH due AS (
+	SELECT unnest($1::text[]) AS conversation_id
 )
 SELECT c.id, c.status, coalesce(c.verified_user_id, ''), c.last_activity_at,
 	coalesce(fq.content, ''), coalesce(lq.content, ''),
@@ -75,8 +83,8 @@ LEFT JOIN LATERAL (
 		FROM conversations AS l
 		WHERE c.verified_user_id IS NOT NULL AND l.workspace_id = c.workspace_id AND l.verified_user_id = c.verified_user_id
 			AND l.last_activity_at >= c.created_at AND l.id <> c.id
-			AND l.created_at > c.created_at AND l.created_at <= c.last_activity_at + make_interval(secs => $3)
-		ORDER BY l.created_at, l.id LIMIT $4
+			AND l.created_at > c.created_at AND l.created_at <= c.last_activity_at + make_interval(secs => $2)
+		ORDER BY l.created_at, l.id LIMIT $3
 	) AS l
 ) AS later ON true`
 
@@ -93,15 +101,20 @@ const storeOutcomesSQL = `UPDATE conversation_outcomes AS o SET
 FROM unnest($1::text[], $2::text[], $3::boolean[], $4::timestamptz[]) AS u(id, outcome, final, next_check)
 WHERE o.conversation_id = u.id`
 
-// DecideDueOutcomes claims due rows FOR UPDATE SKIP LOCKED, gathers their
-// signals in one statement (dueOutcomesSQL), decides each in Go and writes
-// every decision in a second statement, in one transaction.
+// DecideDueOutcomes claims due rows FOR UPDATE SKIP LOCKED
+// (claimDueOutcomesSQL), gathers their signals in the next statement
+// (dueSignalsSQL), decides each in Go and writes every decision in a third
+// statement, in one transaction.
 func (s *Store) DecideDueOutcomes(ctx context.Context, now time.Time, limit int,
 	decide func(domain.OutcomeSignals, time.Time) domain.OutcomeDecision) (int, error) {
 	now = dbTime(now)
 	var decided int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, dueOutcomesSQL, now, limit, domain.OutcomeRecontactWindow.Seconds(), maxLaterContacts)
+		claimed, err := claimedIDs(ctx, tx, claimDueOutcomesSQL, now, limit)
+		if err != nil || len(claimed) == 0 {
+			return err
+		}
+		rows, err := tx.Query(ctx, dueSignalsSQL, claimed, domain.OutcomeRecontactWindow.Seconds(), maxLaterContacts)
 		if err != nil {
 			return err
 		}
@@ -183,4 +196,14 @@ func (s *Store) GetOutcome(ctx context.Context, workspaceID, conversationID stri
 	}
 	o.DueNow = dueNow != nil && *dueNow
 	return o, nil
+}
+
+// claimedIDs runs a statement that claims rows for a sweep and returns
+// the ids it claimed, in its order.
+func claimedIDs(ctx context.Context, tx pgx.Tx, claim string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, claim, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

@@ -57,23 +57,35 @@ func bucketSeconds() []int64 {
 	return out
 }
 
-// rollUpFactsSQL claims up to $1 conversations whose facts are due (FOR
-// UPDATE SKIP LOCKED), recomputes their facts from their messages (a few
-// walks of messages_conversation_seq_idx each, never a scan), stores them,
-// and adds the difference between the new and the old contribution
+// claimDueFactsSQL claims up to $1 conversations whose facts are due (FOR
+// UPDATE SKIP LOCKED) and clears their dueness. It is a statement of its
+// own, before the facts are read (rollUpFactsSQL): a statement reads one
+// snapshot, taken before it waited for any lock, so facts read by the
+// claiming statement could miss an event (a handoff) that committed just
+// before the row was claimed, with nothing left to mark it due again
+// (migration 00029 has the whole argument).
+const claimDueFactsSQL = `UPDATE conversation_outcomes AS o SET facts_due = false
+WHERE o.conversation_id IN (
+	SELECT conversation_id FROM conversation_outcomes WHERE facts_due
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED
+)
+RETURNING o.conversation_id`
+
+// rollUpFactsSQL recomputes the facts of the claimed conversations ($1
+// their ids) from their messages (a few walks of
+// messages_conversation_seq_idx each, never a scan), stores them, and adds
+// the difference between the new and the old contribution
 // (report_fact_metrics) to their days' counts (report_days), all in one
 // statement: every CTE reads the snapshot before it, so "old" is the facts
 // as they were. $2 are the bucket bounds in seconds. The day rows are
 // written in key order, so two sweeps lock shared day rows in the same
-// order and never deadlock. A playground conversation gets no facts; a conversation whose
-// row is claimed but gone (deleted meanwhile) has nothing to do.
+// order and never deadlock. A playground conversation gets no facts; a
+// conversation whose row is claimed but gone (deleted meanwhile) has
+// nothing to do.
 const rollUpFactsSQL = `WITH due AS MATERIALIZED (
 	SELECT o.conversation_id, o.outcome FROM conversation_outcomes AS o
-	WHERE o.facts_due
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED
-), cleared AS (
-	UPDATE conversation_outcomes AS o SET facts_due = false FROM due WHERE o.conversation_id = due.conversation_id
+	WHERE o.conversation_id = ANY($1::text[])
 ), fresh AS MATERIALIZED (
 	SELECT c.id AS conversation_id, c.workspace_id, c.agent_id, (c.created_at AT TIME ZONE 'UTC')::date AS started_on,
 		due.outcome, coalesce(a.messages, 0)::integer AS messages, coalesce(a.handed_off, false) AS handed_off,
@@ -152,23 +164,31 @@ const rollUpFactsSQL = `WITH due AS MATERIALIZED (
 	GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
 	ON CONFLICT (workspace_id, day, agent_id) DO UPDATE SET counts = report_counts_add(r.counts, EXCLUDED.counts)
 )
-SELECT count(*) FROM due`
+SELECT 1`
 
-// RollUpDueFacts recomputes the facts of up to limit due conversations and
-// applies them to the day counters in one statement (rollUpFactsSQL). When
-// fewer than limit were due, the rollups are up to date: now becomes the
-// reports' AsOf.
+// RollUpDueFacts claims up to limit due conversations (claimDueFactsSQL),
+// then recomputes their facts and applies them to the day counters in the
+// next statement (rollUpFactsSQL), in one transaction. When fewer than
+// limit were due, the rollups are up to date: now becomes the reports'
+// AsOf.
 func (s *Store) RollUpDueFacts(ctx context.Context, now time.Time, limit int) (int, error) {
 	now = dbTime(now)
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, rollUpFactsSQL, limit, bucketSeconds(), now).Scan(&n); err != nil {
+		claimed, err := claimedIDs(ctx, tx, claimDueFactsSQL, limit)
+		if err != nil {
 			return err
+		}
+		n = len(claimed)
+		if n > 0 {
+			if _, err := tx.Exec(ctx, rollUpFactsSQL, claimed, bucketSeconds(), now); err != nil {
+				return err
+			}
 		}
 		if n >= limit {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO report_rollup_state AS s (id, swept_at) VALUES (true, $1)
+		_, err = tx.Exec(ctx, `INSERT INTO report_rollup_state AS s (id, swept_at) VALUES (true, $1)
 			ON CONFLICT (id) DO UPDATE SET swept_at = greatest(s.swept_at, EXCLUDED.swept_at)`, now)
 		return err
 	})

@@ -208,8 +208,7 @@ type KnowledgeNotifier interface {
 
 // IndexedChunk is a chunk as retrieval indexes it in memory.
 type IndexedChunk struct {
-	Chunk   domain.Chunk
-	Heading string
+	Chunk domain.Chunk
 	// Vector is nil when the chunk has none from the requested embedder.
 	Vector []float32
 }

@@ -260,7 +260,7 @@ ORDER BY c.source_id, c.ordinal`, workspaceID, agentID, embedder)
 			var raw []byte
 			var questions string
 			if err := rows.Scan(&c.Chunk.ID, &c.Chunk.SourceID, &typ, &c.Chunk.DocumentName, &c.Chunk.URL,
-				&c.Heading, &c.Chunk.Question, &c.Chunk.Text, &raw, &questions); err != nil {
+				&c.Chunk.Heading, &c.Chunk.Question, &c.Chunk.Text, &raw, &questions); err != nil {
 				return err
 			}
 			c.Chunk.Questions = splitQuestions(questions)

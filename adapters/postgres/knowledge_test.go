@@ -68,7 +68,7 @@ func TestIndexingLifecycle(t *testing.T) {
 		t.Fatalf("LoadChunks = %d, %d chunks, %v", version, len(chunks), err)
 	}
 	if !slices.Equal(chunks[0].Vector, vec) || chunks[1].Vector != nil || chunks[0].Chunk.SourceType != domain.SourceFile ||
-		chunks[0].Chunk.DocumentName != "guide.md" || chunks[0].Chunk.URL != "https://example.com/p" || chunks[0].Heading != "Guide" {
+		chunks[0].Chunk.DocumentName != "guide.md" || chunks[0].Chunk.URL != "https://example.com/p" || chunks[0].Chunk.Heading != "Guide" {
 		t.Fatalf("LoadChunks chunks = %+v", chunks)
 	}
 	if _, other, _ := store.LoadChunks(ctx, ws.ID, agent.ID, "emb-b"); other[0].Vector != nil {

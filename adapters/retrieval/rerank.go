@@ -646,11 +646,16 @@ func (s *passageScan) read(ix *memindex.Index, focus []FocusWord, c domain.Chunk
 			}
 		}
 	}
-	// The chunk's first line repeats its heading path, so its words are
-	// title words as well as body words: it is read once, as both.
-	heading, rest := c.Text, ""
-	if nl := strings.IndexByte(c.Text, '\n'); nl >= 0 {
-		heading, rest = c.Text[:nl], c.Text[nl:]
+	// A chunk's first line repeats its heading path, when it has one, so
+	// its words are title words as well as body words: it is read once, as
+	// both. A chunk without a heading starts with its text, which is no
+	// title however short its first line.
+	heading, rest := "", c.Text
+	if c.Heading != "" {
+		heading, rest = c.Text, ""
+		if nl := strings.IndexByte(c.Text, '\n'); nl >= 0 {
+			heading, rest = c.Text[:nl], c.Text[nl:]
+		}
 	}
 	offset, inHeading := 0, true
 	mark := func(pos int, t int32, number bool) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/conciergehq/concierge/adapters/embedding/local"
@@ -13,20 +14,30 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// judged builds an index over texts (named by their first line), runs the
-// hybrid legs and the reranker on question, and returns the judgement with
-// the chunks.
+// judged builds an index over texts, each a chunk under a heading (its
+// first line), runs the hybrid legs and the reranker on question, and
+// returns the judgement with the chunks.
 func judged(t *testing.T, texts []string, question string) (retrieval.Judgement, []domain.Chunk) {
+	t.Helper()
+	chunks := make([]domain.Chunk, len(texts))
+	for i, text := range texts {
+		heading, _, _ := strings.Cut(text, "\n")
+		chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), SourceID: fmt.Sprint("src_", i), DocumentName: fmt.Sprint("doc ", i),
+			Heading: heading, Text: text}
+	}
+	return judgedChunks(t, chunks, question), chunks
+}
+
+// judgedChunks is judged for chunks as the caller built them.
+func judgedChunks(t *testing.T, chunks []domain.Chunk, question string) retrieval.Judgement {
 	t.Helper()
 	emb, err := local.New(local.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := make([]memindex.Doc, len(texts))
-	chunks := make([]domain.Chunk, len(texts))
-	for i, text := range texts {
-		docs[i] = memindex.Doc{Text: text, Vector: emb.EmbedOne(text)}
-		chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), SourceID: fmt.Sprint("src_", i), DocumentName: fmt.Sprint("doc ", i), Text: text}
+	docs := make([]memindex.Doc, len(chunks))
+	for i, c := range chunks {
+		docs[i] = memindex.Doc{Title: c.Heading, Text: c.Text, Name: c.DocumentName, Vector: emb.EmbedOne(c.Text)}
 	}
 	ix, err := memindex.Build(docs, emb.Dimensions())
 	if err != nil {
@@ -37,7 +48,7 @@ func judged(t *testing.T, texts []string, question string) (retrieval.Judgement,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return retrieval.NewReranker(syn).Rerank(ix, question, "", ranked, func(i int) domain.Chunk { return chunks[i] }), chunks
+	return retrieval.NewReranker(syn).Rerank(ix, question, "", ranked, func(i int) domain.Chunk { return chunks[i] })
 }
 
 const (
@@ -83,6 +94,66 @@ func TestRerankDecidesOnTheQuestionsFocus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A text source without headings is one chunk with no heading, named by
+// the source: its first line is text, not a title. The examples
+// decide the same on the sources as a workspace writes them, and a focus
+// word on a headless chunk's first line does not count as a title word (it
+// raised the ranking and lowered the answerability, as a heading does),
+// while the same line under a heading does.
+func TestAChunkWithoutAHeadingHasNoTitle(t *testing.T) {
+	express := "Express next-day delivery costs 9.50 GBP when ordered before 2pm.\nStandard delivery takes 3-5 business days and costs 4.95 GBP."
+	sources := []domain.Chunk{
+		{ID: "refunds", SourceID: "src_refunds", DocumentName: "Refund policy", SourceType: domain.SourceText,
+			Text: "You can return any unused item within 30 days of delivery. Refunds are issued to the original payment method within 5 business days."},
+		{ID: "shipping", SourceID: "src_shipping", DocumentName: "Shipping", SourceType: domain.SourceText, Text: express},
+	}
+	tests := []struct {
+		question string
+		best     string // "" for a fallback
+	}{
+		{"How much is express delivery?", "shipping"},
+		{"how long does standard delivery take", "shipping"},
+		{"Can I get a refund on an unused item?", "refunds"},
+		{"Do you ship to Canada?", ""},
+		{"Can I pay with PayPal?", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question, func(t *testing.T) {
+			j := judgedChunks(t, sources, tt.question)
+			got := retrieval.Decide(j, 5, domain.DefaultRetrievalThreshold)
+			switch {
+			case tt.best == "" && len(got) > 0:
+				t.Fatalf("answers from %s (answerability %.3f), want a fallback", got[0].ID, j.Answerability)
+			case tt.best != "" && len(got) == 0:
+				t.Fatalf("falls back (answerability %.3f), want an answer from %s", j.Answerability, tt.best)
+			case tt.best != "" && got[0].ID != tt.best:
+				t.Errorf("best passage = %s, want %s", got[0].ID, tt.best)
+			}
+		})
+	}
+
+	title := slices.Index(retrieval.FeatureNames[:], "title")
+	titleOf := func(c domain.Chunk) float64 {
+		t.Helper()
+		j := judgedChunks(t, []domain.Chunk{sources[0], c}, "How much is express delivery?")
+		for _, cand := range j.Candidates {
+			if cand.Doc == 1 {
+				return cand.Features[title]
+			}
+		}
+		t.Fatalf("%s is not a candidate", c.ID)
+		return 0
+	}
+	if got := titleOf(sources[1]); got != 0 {
+		t.Errorf("title feature of a chunk without a heading = %.3f, want 0", got)
+	}
+	headed := sources[1]
+	headed.Heading, headed.Text = "Express delivery", "Express delivery\n"+express
+	if got := titleOf(headed); got <= 0 {
+		t.Errorf("title feature of the chunk under the heading %q = %.3f, want > 0", headed.Heading, got)
 	}
 }
 

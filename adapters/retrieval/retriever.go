@@ -212,7 +212,7 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 	docs := make([]memindex.Doc, len(stored))
 	value := newAgentChunks(len(stored))
 	for i, c := range stored {
-		title := c.Heading
+		title := c.Chunk.Heading
 		if c.Chunk.Question != "" {
 			title = c.Chunk.Question
 		}

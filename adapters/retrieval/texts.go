@@ -80,7 +80,7 @@ func (a *agentChunks) add(c domain.Chunk) {
 	}
 	a.chunks = append(a.chunks, c)
 	// Strings and slice headers plus the struct itself.
-	a.bytes += int64(len(c.ID)+len(c.SourceID)+len(c.DocumentName)+len(c.URL)+len(c.Question)+size) + 184
+	a.bytes += int64(len(c.ID)+len(c.SourceID)+len(c.DocumentName)+len(c.URL)+len(c.Heading)+len(c.Question)+size) + 200
 	for _, q := range c.Questions {
 		a.bytes += int64(len(q)) + 16
 	}

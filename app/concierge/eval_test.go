@@ -129,7 +129,8 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 		}
 		name := filepath.Base(f)
 		for _, d := range chunker.Chunk(domain.Document{Title: name, Text: string(text)}) {
-			chunk := domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name, Text: d.Text}
+			chunk := domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name,
+				Heading: d.Heading, Text: d.Text}
 			title := d.Heading
 			if os.Getenv("EVAL_TUNING_QUESTIONS") != "" {
 				// The questions written for a chunk at index time, as the

@@ -10,7 +10,12 @@ type Chunk struct {
 	SourceType   SourceType
 	DocumentName string
 	URL          string
-	Text         string
+	// Heading is the heading path above the chunk ("Install > Linux"),
+	// which Text's first line repeats; "" for a chunk without one (a Q&A
+	// pair, a text source without headings, a document's preamble), whose
+	// first line is the start of its text.
+	Heading string
+	Text    string
 	// Question is set for Q&A sources, whose Text is the answer.
 	Question string
 	// Questions were written by a language model at index time: questions

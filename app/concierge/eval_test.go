@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -48,6 +50,38 @@ type evalSet struct {
 	dir          string
 	Answerable   []evalQuestion `json:"answerable"`
 	Unanswerable []evalQuestion `json:"unanswerable"`
+	// pairs are the knowledge of a Q&A set (qa.json), which has them
+	// instead of corpus pages; its questions' sources are pair ids.
+	pairs []qaPair
+}
+
+// qaPair is one Q&A source of a Q&A set.
+type qaPair struct {
+	ID       string `json:"id"`
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// loadPairs reads a set's qa.json, if it has one.
+func (set *evalSet) loadPairs() error {
+	raw, err := os.ReadFile(filepath.Join(set.dir, "qa.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var qa struct {
+		Pairs []qaPair `json:"pairs"`
+	}
+	if err := json.Unmarshal(raw, &qa); err != nil {
+		return err
+	}
+	if len(qa.Pairs) == 0 {
+		return errors.New("qa.json has no pairs")
+	}
+	set.pairs = qa.Pairs
+	return nil
 }
 
 // evalDir is where the sets are; CONCIERGE_EVAL_DIR points elsewhere.
@@ -75,6 +109,9 @@ func loadEvalSets(t testing.TB) []*evalSet {
 		set := &evalSet{dir: filepath.Dir(p), name: filepath.Base(filepath.Dir(p))}
 		if err := json.Unmarshal(raw, set); err != nil {
 			t.Fatalf("%s: %v", p, err)
+		}
+		if err := set.loadPairs(); err != nil {
+			t.Fatalf("%s: %v", set.dir, err)
 		}
 		for _, list := range [][]evalQuestion{set.Answerable, set.Unanswerable} {
 			for i, q := range list {
@@ -109,10 +146,6 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(set.dir, "corpus", "*.md"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("%s corpus: %v", set.name, err)
-	}
 	syn, err := synonyms.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -120,31 +153,54 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 	if os.Getenv("EVAL_NO_SYNONYMS") != "" {
 		syn = nil // to measure what the synonyms bring
 	}
-	c := &evalIndex{emb: emb, plain: &plainBM25{}, syn: syn, files: len(files)}
+	c := &evalIndex{emb: emb, plain: &plainBM25{}, syn: syn}
 	var docs []memindex.Doc
-	for _, f := range files {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	// add indexes a chunk as the retriever does: titled by its heading or
+	// its Q&A question, and (EVAL_TUNING_QUESTIONS=1) by the questions
+	// written for it at index time, for which the tuning half's own
+	// questions whose evidence the chunk holds stand in: customers' words
+	// rather than a model's.
+	add := func(chunk domain.Chunk, embedded string) {
+		title := chunk.Heading
+		if chunk.Question != "" {
+			title = chunk.Question
 		}
-		name := filepath.Base(f)
-		for _, d := range chunker.Chunk(domain.Document{Title: name, Text: string(text)}) {
-			chunk := domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name,
-				Heading: d.Heading, Text: d.Text}
-			title := d.Heading
-			if os.Getenv("EVAL_TUNING_QUESTIONS") != "" {
-				// The questions written for a chunk at index time, as the
-				// retriever titles them, stood in for by customers' own:
-				// the tuning half's questions whose evidence the chunk holds.
-				chunk.Questions = tuningQuestionsFor(set, name, d.Text)
-				if len(chunk.Questions) > 0 {
-					title += "\n" + strings.Join(chunk.Questions, "\n")
-				}
+		if os.Getenv("EVAL_TUNING_QUESTIONS") != "" {
+			chunk.Questions = tuningQuestionsFor(set, chunk.SourceID, chunk.Text)
+			if len(chunk.Questions) > 0 {
+				title += "\n" + strings.Join(chunk.Questions, "\n")
 			}
-			docs = append(docs, memindex.Doc{Title: title, Text: d.Text, Name: name, Vector: emb.EmbedOne(d.Text)})
-			c.chunks = append(c.chunks, chunk)
 		}
-		c.plain.addFile(name, string(text))
+		docs = append(docs, memindex.Doc{Title: title, Text: chunk.Text, Name: chunk.DocumentName, Vector: emb.EmbedOne(embedded)})
+		c.chunks = append(c.chunks, chunk)
+	}
+	if len(set.pairs) > 0 {
+		// A Q&A source is one chunk, named by its question and embedded
+		// with it (core/knowledge's embedText).
+		for _, p := range set.pairs {
+			add(domain.Chunk{ID: p.ID, SourceID: p.ID, SourceType: domain.SourceQA, DocumentName: p.Question,
+				Question: p.Question, Text: p.Answer}, p.Question+"\n"+p.Answer)
+			c.plain.addFile(p.ID, p.Question+"\n"+p.Answer)
+		}
+		c.files = len(set.pairs)
+	} else {
+		files, err := filepath.Glob(filepath.Join(set.dir, "corpus", "*.md"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s corpus: %v", set.name, err)
+		}
+		for _, f := range files {
+			text, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Base(f)
+			for _, d := range chunker.Chunk(domain.Document{Title: name, Text: string(text)}) {
+				add(domain.Chunk{ID: fmt.Sprintf("%s#%d", name, d.Ordinal), SourceID: name, DocumentName: name,
+					Heading: d.Heading, Text: d.Text}, d.Text)
+			}
+			c.plain.addFile(name, string(text))
+		}
+		c.files = len(files)
 	}
 	if c.ix, err = memindex.Build(docs, emb.Dimensions()); err != nil {
 		t.Fatal(err)
@@ -269,7 +325,7 @@ func TestRetrievalQuality(t *testing.T) {
 	for _, set := range sets {
 		start := time.Now()
 		corpora[set.name] = indexEvalSet(t, set)
-		t.Logf("%s: %d files, %d chunks, indexed in %v", set.name, corpora[set.name].files, len(corpora[set.name].chunks), time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %d sources (pages or Q&A pairs), %d chunks, indexed in %v", set.name, corpora[set.name].files, len(corpora[set.name].chunks), time.Since(start).Round(time.Millisecond))
 	}
 	if os.Getenv("EVAL_FIT") != "" {
 		model = fitRelevanceModel(t, sets, corpora)
@@ -681,6 +737,9 @@ func TestAnswerQuality(t *testing.T) {
 	// A workspace per set: indexing is fair between workspaces, so the
 	// sets index side by side.
 	tenants := map[string]tenant{}
+	// pairOf names a Q&A set's sources by their pair id, which its
+	// questions cite: a Q&A source's citation names its question.
+	pairOf := map[string]string{}
 	for _, set := range sets {
 		tn := s.newTenant(domain.PlanStandard)
 		tenants[set.name] = tn
@@ -694,6 +753,13 @@ func TestAnswerQuality(t *testing.T) {
 			agent["retrievalThreshold"] = v
 		}
 		s.mustStatus(s.do("POST", "/api/v2/agents", agent, tn.auth()), 201)
+		for _, p := range set.pairs {
+			r := s.do("POST", "/api/v2/agents/"+set.name+"/sources",
+				map[string]any{"type": "qa", "question": p.Question, "answer": p.Answer}, tn.auth())
+			s.mustStatus(r, 201)
+			id, _ := r.JSON(t)["id"].(string)
+			pairOf[id] = p.ID
+		}
 		files, err := filepath.Glob(filepath.Join(set.dir, "corpus", "*.md"))
 		if err != nil {
 			t.Fatal(err)
@@ -719,19 +785,26 @@ func TestAnswerQuality(t *testing.T) {
 		}
 		deadline := time.Now().Add(wait)
 		for indexing := true; indexing; {
-			var list listBody[map[string]any]
-			r := s.do("GET", "/api/v2/agents/"+set.name+"/sources?limit=100", nil, tn.auth())
-			s.mustStatus(r, 200)
-			r.decode(t, &list)
 			indexing = false
-			for _, src := range list.Data {
-				switch src["status"] {
-				case "READY":
-				case "FAILED":
-					t.Fatalf("%s: source not indexed: %v", set.name, src)
-				default:
-					indexing = true
+			// Every page of sources: a Q&A set has more than one.
+			for cursor := ""; ; {
+				var list listBody[map[string]any]
+				r := s.do("GET", "/api/v2/agents/"+set.name+"/sources?limit=100"+cursor, nil, tn.auth())
+				s.mustStatus(r, 200)
+				r.decode(t, &list)
+				for _, src := range list.Data {
+					switch src["status"] {
+					case "READY":
+					case "FAILED":
+						t.Fatalf("%s: source not indexed: %v", set.name, src)
+					default:
+						indexing = true
+					}
 				}
+				if !list.Meta.HasMore || list.Meta.NextCursor == nil {
+					break
+				}
+				cursor = "&cursor=" + *list.Meta.NextCursor
 			}
 			if indexing && time.Now().After(deadline) {
 				t.Fatalf("%s: sources still indexing after %s", set.name, wait)
@@ -759,7 +832,11 @@ func TestAnswerQuality(t *testing.T) {
 					evidence++
 				}
 				for _, c := range a.Citations {
-					if slices.Contains(q.Sources, c.DocumentName) {
+					name := c.DocumentName
+					if pair, ok := pairOf[c.SourceID]; ok {
+						name = pair
+					}
+					if slices.Contains(q.Sources, name) {
 						cited++
 						break
 					}

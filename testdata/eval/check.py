@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Structural check of every evaluation set under testdata/eval.
 
-A set is any directory testdata/eval/<set>/ that holds a questions.json.
+A set is any directory testdata/eval/<set>/ that holds a questions.json. Its
+corpus is either Markdown pages (<set>/corpus/*.md; sources and `near` name
+files) or question-and-answer pairs (<set>/qa.json; sources and `near` name
+pair ids, and evidence is looked up in the cited pairs' answers).
 The format and the rules checked here are described in testdata/eval/README.md.
 
 Usage:
@@ -19,8 +22,12 @@ import sys
 
 # Per-set minimums: a set below them measures too little to be worth its own row.
 MIN_CORPUS_FILES = 40
+MIN_QA_PAIRS = 40  # instead of MIN_CORPUS_FILES for a set that has qa.json
 MIN_ANSWERABLE = 60
 MIN_UNANSWERABLE = 25
+
+# A Q&A pair's answer is at most this long (the set's builder truncates longer ones).
+MAX_QA_ANSWER = 20000
 
 # Totals across all sets, enforced only with --all-sets: sets are added by
 # separate changes, so a checkout holding only some of them is still valid.
@@ -34,7 +41,7 @@ MIN_NEAR_MISS_SHARE = 2 / 3
 
 # Answerable ids carry the set's prefix; the docker set keeps its older
 # unprefixed ids (q001, u01), so it has no entry here.
-ID_PREFIX = {"github": "gh-", "nextcloud": "nc-"}
+ID_PREFIX = {"github": "gh-", "nextcloud": "nc-", "tor": "tor-"}
 
 ANSWERABLE_KINDS = ("direct", "paraphrase")
 UNANSWERABLE_KINDS = ("near-miss", "off-topic")
@@ -69,6 +76,45 @@ def share(n, total):
     return n / total if total else 0.0
 
 
+def load_qa(rep, name, path):
+    """Reads a Q&A set's qa.json into {pair id: answer}, and the combined size of
+    questions and answers in bytes; returns None when the file is unusable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        rep.error(name, f"qa.json is not valid JSON: {e}")
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pairs"), list):
+        rep.error(name, 'qa.json must be an object with a list "pairs"')
+        return None
+    answers, size = {}, 0
+    for i, p in enumerate(data["pairs"]):
+        where = f"{name}/qa.json pairs[{i}]"
+        if not isinstance(p, dict):
+            rep.error(where, "pair is not an object")
+            continue
+        pid, question, answer = p.get("id"), p.get("question"), p.get("answer")
+        if not isinstance(pid, str) or not pid.strip():
+            rep.error(where, "pair has no id")
+            continue
+        where = f"{name}/qa.json {pid}"
+        if pid in answers:
+            rep.error(where, "pair id is used twice")
+            continue
+        if not isinstance(question, str) or not question.strip():
+            rep.error(where, "pair has an empty question")
+        if not isinstance(answer, str) or not answer.strip():
+            rep.error(where, "pair has an empty answer")
+            answer = ""
+        elif len(answer) > MAX_QA_ANSWER:
+            rep.error(where, f"answer has {len(answer)} characters, at most {MAX_QA_ANSWER}")
+        answers[pid] = answer
+        size += len((question if isinstance(question, str) else "").encode("utf-8")) \
+            + len(answer.encode("utf-8"))
+    return answers, size
+
+
 def check_split_rule(rep, name, list_name, items):
     """Splits are fixed by sorting ids: even index tuning, odd heldout."""
     want = {}
@@ -101,12 +147,27 @@ def check_set(rep, root, name, seen_ids):
         if not os.path.isfile(p) or os.path.getsize(p) == 0:
             rep.error(name, f"{f} is missing or empty")
 
-    corpus = {}
-    if os.path.isdir(corpus_dir):
-        for f in sorted(os.listdir(corpus_dir)):
-            if f.endswith(".md"):
-                with open(os.path.join(corpus_dir, f), encoding="utf-8") as fh:
-                    corpus[f] = fh.read()
+    # The corpus maps what sources and `near` may name to the text evidence
+    # is looked up in: file name -> page for Markdown sets, pair id -> answer
+    # for Q&A sets (a set with qa.json).
+    qa_path = os.path.join(set_dir, "qa.json")
+    is_qa = os.path.isfile(qa_path)
+    corpus, size = {}, 0
+    if is_qa:
+        if os.path.isdir(corpus_dir):
+            rep.error(name, "a set has either corpus/*.md or qa.json, not both")
+        loaded = load_qa(rep, name, qa_path)
+        if loaded:
+            corpus, size = loaded
+        unit, where_corpus, min_corpus = "pairs", f"{name}/qa.json", MIN_QA_PAIRS
+    else:
+        if os.path.isdir(corpus_dir):
+            for f in sorted(os.listdir(corpus_dir)):
+                if f.endswith(".md"):
+                    with open(os.path.join(corpus_dir, f), encoding="utf-8") as fh:
+                        corpus[f] = fh.read()
+        size = sum(len(t.encode("utf-8")) for t in corpus.values())
+        unit, where_corpus, min_corpus = "files", f"{name}/corpus/", MIN_CORPUS_FILES
     corpus_norm = {}  # filled lazily: only cited files are normalised
 
     def norm_source(f):
@@ -154,7 +215,7 @@ def check_set(rep, root, name, seen_ids):
             splits[("answerable", q["split"])] += 1
         sources = q.get("sources")
         if not isinstance(sources, list) or not 1 <= len(sources) <= 3:
-            rep.error(where, "sources must list 1 to 3 corpus files")
+            rep.error(where, f"sources must list 1 to 3 corpus {unit}")
             sources = []
         present = []
         for s in sources:
@@ -162,7 +223,7 @@ def check_set(rep, root, name, seen_ids):
                 present.append(s)
                 cited.add(s)
             else:
-                rep.error(where, f"source {s!r} is not in {name}/corpus/")
+                rep.error(where, f"source {s!r} is not in {where_corpus}")
         evidence = q.get("evidence")
         if not isinstance(evidence, list) or not 1 <= len(evidence) <= 3:
             rep.error(where, "evidence must list 1 to 3 phrases")
@@ -196,7 +257,7 @@ def check_set(rep, root, name, seen_ids):
         if kind == "near-miss":
             near = q.get("near")
             if not isinstance(near, str) or near not in corpus:
-                rep.error(where, f"near-miss needs near naming a file in {name}/corpus/, got {near!r}")
+                rep.error(where, f"near-miss needs near naming one of the {unit} in {where_corpus}, got {near!r}")
         if "sources" in q or "evidence" in q:
             rep.error(where, "an unanswerable question has no sources or evidence")
 
@@ -204,8 +265,8 @@ def check_set(rep, root, name, seen_ids):
     check_split_rule(rep, name, "unanswerable", [q for q in unanswerable if isinstance(q, dict)])
 
     na, nu = len(answerable), len(unanswerable)
-    if len(corpus) < MIN_CORPUS_FILES:
-        rep.error(name, f"needs >= {MIN_CORPUS_FILES} corpus files, has {len(corpus)}")
+    if len(corpus) < min_corpus:
+        rep.error(name, f"needs >= {min_corpus} corpus {unit}, has {len(corpus)}")
     if na < MIN_ANSWERABLE:
         rep.error(name, f"needs >= {MIN_ANSWERABLE} answerable questions, has {na}")
     if nu < MIN_UNANSWERABLE:
@@ -215,9 +276,8 @@ def check_set(rep, root, name, seen_ids):
     if share(kinds["near-miss"], nu) < MIN_NEAR_MISS_SHARE:
         rep.warn(name, f"near-miss share {share(kinds['near-miss'], nu):.0%} is below 2/3")
 
-    size = sum(len(t.encode("utf-8")) for t in corpus.values())
-    print(f"{name}: corpus {len(corpus)} files, {size} bytes; "
-          f"answerable {na} (citing {len(cited)} files; direct {kinds['direct']}, paraphrase {kinds['paraphrase']}; "
+    print(f"{name}: corpus {len(corpus)} {unit}, {size} bytes; "
+          f"answerable {na} (citing {len(cited)} {unit}; direct {kinds['direct']}, paraphrase {kinds['paraphrase']}; "
           f"tuning {splits[('answerable', 'tuning')]}, heldout {splits[('answerable', 'heldout')]}); "
           f"unanswerable {nu} (near-miss {kinds['near-miss']}, off-topic {kinds['off-topic']}; "
           f"tuning {splits[('unanswerable', 'tuning')]}, heldout {splits[('unanswerable', 'heldout')]})")

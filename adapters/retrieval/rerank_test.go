@@ -37,12 +37,7 @@ func judgedChunks(t *testing.T, chunks []domain.Chunk, question string) retrieva
 	}
 	docs := make([]memindex.Doc, len(chunks))
 	for i, c := range chunks {
-		// Titled as the retriever titles them: a Q&A pair by its question.
-		title := c.Heading
-		if c.Question != "" {
-			title = c.Question
-		}
-		docs[i] = memindex.Doc{Title: title, Text: c.Text, Name: c.DocumentName, Vector: emb.EmbedOne(c.Text)}
+		docs[i] = memindex.Doc{Title: retrieval.IndexTitle(c), Text: c.Text, Name: c.DocumentName, Vector: emb.EmbedOne(c.Text)}
 	}
 	ix, err := memindex.Build(docs, emb.Dimensions())
 	if err != nil {

@@ -212,15 +212,7 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 	docs := make([]memindex.Doc, len(stored))
 	value := newAgentChunks(len(stored))
 	for i, c := range stored {
-		title := c.Chunk.Heading
-		if c.Chunk.Question != "" {
-			title = c.Chunk.Question
-		}
-		if len(c.Chunk.Questions) > 0 {
-			// Questions written for the chunk weigh like its heading.
-			title = title + "\n" + strings.Join(c.Chunk.Questions, "\n")
-		}
-		docs[i] = memindex.Doc{Title: title, Text: c.Chunk.Text, Name: c.Chunk.DocumentName, Vector: c.Vector}
+		docs[i] = memindex.Doc{Title: IndexTitle(c.Chunk), Text: c.Chunk.Text, Name: c.Chunk.DocumentName, Vector: c.Vector}
 		value.add(c.Chunk)
 	}
 	ix, err := memindex.Build(docs, r.embedder.Dimensions())
@@ -230,6 +222,21 @@ func (r *Retriever) load(workspaceID, agentID string) (*memindex.Index, *agentCh
 	r.log.Info("agent index loaded", "agent_id", agentID, "knowledge_version", version, "chunks", len(stored),
 		"bytes", ix.Bytes()+value.bytes, "took", time.Since(start).Round(time.Millisecond))
 	return ix, value, nil
+}
+
+// IndexTitle is the title the in-memory index gives a chunk: its heading
+// path, or a Q&A pair's question, and the questions written for it at
+// index time, which weigh like its heading. The evaluation indexes its
+// sets with it too, so it measures the index the agents get.
+func IndexTitle(c domain.Chunk) string {
+	title := c.Heading
+	if c.Question != "" {
+		title = c.Question
+	}
+	if len(c.Questions) > 0 {
+		title += "\n" + strings.Join(c.Questions, "\n")
+	}
+	return title
 }
 
 // fromPostgres answers with PostgreSQL's full-text search while the index is

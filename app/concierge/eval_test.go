@@ -164,23 +164,16 @@ func indexEvalSet(t testing.TB, set *evalSet) *evalIndex {
 	}
 	c := &evalIndex{emb: emb, plain: &plainBM25{}, syn: syn}
 	var docs []memindex.Doc
-	// add indexes a chunk as the retriever does: titled by its heading or
-	// its Q&A question, and (EVAL_TUNING_QUESTIONS=1) by the questions
-	// written for it at index time, for which the tuning half's own
-	// questions whose evidence the chunk holds stand in: customers' words
-	// rather than a model's.
+	// add indexes a chunk titled as the retriever titles it
+	// (retrieval.IndexTitle). With EVAL_TUNING_QUESTIONS=1 the questions
+	// written for it at index time are stood in for by the tuning half's
+	// own questions whose evidence the chunk holds: customers' words rather
+	// than a model's.
 	add := func(chunk domain.Chunk, embedded string) {
-		title := chunk.Heading
-		if chunk.Question != "" {
-			title = chunk.Question
-		}
 		if os.Getenv("EVAL_TUNING_QUESTIONS") != "" {
 			chunk.Questions = tuningQuestionsFor(set, chunk.SourceID, chunk.Text)
-			if len(chunk.Questions) > 0 {
-				title += "\n" + strings.Join(chunk.Questions, "\n")
-			}
 		}
-		docs = append(docs, memindex.Doc{Title: title, Text: chunk.Text, Name: chunk.DocumentName, Vector: emb.EmbedOne(embedded)})
+		docs = append(docs, memindex.Doc{Title: retrieval.IndexTitle(chunk), Text: chunk.Text, Name: chunk.DocumentName, Vector: emb.EmbedOne(embedded)})
 		c.chunks = append(c.chunks, chunk)
 	}
 	if len(set.pairs) > 0 {

@@ -105,16 +105,21 @@ const FeatureCount = featCount
 
 // Answerability features, in the order of their vector: taken from the
 // best candidate after reranking, its page, and the question itself. They
-// are few on purpose: on the tuning halves these five decide as well as
-// the nine of the first model did (relevance, coverage, window and the
+// are few on purpose: on the tuning halves the first five decide as well
+// as the nine of the first model did (relevance, coverage, window and the
 // heaviest words among them), and fewer weights fitted on 154 questions
-// have less room to fit their noise.
+// have less room to fit their noise. The sixth, how nearly the visitor
+// asked the best candidate's Q&A question, is there because the stored
+// question's words otherwise count only as title words, which on pages
+// speak against an answer: asked verbatim, a pair was judged less
+// answerable than a question written from its answer's words.
 const (
 	ansPage = iota
 	ansTitle
 	ansMissingKnowledge
 	ansMissingName
 	ansNoNumber
+	ansQa
 	ansCount
 )
 
@@ -122,7 +127,7 @@ const (
 const AnswerFeatureCount = ansCount
 
 // AnswerFeatureNames name the answerability features, in vector order.
-var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber"}
+var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber", "qa"}
 
 // RelevanceModel scores candidates and decides answerability. Candidates
 // are ordered by Weights·f (a conditional logit: fitted so that the
@@ -142,14 +147,17 @@ type RelevanceModel struct {
 // DefaultRelevanceModel returns the model agents use.
 func DefaultRelevanceModel() RelevanceModel { return defaultModel }
 
-// defaultModel was fitted on the tuning halves of testdata/eval.
+// defaultModel was fitted on the tuning halves of testdata/eval
+// (EVAL_FIT=1, app/concierge's TestRetrievalQuality): the ranking weights
+// on the page sets, then the qa weight on the Q&A sets with the others
+// held, then the calibration and the answerability on all sets.
 var defaultModel = RelevanceModel{
 	Weights: [featCount]float64{
 		featCoverage:         3.945,
 		featWindow:           6.495,
 		featTitle:            5.099,
 		featPairs:            1.955,
-		featQa:               0.000,
+		featQa:               1.502,
 		featKeyword:          2.502,
 		featVector:           3.673,
 		featKeywordRank:      -0.153,
@@ -158,14 +166,15 @@ var defaultModel = RelevanceModel{
 		featMissingKnowledge: 0.000,
 		featSynonyms:         1.931,
 	},
-	Scale: 0.342, Offset: -4.268,
-	AnswerBias: 0.126,
+	Scale: 0.386, Offset: -4.895,
+	AnswerBias: 0.156,
 	AnswerWeights: [ansCount]float64{
-		ansPage:             2.449,
-		ansTitle:            -1.753,
-		ansMissingKnowledge: -1.615,
-		ansMissingName:      -1.856,
-		ansNoNumber:         -1.812,
+		ansPage:             2.359,
+		ansTitle:            -1.480,
+		ansMissingKnowledge: -2.424,
+		ansMissingName:      -1.869,
+		ansNoNumber:         -2.256,
+		ansQa:               1.557,
 	},
 }
 
@@ -534,6 +543,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 		ansMissingKnowledge: best.Features[featMissingKnowledge],
 		ansMissingName:      b2f(best.missingName),
 		ansNoNumber:         b2f(best.noNumber),
+		ansQa:               best.Features[featQa],
 	}
 	j.Answerability = m.Answerability(&j.Answer)
 	return j

@@ -329,3 +329,51 @@ func TestAnswerabilityReadsTheBestPage(t *testing.T) {
 		})
 	}
 }
+
+// A Q&A pair asked as it is stored is found and answered, and judged at
+// least as answerable as a question written from its answer's words: the
+// stored question counts for the pair rather than against it (session 17
+// found the verbatim question judged less answerable, 0.70 against 0.85
+// and 0.88, as its words counted as title words only).
+func TestAPairAskedAsStoredIsAnswered(t *testing.T) {
+	qa := slices.Index(retrieval.AnswerFeatureNames[:], "qa")
+	if qa < 0 {
+		t.Fatalf("no qa feature in %v", retrieval.AnswerFeatureNames)
+	}
+	pairs := []struct{ question, answer, fromAnswer string }{
+		{"How do I cancel my subscription?", "Open Billing, choose Cancel plan and confirm. Your plan stays active until the end of the paid period.",
+			"Does my plan stay active until the end of the paid period?"},
+		{"How long does a refund take?", "Refunds reach your card within 5 to 10 business days after we approve them.",
+			"How many business days until refunds reach my card?"},
+		{"Which payment methods do you accept?", "We accept Visa, Mastercard, American Express and PayPal.",
+			"Do you accept American Express?"},
+		{"Do you offer discounts for students?", "Students get 50 percent off the Pro plan with a valid university email address.",
+			"Do students get 50 percent off the Pro plan?"},
+	}
+	chunks := make([]domain.Chunk, len(pairs))
+	for i, p := range pairs {
+		chunks[i] = domain.Chunk{ID: fmt.Sprint("chk_", i), SourceID: fmt.Sprint("src_", i), SourceType: domain.SourceQA,
+			DocumentName: p.question, Question: p.question, Text: p.answer}
+	}
+	for i, p := range pairs {
+		t.Run(p.question, func(t *testing.T) {
+			stored := judgedChunks(t, chunks, p.question)
+			if got := chunks[stored.Candidates[0].Doc].ID; got != chunks[i].ID {
+				t.Fatalf("best candidate %s, want the pair %s", got, chunks[i].ID)
+			}
+			if stored.Answer[qa] != 1 {
+				t.Errorf("qa feature %.3f, want 1 for the stored question", stored.Answer[qa])
+			}
+			if stored.Answerability < domain.DefaultRetrievalThreshold {
+				t.Errorf("answerability %.3f below the default threshold %.2f", stored.Answerability, domain.DefaultRetrievalThreshold)
+			}
+			worded := judgedChunks(t, chunks, p.fromAnswer)
+			if got := chunks[worded.Candidates[0].Doc].ID; got != chunks[i].ID {
+				t.Fatalf("%q: best candidate %s, want the pair %s", p.fromAnswer, got, chunks[i].ID)
+			}
+			if stored.Answerability < worded.Answerability {
+				t.Errorf("asked as stored %.3f, less answerable than %q from the answer's words %.3f", stored.Answerability, p.fromAnswer, worded.Answerability)
+			}
+		})
+	}
+}

@@ -232,6 +232,7 @@ func (s *Conversations) MessageTrace(ctx context.Context, workspaceID, conversat
 		t.Question = t.Query
 	}
 	t.Focus, t.FeatureNames, t.Missing = slices.Clone(t.Focus), slices.Clone(t.FeatureNames), slices.Clone(t.Missing)
+	t.AnswerFeatureNames, t.AnswerFeatures = slices.Clone(t.AnswerFeatureNames), slices.Clone(t.AnswerFeatures)
 	t.Candidates = append([]domain.TraceCandidate{}, t.Candidates...)
 	return t, nil
 }

@@ -16,21 +16,25 @@ import (
 // traceJSON is the stored shape of domain.RetrievalTrace, spelled out so a
 // renamed domain field never silently changes stored traces.
 type traceJSON struct {
-	Question         string          `json:"question,omitempty"`
-	Query            string          `json:"query"`
-	QueryNote        string          `json:"queryNote,omitempty"`
-	Method           string          `json:"method"`
-	Note             string          `json:"note,omitempty"`
-	Embedder         string          `json:"embedder,omitempty"`
-	KnowledgeVersion int64           `json:"knowledgeVersion"`
-	TopK             int             `json:"topK"`
-	Threshold        float64         `json:"threshold"`
-	Focus            []focusJSON     `json:"focus,omitempty"`
-	Missing          []string        `json:"missing,omitempty"`
-	Answerability    float64         `json:"answerability,omitempty"`
-	Verdict          string          `json:"verdict,omitempty"`
-	FeatureNames     []string        `json:"featureNames,omitempty"`
-	Candidates       []candidateJSON `json:"candidates"`
+	Question         string      `json:"question,omitempty"`
+	Query            string      `json:"query"`
+	QueryNote        string      `json:"queryNote,omitempty"`
+	Method           string      `json:"method"`
+	Note             string      `json:"note,omitempty"`
+	Embedder         string      `json:"embedder,omitempty"`
+	KnowledgeVersion int64       `json:"knowledgeVersion"`
+	TopK             int         `json:"topK"`
+	Threshold        float64     `json:"threshold"`
+	Focus            []focusJSON `json:"focus,omitempty"`
+	Missing          []string    `json:"missing,omitempty"`
+	Answerability    float64     `json:"answerability,omitempty"`
+	Verdict          string      `json:"verdict,omitempty"`
+	// AnswerFeatureNames and AnswerFeatures: traces stored before them
+	// have none.
+	AnswerFeatureNames []string        `json:"answerFeatureNames,omitempty"`
+	AnswerFeatures     []float64       `json:"answerFeatures,omitempty"`
+	FeatureNames       []string        `json:"featureNames,omitempty"`
+	Candidates         []candidateJSON `json:"candidates"`
 }
 
 type focusJSON struct {
@@ -126,6 +130,8 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 		b = append(b, `,"verdict":`...)
 		b = appendJSONString(b, t.Verdict)
 	}
+	b = appendJSONStrings(b, "answerFeatureNames", t.AnswerFeatureNames)
+	b = appendJSONFloats(b, "answerFeatures", t.AnswerFeatures)
 	b = appendJSONStrings(b, "featureNames", t.FeatureNames)
 	b = append(b, `,"candidates":[`...)
 	for i, c := range t.Candidates {
@@ -160,16 +166,7 @@ func encodeTrace(t *domain.RetrievalTrace) ([]byte, error) {
 			b = append(b, `,"relevance":`...)
 			b = appendJSONFloat(b, c.Relevance)
 		}
-		if len(c.Features) > 0 {
-			b = append(b, `,"features":[`...)
-			for k, f := range c.Features {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONFloat(b, f)
-			}
-			b = append(b, ']')
-		}
+		b = appendJSONFloats(b, "features", c.Features)
 		b = appendJSONStrings(b, "missing", c.Missing)
 		if c.MatchedQuestion != "" {
 			b = append(b, `,"matchedQuestion":`...)
@@ -216,6 +213,24 @@ func appendJSONStrings(b []byte, name string, list []string) []byte {
 	return append(b, ']')
 }
 
+// appendJSONFloats appends a field holding list, as appendJSONFloat writes
+// each number, and nothing when list is empty.
+func appendJSONFloats(b []byte, name string, list []float64) []byte {
+	if len(list) == 0 {
+		return b
+	}
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":[`...)
+	for i, f := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONFloat(b, f)
+	}
+	return append(b, ']')
+}
+
 // appendJSONFloat appends f as a JSON number of 6 significant digits (an
 // exponent when it is very large or small); not finite values as 0.
 func appendJSONFloat(b []byte, f float64) []byte {
@@ -252,6 +267,7 @@ func (s *Store) MessageTrace(ctx context.Context, workspaceID, conversationID, m
 	}
 	t := domain.RetrievalTrace{Question: j.Question, Query: j.Query, QueryNote: j.QueryNote, Method: j.Method, Note: j.Note, Embedder: j.Embedder, KnowledgeVersion: j.KnowledgeVersion,
 		TopK: j.TopK, Threshold: j.Threshold, Missing: j.Missing, Answerability: j.Answerability, Verdict: j.Verdict,
+		AnswerFeatureNames: j.AnswerFeatureNames, AnswerFeatures: j.AnswerFeatures,
 		FeatureNames: j.FeatureNames, Candidates: make([]domain.TraceCandidate, len(j.Candidates))}
 	for _, f := range j.Focus {
 		t.Focus = append(t.Focus, domain.FocusTerm(f))

@@ -14,6 +14,7 @@ import (
 func traceJSONOf(tr *domain.RetrievalTrace) traceJSON {
 	j := traceJSON{Question: tr.Question, Query: tr.Query, QueryNote: tr.QueryNote, Method: tr.Method, Note: tr.Note, Embedder: tr.Embedder, KnowledgeVersion: tr.KnowledgeVersion,
 		TopK: tr.TopK, Threshold: tr.Threshold, Missing: tr.Missing, Answerability: tr.Answerability, Verdict: tr.Verdict,
+		AnswerFeatureNames: tr.AnswerFeatureNames, AnswerFeatures: tr.AnswerFeatures,
 		FeatureNames: tr.FeatureNames, Candidates: make([]candidateJSON, len(tr.Candidates))}
 	for _, f := range tr.Focus {
 		j.Focus = append(j.Focus, focusJSON(f))
@@ -49,6 +50,7 @@ func TestEncodeTrace(t *testing.T) {
 		{"reranked", domain.RetrievalTrace{Query: "do you ship to canada", Method: "hybrid+rerank", TopK: 5, Threshold: 0.5,
 			Focus:   []domain.FocusTerm{{Word: "ship", Weight: 0.4, InKnowledge: true}, {Word: "canada", Weight: 1}, {Word: "pasword", Weight: 0.5, InKnowledge: true, Typo: true}},
 			Missing: []string{"canada"}, Answerability: 0.21, Verdict: domain.VerdictNotAnswerable, FeatureNames: []string{"coverage", "window"},
+			AnswerFeatureNames: []string{"page", "missingName"}, AnswerFeatures: []float64{0.6666666666666666, 1},
 			Candidates: []domain.TraceCandidate{
 				{ChunkID: "chk_1", KeywordRank: 1, Score: 3.25, Relevance: 0.4123456789, Features: []float64{0.5, 0.25}, Missing: []string{"canada", "\"x\""}, Reason: domain.TraceNotAnswerable},
 				{ChunkID: "chk_2", Score: -1.5, Relevance: 0.01, Features: []float64{0, 1e-9}, MatchedQuestion: "Do you ship \"abroad\"?", Reason: domain.TraceNotAnswerable},
@@ -88,6 +90,9 @@ func TestEncodeTrace(t *testing.T) {
 	}
 	for i := range 2000 {
 		tr := domain.RetrievalTrace{Query: "q", Method: "hybrid", Threshold: float(), KnowledgeVersion: rng.Int64(), TopK: rng.IntN(50)}
+		for range rng.IntN(3) {
+			tr.AnswerFeatureNames, tr.AnswerFeatures = append(tr.AnswerFeatureNames, "f"), append(tr.AnswerFeatures, float())
+		}
 		for range rng.IntN(25) {
 			tr.Candidates = append(tr.Candidates, domain.TraceCandidate{ChunkID: domain.NewID(domain.PrefixChunk), KeywordRank: rng.IntN(3),
 				KeywordScore: float(), VectorRank: rng.IntN(3), VectorScore: float(), Score: float(), Kept: rng.IntN(2) == 0, Reason: domain.TraceBeyondTopK})
@@ -128,8 +133,11 @@ func sameTrace(t *testing.T, got, want []byte) bool {
 		ok = near(g.Focus[k].Weight, w.Focus[k].Weight)
 		g.Focus[k].Weight = w.Focus[k].Weight
 	}
-	ok = ok && near(g.Answerability, w.Answerability)
-	g.Threshold, g.Answerability, g.Candidates, w.Candidates = w.Threshold, w.Answerability, nil, nil
+	ok = ok && near(g.Answerability, w.Answerability) && len(g.AnswerFeatures) == len(w.AnswerFeatures)
+	for k := 0; ok && k < len(g.AnswerFeatures); k++ {
+		ok = near(g.AnswerFeatures[k], w.AnswerFeatures[k])
+	}
+	g.Threshold, g.Answerability, g.AnswerFeatures, g.Candidates, w.Candidates = w.Threshold, w.Answerability, w.AnswerFeatures, nil, nil
 	if !ok || !reflect.DeepEqual(g, w) {
 		t.Errorf("encodeTrace wrote\n%s\nencoding/json writes\n%s", got, want)
 		return false

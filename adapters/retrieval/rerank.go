@@ -109,10 +109,12 @@ const FeatureCount = featCount
 // as the nine of the first model did (relevance, coverage, window and the
 // heaviest words among them), and fewer weights fitted on 154 questions
 // have less room to fit their noise. The sixth, how nearly the visitor
-// asked the best candidate's Q&A question, is there because the stored
-// question's words otherwise count only as title words, which on pages
-// speak against an answer: asked verbatim, a pair was judged less
-// answerable than a question written from its answer's words.
+// asked the best candidate's Q&A question (or a question written for it at
+// index time: featQa), is there because a stored question's words
+// otherwise count only as title words, which on pages speak against an
+// answer: asked verbatim, a pair was judged less answerable than a
+// question written from its answer's words. Its weight is fitted on Q&A
+// pairs only; the evaluation writes no questions at index time.
 const (
 	ansPage = iota
 	ansTitle
@@ -936,6 +938,7 @@ func judgementTrace(q ports.RetrievalQuery, j Judgement, meta func(int) domain.C
 	answers, why := j.reasons(limit, q.Threshold)
 	if len(j.Candidates) > 0 {
 		t.Missing = j.Candidates[0].Missing
+		t.AnswerFeatureNames, t.AnswerFeatures = AnswerFeatureNames[:], slices.Clone(j.Answer[:])
 	}
 	switch {
 	case len(j.Candidates) == 0:

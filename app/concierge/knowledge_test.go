@@ -167,6 +167,12 @@ func TestKnowledgeSourcesOfEveryType(t *testing.T) {
 	if rel, _ := best["relevance"].(float64); rel <= 0 || rel > 1 || features["coverage"] == nil || features["window"] == nil || len(features) != 12 {
 		t.Fatalf("best candidate = %v", best)
 	}
+	// And what the answerability was computed from, by name: here most of
+	// the question is on the best page ("long" is in no passage) and no
+	// name is missing.
+	if af, _ := trace["answerFeatures"].(map[string]any); len(af) != 6 || af["page"].(float64) < 0.5 || af["missingName"] != 0.0 {
+		t.Fatalf("answerFeatures = %v", trace["answerFeatures"])
+	}
 
 	// A near miss falls back, and its trace names what was missing.
 	resp, miss := s.chat(tn, map[string]any{"agent": "support", "message": "Does the warranty cover telescopes bought in Canada?"})
@@ -177,6 +183,11 @@ func TestKnowledgeSourcesOfEveryType(t *testing.T) {
 	missTrace := s.do("GET", "/api/v2/conversations/"+miss.SessionID+"/messages/"+*miss.MessageID+"/trace", nil, auth).JSON(t)
 	if !slices.Contains(missTrace["missing"].([]any), any("canada")) || !strings.HasPrefix(missTrace["verdict"].(string), "fallback:") {
 		t.Fatalf("near miss trace: missing %v, verdict %v", missTrace["missing"], missTrace["verdict"])
+	}
+	// Why, in the decision's own terms: "Canada" is written as a name
+	// and the best passage does not hold it.
+	if af, _ := missTrace["answerFeatures"].(map[string]any); af["missingName"] != 1.0 {
+		t.Fatalf("near miss answerFeatures = %v", missTrace["answerFeatures"])
 	}
 	if r := s.do("GET", "/api/v2/conversations/"+answer.SessionID+"/messages/msg_00000000000000000000000000/trace", nil, auth); r.Status != 404 {
 		t.Fatalf("trace of an unknown message: %d", r.Status)

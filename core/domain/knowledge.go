@@ -110,6 +110,11 @@ type RetrievalTrace struct {
 	// answers the question; Verdict is what the retrieval decided from it.
 	Answerability float64
 	Verdict       string
+	// AnswerFeatures are what Answerability was computed from (the best
+	// candidate's page coverage, a name it lacks, a Q&A question match...),
+	// named by AnswerFeatureNames: why the retrieval answered or fell back.
+	AnswerFeatureNames []string
+	AnswerFeatures     []float64
 	// FeatureNames name the values of each candidate's Features.
 	FeatureNames []string
 	Candidates   []TraceCandidate

@@ -528,7 +528,9 @@ try {
           await p.screenshot({ path: join(shots, `saved-replies-list-${kind}.png`) });
         }
         if (name === 'playground') {
-          // The answer's retrieval trace, open, further down the page.
+          // The answer's retrieval trace, open, further down the page,
+          // with what the answerability was read from.
+          await p.locator('#latest details.trace[open] dt', { hasText: 'What the chance was read from' }).waitFor();
           await p.evaluate(() => document.querySelector('#latest details.trace[open]').scrollIntoView({ block: 'start' }));
           await p.screenshot({ path: join(shots, `playground-trace-${kind}.png`) });
         }

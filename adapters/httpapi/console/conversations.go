@@ -359,9 +359,12 @@ type citationRow struct {
 type traceView struct {
 	domain.RetrievalTrace
 	Answerability, Threshold string
-	Focus                    []focusRow
-	Candidates               []candidateRow
-	Kept                     int
+	// Factors are the answerability's features in words, "" for a trace
+	// without them.
+	Factors    string
+	Focus      []focusRow
+	Candidates []candidateRow
+	Kept       int
 	// Open shows the trace unfolded: the playground's latest answer's.
 	Open bool
 }
@@ -383,8 +386,32 @@ func percent(x float64) string { return strconv.FormatFloat(x*100, 'f', 0, 64) +
 
 func number(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
 
+// answerFactors says what the answerability was read from: shares as
+// percentages, the two flags only when set, a feature this console does
+// not know by its name and value.
+func answerFactors(t domain.RetrievalTrace) string {
+	var parts []string
+	for i, x := range t.AnswerFeatures {
+		if i >= len(t.AnswerFeatureNames) {
+			break
+		}
+		name := t.AnswerFeatureNames[i]
+		switch name {
+		case "missingName", "noNumber":
+			if x > 0 {
+				parts = append(parts, mustText("trace.factor."+name))
+			}
+		case "page", "title", "missingKnowledge", "qa":
+			parts = append(parts, mustText("trace.factor."+name, percent(x)))
+		default:
+			parts = append(parts, name+" "+number(x))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func newTraceView(t domain.RetrievalTrace) *traceView {
-	tv := &traceView{RetrievalTrace: t, Answerability: percent(t.Answerability), Threshold: percent(t.Threshold)}
+	tv := &traceView{RetrievalTrace: t, Answerability: percent(t.Answerability), Threshold: percent(t.Threshold), Factors: answerFactors(t)}
 	for _, f := range t.Focus {
 		r := focusRow{Word: f.Word, Weight: number(f.Weight)}
 		switch {

@@ -62,6 +62,15 @@ func aTrace() domain.RetrievalTrace {
 		Candidates: []domain.TraceCandidate{{ChunkID: chunkID, SourceID: sourceID, DocumentName: "FAQ", KeywordRank: 1, KeywordScore: 0.5, Score: 0.5, Kept: true, Reason: "kept"}}}
 }
 
+// rerankedTrace is aTrace as the reranker decided it: a fallback, with
+// the answerability's features.
+func rerankedTrace(names []string, features []float64) domain.RetrievalTrace {
+	t := aTrace()
+	t.Method, t.Answerability, t.Verdict = "hybrid", 0.21, domain.VerdictNotAnswerable
+	t.AnswerFeatureNames, t.AnswerFeatures = names, features
+	return t
+}
+
 func aDelivery(status domain.DeliveryStatus) domain.Delivery {
 	return domain.Delivery{ID: deliveryID, Target: domain.DeliveryTarget("events"), Type: "message.created", ConversationID: sessionID,
 		Status: status, Attempts: 1, NextAttemptAt: now, CreatedAt: now}
@@ -350,12 +359,22 @@ func TestConversations(t *testing.T) {
 		Name:   "gets",
 		Req:    trace,
 		Script: map[string]httpapitest.Result{"Conversations.MessageTrace": {Values: []any{aTrace()}}},
-		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"query": "shipping", "candidates.0.keywordRank": 1, "candidates.0.vectorRank": nil, "candidates.0.relevance": nil, "answerability": nil}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"query": "shipping", "candidates.0.keywordRank": 1, "candidates.0.vectorRank": nil, "candidates.0.relevance": nil, "answerability": nil, "answerFeatures": nil}},
 		Calls: func(t *testing.T, s *httpapitest.Script) {
 			if args := httpapitest.OnlyCall(t, s, "Conversations.MessageTrace"); args[1] != sessionID || args[2] != replyID {
 				t.Fatalf("MessageTrace(%v)", args)
 			}
 		},
+	}, {
+		Name:   "reranked: what the answerability was computed from, by name",
+		Req:    trace,
+		Script: map[string]httpapitest.Result{"Conversations.MessageTrace": {Values: []any{rerankedTrace([]string{"page", "missingName"}, []float64{0.5, 1})}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"answerability": 0.21, "answerFeatures.page": 0.5, "answerFeatures.missingName": 1}},
+	}, {
+		Name:   "reranked, stored before answer features were kept",
+		Req:    trace,
+		Script: map[string]httpapitest.Result{"Conversations.MessageTrace": {Values: []any{rerankedTrace(nil, nil)}}},
+		Want:   httpapitest.Want{Status: 200, Fields: map[string]any{"answerability": 0.21, "answerFeatures": nil}},
 	}}, httpapitest.ErrorCases(trace, "Conversations.MessageTrace", 404, 500)...))
 }
 

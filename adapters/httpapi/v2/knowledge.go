@@ -59,20 +59,23 @@ type focusTermDTO struct {
 }
 
 type traceDTO struct {
-	Question         string              `json:"question"`
-	Query            string              `json:"query"`
-	QueryNote        *string             `json:"queryNote"`
-	Method           string              `json:"method"`
-	Note             *string             `json:"note"`
-	Embedder         *string             `json:"embedder"`
-	KnowledgeVersion int64               `json:"knowledgeVersion"`
-	TopK             int                 `json:"topK"`
-	Threshold        float64             `json:"threshold"`
-	Focus            []focusTermDTO      `json:"focus"`
-	Missing          []string            `json:"missing"`
-	Answerability    *float64            `json:"answerability"`
-	Verdict          *string             `json:"verdict"`
-	Candidates       []traceCandidateDTO `json:"candidates"`
+	Question         string         `json:"question"`
+	Query            string         `json:"query"`
+	QueryNote        *string        `json:"queryNote"`
+	Method           string         `json:"method"`
+	Note             *string        `json:"note"`
+	Embedder         *string        `json:"embedder"`
+	KnowledgeVersion int64          `json:"knowledgeVersion"`
+	TopK             int            `json:"topK"`
+	Threshold        float64        `json:"threshold"`
+	Focus            []focusTermDTO `json:"focus"`
+	Missing          []string       `json:"missing"`
+	Answerability    *float64       `json:"answerability"`
+	// AnswerFeatures are what answerability was computed from; null
+	// without a reranker, and in traces stored before they were kept.
+	AnswerFeatures map[string]float64  `json:"answerFeatures"`
+	Verdict        *string             `json:"verdict"`
+	Candidates     []traceCandidateDTO `json:"candidates"`
 }
 
 type retrieveResponse struct {
@@ -106,6 +109,14 @@ func toTraceDTO(t domain.RetrievalTrace) traceDTO {
 	reranked := t.Verdict != ""
 	if reranked {
 		dto.Answerability = &t.Answerability
+		if len(t.AnswerFeatures) > 0 {
+			dto.AnswerFeatures = make(map[string]float64, len(t.AnswerFeatures))
+			for k, v := range t.AnswerFeatures {
+				if k < len(t.AnswerFeatureNames) {
+					dto.AnswerFeatures[t.AnswerFeatureNames[k]] = v
+				}
+			}
+		}
 	}
 	for i, c := range t.Candidates {
 		cd := traceCandidateDTO{ChunkID: c.ChunkID, SourceID: c.SourceID, DocumentName: c.DocumentName,

@@ -111,6 +111,14 @@ function setUpLive(root) {
   for (const type of ["message.created", "conversation.status", "conversation.assigned", "reset"]) {
     source.addEventListener(type, onEvent);
   }
+  // The page was rendered before the stream opened, and a stream without
+  // a Last-Event-ID starts live from the moment it is subscribed: an event
+  // in between (a visitor writing while the page loads) would be in
+  // neither. The stream opens (its headers arrive) only once the server
+  // subscribed, so a refresh from then on shows everything older, and the
+  // stream brings everything newer. A reconnect opens again, and refreshes
+  // over its own gap the same way.
+  source.addEventListener("open", refresh);
   source.addEventListener("error", () => {
     if (liveText && source.readyState === EventSource.CLOSED) {
       liveText.textContent = liveText.dataset.off || liveText.textContent;
@@ -126,9 +134,17 @@ function debounce(fn, ms) {
   };
 }
 
+// swaps numbers the refreshes, and shown is the newest one swapped in.
+let swaps = 0;
+let shown = 0;
+
 // swap fetches the page again and replaces the elements with these ids,
-// leaving the rest (a half-typed message, the focus) alone.
+// leaving the rest (a half-typed message, the focus) alone. Refreshes
+// overlap when the server is slow, and their answers may come back in any
+// order: one older than what is shown is dropped, or a page read before an
+// event would replace the one read after it, and stay until the next event.
 async function swap(ids) {
+  const n = ++swaps;
   let html;
   try {
     const res = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
@@ -139,6 +155,10 @@ async function swap(ids) {
   } catch {
     return;
   }
+  if (n < shown) {
+    return;
+  }
+  shown = n;
   const doc = new DOMParser().parseFromString(html, "text/html");
   for (const id of ids) {
     const now = document.getElementById(id);

@@ -27,6 +27,7 @@ const state = {
 	identity: readIdentityFromHash(),
 	sessionId: '',
 	status: 'AI',
+	statusSets: 0, // bumped by every setStatus: a poll's answer may be older
 	sending: false,
 	lastMessageId: '', // newest stored message seen (poll's `after`)
 	lastEventId: '', // newest live event id (Last-Event-ID)
@@ -349,6 +350,7 @@ function suggestionList(questions, cls) {
 
 function setStatus(status) {
 	if (!status) return;
+	state.statusSets++;
 	state.status = status;
 	app.dataset.status = status;
 	const human = status === 'HANDOFF_REQUESTED' || status === 'HUMAN';
@@ -758,12 +760,19 @@ function onLiveEvent(gen, data, eventId) {
 
 async function pollOnce(gen) {
 	if (!state.sessionId) return;
+	const sets = state.statusSets;
 	try {
 		const status = await pollAll(state.lastMessageId, (m) => {
 			// An answer still streaming on our POST arrives through it.
 			if (gen === state.gen && !(m.role === 'ASSISTANT' && state.sending)) adoptOrAdd(m);
 		});
-		if (gen === state.gen && status && status !== state.status) setStatus(status);
+		// A status set while the poll was out (a live status event, the
+		// handoff's answer) is as new as the one the poll read, or newer:
+		// the poll's would put back a state the conversation has left (the
+		// widget saying "waiting" to a visitor a person is talking to),
+		// and nothing would correct it until the next change. A change
+		// the poll saw after it comes live, or with the next poll.
+		if (gen === state.gen && status && status !== state.status && sets === state.statusSets) setStatus(status);
 	} catch { /* the next round */ }
 }
 

@@ -105,23 +105,16 @@ const FeatureCount = featCount
 
 // Answerability features, in the order of their vector: taken from the
 // best candidate after reranking, its page, and the question itself. They
-// are few on purpose: on the tuning halves the first five decide as well
-// as the nine of the first model did (relevance, coverage, window and the
+// are few on purpose: on the tuning halves these five decide as well as
+// the nine of the first model did (relevance, coverage, window and the
 // heaviest words among them), and fewer weights fitted on 154 questions
-// have less room to fit their noise. The sixth, how nearly the visitor
-// asked the best candidate's Q&A question (or a question written for it at
-// index time: featQa), is there because a stored question's words
-// otherwise count only as title words, which on pages speak against an
-// answer: asked verbatim, a pair was judged less answerable than a
-// question written from its answer's words. Its weight is fitted on Q&A
-// pairs only; the evaluation writes no questions at index time.
+// have less room to fit their noise.
 const (
 	ansPage = iota
 	ansTitle
 	ansMissingKnowledge
 	ansMissingName
 	ansNoNumber
-	ansQa
 	ansCount
 )
 
@@ -129,7 +122,7 @@ const (
 const AnswerFeatureCount = ansCount
 
 // AnswerFeatureNames name the answerability features, in vector order.
-var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber", "qa"}
+var AnswerFeatureNames = [ansCount]string{"page", "title", "missingKnowledge", "missingName", "noNumber"}
 
 // RelevanceModel scores candidates and decides answerability. Candidates
 // are ordered by Weights·f (a conditional logit: fitted so that the
@@ -149,17 +142,14 @@ type RelevanceModel struct {
 // DefaultRelevanceModel returns the model agents use.
 func DefaultRelevanceModel() RelevanceModel { return defaultModel }
 
-// defaultModel was fitted on the tuning halves of testdata/eval
-// (EVAL_FIT=1, app/concierge's TestRetrievalQuality): the ranking weights
-// on the page sets, then the qa weight on the Q&A sets with the others
-// held, then the calibration and the answerability on all sets.
+// defaultModel was fitted on the tuning halves of testdata/eval.
 var defaultModel = RelevanceModel{
 	Weights: [featCount]float64{
 		featCoverage:         3.945,
 		featWindow:           6.495,
 		featTitle:            5.099,
 		featPairs:            1.955,
-		featQa:               1.502,
+		featQa:               0.000,
 		featKeyword:          2.502,
 		featVector:           3.673,
 		featKeywordRank:      -0.153,
@@ -168,15 +158,14 @@ var defaultModel = RelevanceModel{
 		featMissingKnowledge: 0.000,
 		featSynonyms:         1.931,
 	},
-	Scale: 0.386, Offset: -4.895,
-	AnswerBias: 0.156,
+	Scale: 0.342, Offset: -4.268,
+	AnswerBias: 0.126,
 	AnswerWeights: [ansCount]float64{
-		ansPage:             2.359,
-		ansTitle:            -1.480,
-		ansMissingKnowledge: -2.424,
-		ansMissingName:      -1.869,
-		ansNoNumber:         -2.256,
-		ansQa:               1.557,
+		ansPage:             2.449,
+		ansTitle:            -1.753,
+		ansMissingKnowledge: -1.615,
+		ansMissingName:      -1.856,
+		ansNoNumber:         -1.812,
 	},
 }
 
@@ -545,7 +534,6 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 		ansMissingKnowledge: best.Features[featMissingKnowledge],
 		ansMissingName:      b2f(best.missingName),
 		ansNoNumber:         b2f(best.noNumber),
-		ansQa:               best.Features[featQa],
 	}
 	j.Answerability = m.Answerability(&j.Answer)
 	return j

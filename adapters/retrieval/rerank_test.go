@@ -329,3 +329,45 @@ func TestAnswerabilityReadsTheBestPage(t *testing.T) {
 		})
 	}
 }
+
+// A misspelt filler word ("somthing", "anyting", "insted") is read as the
+// word it misspells: it is no focus word, and the question is judged as
+// answerable as when spelt right. A real word the knowledge lacks, even
+// one edit from a filler word ("theme", "these"), stays in the focus.
+func TestMisspeltFillerWordsAreNoFocus(t *testing.T) {
+	focusWords := func(j retrieval.Judgement) []string {
+		var out []string
+		for _, f := range j.Focus {
+			out = append(out, f.Word)
+		}
+		return out
+	}
+	tests := []struct {
+		misspelt, spelt string
+	}{
+		{"Is there somthing like express delivery?", "Is there something like express delivery?"},
+		{"Is there anyting faster than express delivery?", "Is there anything faster than express delivery?"},
+		{"Can I get express delivery insted?", "Can I get express delivery instead?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.misspelt, func(t *testing.T) {
+			got, _ := judged(t, []string{refunds, shipping}, tt.misspelt)
+			want, _ := judged(t, []string{refunds, shipping}, tt.spelt)
+			if !slices.Equal(focusWords(got), focusWords(want)) {
+				t.Errorf("focus = %q, want %q as spelt right", focusWords(got), focusWords(want))
+			}
+			if math.Abs(got.Answerability-want.Answerability) > 1e-9 {
+				t.Errorf("answerability = %.3f, want %.3f as spelt right", got.Answerability, want.Answerability)
+			}
+		})
+	}
+	for _, question := range []string{"Is there a theme for express delivery?", "Is there a voucher for express delivery?"} {
+		t.Run(question, func(t *testing.T) {
+			j, _ := judged(t, []string{refunds, shipping}, question)
+			word := strings.Fields(question)[3]
+			if !slices.Contains(focusWords(j), word) {
+				t.Errorf("focus = %q, want it to keep %q", focusWords(j), word)
+			}
+		})
+	}
+}

@@ -34,7 +34,7 @@ func TestLocalAnswerReplay(t *testing.T) {
 	var nAns, nUn int
 	for _, set := range sets {
 		c := indexEvalSet(t, set)
-		llm := llmlocal.New(llmlocal.Options{Related: c.syn.Of})
+		llm := llmlocal.New(llmlocal.Options{Related: c.syn.Of, Known: c.syn.Knows})
 		ask := func(q string) (ports.Completion, float64, []domain.Chunk) {
 			j := c.judge(&model, q)
 			chunks := retrieval.Decide(j, 5, threshold)

@@ -412,7 +412,7 @@ func (a *announcer) AgentChanged(ctx context.Context, workspaceID, agentID strin
 // always (agents may pick it), sharing the retriever's synonyms, and the
 // OpenAI-compatible one when it is the default or has credentials.
 func languageModels(cfg config.Config, syn *synonyms.Table) (map[string]ports.LLM, error) {
-	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay, Related: syn.Of})}
+	models := map[string]ports.LLM{"local": llmlocal.New(llmlocal.Options{TokenDelay: cfg.LocalTokenDelay, Related: syn.Of, Known: syn.Knows})}
 	if cfg.LLMProvider == "openai" || cfg.OpenAIAPIKey != "" {
 		m, err := openai.New(openAIOptions(cfg, cfg.OpenAIModel))
 		if err != nil {

@@ -162,7 +162,7 @@ func (g *guard) allows(norm string) bool {
 // answer whole (cut at qaMaxChars when that is positive), or up to three
 // sentences in at most maxChars bytes. It returns "" when nothing in
 // knowledge is relevant enough.
-func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, answerability float64) (string, []string) {
+func answer(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, known func(string) bool, answerability float64) (string, []string) {
 	if len(knowledge) == 0 || maxChars <= 0 {
 		return "", nil
 	}
@@ -182,6 +182,7 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 		var typos uint64
 		typos, buf = q.matchTypos(knowledge, missing, buf)
 		found |= typos
+		q.key &^= q.misspeltFiller(missing&^typos, known)
 		if q.key&^found != 0 && !trusted {
 			return "", nil
 		}

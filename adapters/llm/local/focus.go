@@ -190,6 +190,34 @@ func (q *query) matchTypos(knowledge []domain.Chunk, missing uint64, buf []byte)
 	return got, buf
 }
 
+// misspeltFiller returns the terms of missing (question words the
+// knowledge lacks) that are a misspelt filler word: no dictionary word,
+// within one edit of a word of fillerSpellings ("anyting" for "anything",
+// "insted" for "instead"). Such a word says nothing the knowledge could
+// miss. known tells dictionary words (Options.Known), so a real word such
+// as "theme", one edit from "these", is never taken for a typo; without it
+// no word is.
+func (q *query) misspeltFiller(missing uint64, known func(string) bool) uint64 {
+	if known == nil {
+		return 0
+	}
+	var out uint64
+	for m := missing; m != 0; m &= m - 1 {
+		id := bits.TrailingZeros64(m)
+		raw := q.raw[id]
+		if len(raw) < minTypoLen || known(raw) {
+			continue
+		}
+		for _, w := range fillerSpellings {
+			if editDistance(raw, w, 1) <= 1 {
+				out |= 1 << id
+				break
+			}
+		}
+	}
+	return out
+}
+
 // isTypo reports whether a question word a may be a typo of the knowledge
 // word b.
 func isTypo(a, b string) bool {

@@ -261,11 +261,46 @@ func TestRelatedWordsBridgeTheFocus(t *testing.T) {
 		return nil
 	}
 	question := "How do I wipe my profile?"
-	if got, _ := answer(question, []domain.Chunk{erase}, "", 600, 0, nil, 0); got != "" {
+	if got, _ := answer(question, []domain.Chunk{erase}, "", 600, 0, nil, nil, 0); got != "" {
 		t.Fatalf("without related words the model answered %q, want a decline", got)
 	}
-	got, cited := answer(question, []domain.Chunk{erase}, "", 600, 0, related, 0)
+	got, cited := answer(question, []domain.Chunk{erase}, "", 600, 0, related, nil, 0)
 	if !strings.Contains(got, "Erase profile") || len(cited) == 0 {
 		t.Fatalf("answer = %q cited %v, want the erase sentence", got, cited)
+	}
+}
+
+// A misspelt filler word ("anyting", "insted") is not a subject the
+// knowledge lacks: with a dictionary that does not know it, the model
+// answers; without one, or when the dictionary knows the word (a real
+// word one edit from a filler word, such as "theme" from "these"), the
+// model declines as it does for any missing word.
+func TestMisspeltFillerWordsAreNotMissing(t *testing.T) {
+	relay := domain.Chunk{ID: "chk_relay", DocumentName: "Speed",
+		Text: "To speed up page loads, run your own relay: every relay adds capacity to the network."}
+	unknown := func(string) bool { return false }
+	known := func(string) bool { return true }
+	tests := []struct {
+		name     string
+		question string
+		known    func(string) bool
+		answers  bool
+	}{
+		{"misspelt anything", "Is there anyting that would speed up page loads?", unknown, true},
+		{"misspelt instead", "Can I speed up page loads insted?", unknown, true},
+		{"no dictionary", "Is there anyting that would speed up page loads?", nil, false},
+		{"a dictionary word", "Is there anyting that would speed up page loads?", known, false},
+		{"a missing subject", "Is there a plugin that would speed up page loads?", unknown, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, cited := answer(tt.question, []domain.Chunk{relay}, "", 600, 0, nil, tt.known, 0)
+			if tt.answers && (!strings.Contains(got, "run your own relay") || len(cited) == 0) {
+				t.Fatalf("answer = %q cited %v, want the relay sentence", got, cited)
+			}
+			if !tt.answers && got != "" {
+				t.Fatalf("answer = %q, want a decline", got)
+			}
+		})
 	}
 }

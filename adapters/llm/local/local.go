@@ -107,6 +107,11 @@ type Options struct {
 	// so a question's focus is found in passages that say it in other
 	// words; nil uses the model's small built-in groups only.
 	Related func(word string) []string
+	// Known reports whether a lowercase word is a dictionary word (the
+	// retriever's WordNet table). A question word the knowledge lacks, that
+	// is no dictionary word and is one edit from a filler word ("anyting"),
+	// is taken for that word misspelt; nil takes no word for one.
+	Known func(word string) bool
 }
 
 // DefaultMaxAnswerChars is the cap of an extracted answer when
@@ -151,7 +156,7 @@ func (m *Model) Complete(ctx context.Context, req ports.CompletionRequest, onDel
 		qaMaxChars = 4 * req.MaxTokens
 		maxChars = min(maxChars, qaMaxChars)
 	}
-	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, req.Answerability)
+	content, cited := answer(lastUserMessage(req.Messages), req.Knowledge, req.System, maxChars, qaMaxChars, m.opts.Related, m.opts.Known, req.Answerability)
 	if content != "" {
 		comp.Cited = cited
 	}

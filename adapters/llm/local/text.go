@@ -1,6 +1,7 @@
 package local
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -186,7 +187,9 @@ func stemString(w string) string {
 
 // stopwords are function words and small talk: they carry no topic, so a
 // question made only of them ("hi", "thanks!") has nothing to look up.
-var stopwords = makeSet(`
+var stopwords = makeSet(stopwordList)
+
+const stopwordList = `
 a about above after again against all almost also although am among an and another any anybody
 anyone anything anyway anywhere are aren arent around as at be became because become been before
 being below between both but by can cannot cant could couldn couldnt did didn didnt do does doesn
@@ -206,22 +209,26 @@ yourselves youve
 usually normally typically generally currently actually already anymore basically probably
 hello hey hiya howdy greetings thank thanks thx ty please pls plz ok okay yes yeah yep nope sure
 cheers bye goodbye sorry excuse dear sir madam
-`)
+`
 
 // genericWords are content words too common in questions to decide a match
 // on their own ("how long does it take"); they count half. Stored stemmed.
-var genericWords = makeStemSet(`
+var genericWords = makeStemSet(genericList)
+
+const genericList = `
 take takes get gets got make need want know work way thing like help able possible tell say go
 come give find let see look long much many use new good best question questions info information
 back cost costs price prices pricing account accounts
-`)
+`
 
 // situationWords are common verbs, adjectives and adverbs that describe the
 // customer's situation or the manner of what they ask ("keep", "lose",
 // "right away", "different", "existing") rather than name its subject. They
 // count as usual when matching, but are not part of a question's focus: a
 // passage that does not repeat them may still answer. Stored stemmed.
-var situationWords = makeStemSet(`
+var situationWords = makeStemSet(situationList)
+
+const situationList = `
 keep keeps kept lose loses lost stop stops start starts started try tried trying wait waiting
 move moved talk talking fail fails failed failing happen happens happened seem seems stay put
 leave left bring brought call called turn turned switch switched run runs running ran set setting going went
@@ -237,7 +244,25 @@ each enough less least more most much many lot lots kind type sort way ways thin
 day days week weeks month months year years time times today tomorrow yesterday
 hand minute minutes hour hours second seconds
 someone anyone everyone people person guy guys corporate
-accept accepted allow allowed offer offered provide arrive arrived arrives`)
+accept accepted allow allowed offer offered provide arrive arrived arrives
+completely totally entirely`
+
+// fillerSpellings are the words of stopwordList, genericList and
+// situationList long enough to be recognised misspelt ("anyting",
+// "insted", "somthing"): see misspeltFiller.
+var fillerSpellings = wordsOfAtLeast(minTypoLen, stopwordList, genericList, situationList)
+
+func wordsOfAtLeast(n int, lists ...string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, w := range strings.Fields(l) {
+			if len(w) >= n && !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
 
 // timeWords are stems that make a sentence a plausible answer to "how long"
 // or "when".

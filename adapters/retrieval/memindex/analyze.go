@@ -63,6 +63,10 @@ func forEachWord(s string, buf []byte, fn func(word []byte)) []byte {
 	return buf
 }
 
+// IsStopword reports whether a lowercase word is one the index leaves out
+// (Snowball's English stopwords: "the", "which", "anything").
+func IsStopword(word string) bool { return english.IsStopWord(word) }
+
 // termOf returns the index term of a lowercase word: its Snowball English
 // stem, or "" for a stopword. The snowball package keeps no shared mutable
 // state (each call works on its own SnowballWord), so it is safe for

@@ -74,5 +74,35 @@ func (t *Table) Of(word string) []string {
 	return nil
 }
 
+// Knows reports whether the table holds a lowercase word, itself or as an
+// inflection of a base form of at least minKnownBase letters. It tells a
+// real word from a misspelling ("theme" from "thme") for words that have
+// synonyms; a word without any (most names) is unknown to it. Of is looser:
+// "insted" finds "inst", an abbreviation; Knows does not.
+func (t *Table) Knows(word string) bool {
+	if t == nil {
+		return false
+	}
+	if _, ok := t.words[word]; ok {
+		return true
+	}
+	for _, suffix := range []string{"s", "es", "ed", "d", "ing"} {
+		if base, ok := strings.CutSuffix(word, suffix); ok && len(base) >= minKnownBase {
+			if _, ok := t.words[base]; ok {
+				return true
+			}
+		}
+	}
+	if base, ok := strings.CutSuffix(word, "ing"); ok && len(base) >= minKnownBase-1 {
+		_, ok := t.words[base+"e"]
+		return ok
+	}
+	return false
+}
+
+// minKnownBase is the shortest base form Knows accepts: shorter ones are
+// mostly abbreviations ("inst", "ord") that misspellings reach by accident.
+const minKnownBase = 5
+
 // Len returns the number of words with synonyms.
 func (t *Table) Len() int { return len(t.words) }

@@ -37,3 +37,34 @@ func TestOf(t *testing.T) {
 		t.Error("a nil table has synonyms")
 	}
 }
+
+func TestKnows(t *testing.T) {
+	table, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		word string
+		want bool
+	}{
+		{"theme", true},
+		{"themes", true},
+		{"refunded", true},
+		{"sharing", true},
+		// Misspellings: "insted" is "inst" + "ed", and "inst" (an
+		// abbreviation of "instant") is too short a base to count.
+		{"insted", false},
+		{"anyting", false},
+		{"somthing", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := table.Knows(tt.word); got != tt.want {
+			t.Errorf("Knows(%q) = %v, want %v", tt.word, got, tt.want)
+		}
+	}
+	var none *Table
+	if none.Knows("theme") {
+		t.Error("a nil table knows a word")
+	}
+}

@@ -215,6 +215,9 @@ func TestQuestionFocus(t *testing.T) {
 		// A search: every specific word must be found.
 		{"shipping canada", []string{"ship", "canada"}, []string{"ship", "canada"}},
 		{"I lost my card. Will I lose my paid features right away?", []string{"paid", "featur"}, []string{"paid", "featur"}},
+		// "problem" asks whether the warning matters; the warning is the subject.
+		{"The app shows a warning when I scan the code. Is that a problem?", nil, nil},
+		{"Is this warning a problem?", []string{"warn"}, []string{"warn"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {

@@ -218,7 +218,7 @@ var genericWords = makeStemSet(genericList)
 const genericList = `
 take takes get gets got make need want know work way thing like help able possible tell say go
 come give find let see look long much many use new good best question questions info information
-back cost costs price prices pricing account accounts
+back cost costs price prices pricing account accounts problem problems issue issues
 `
 
 // situationWords are common verbs, adjectives and adverbs that describe the

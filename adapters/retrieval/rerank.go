@@ -203,6 +203,11 @@ type FocusWord struct {
 	// generic word.
 	Weight  float64
 	Generic bool
+	// Situation says the word tells the asker's situation or manner
+	// ("yesterday", "else", "wait", "several"), not the question's
+	// subject. It ranks as any word, but the answerability decision
+	// weighs it as generic, and its absence is never what is missing.
+	Situation bool
 	// Name says the question writes it as a name: capitalised inside a
 	// sentence, in capitals, or mixed case ("PayPal", "iPhone", "EKS").
 	Name bool
@@ -275,6 +280,8 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 		if isGeneric(w.Word) {
 			f.Generic = true
 			f.Weight *= genericWeight
+		} else {
+			f.Situation = isSituation(w.Word)
 		}
 		for _, other := range syn.Of(w.Word) {
 			if len(f.Synonyms) == maxSynonyms {
@@ -526,19 +533,12 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 	if wantsNumber {
 		kind = askedKind(text)
 	}
-	var total, heaviest, unknown float64
+	var total, heaviest float64
 	for _, f := range focus {
 		total += f.Weight
 		heaviest = max(heaviest, f.Weight)
-		switch {
-		case f.Term != memindex.NoTerm || f.Context:
-		case len(f.Synonyms) > 0:
-			// The knowledge may say it in other words.
-			unknown += f.Weight / 2
-		default:
-			unknown += f.Weight
-		}
 	}
+	unknown := unknownShare(focus)
 	s := newPassageScan(len(focus))
 	j.Candidates = make([]Judged, len(ranked))
 	for i, r := range ranked {
@@ -570,7 +570,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 					if !fw.Context {
 						missingTop = max(missingTop, fw.Weight)
 					}
-					if !fw.Generic && !fw.Context && fw.Weight >= 0.5*heaviest {
+					if !fw.Generic && !fw.Situation && !fw.Context && fw.Weight >= 0.5*heaviest {
 						jd.Missing = append(jd.Missing, fw.Word)
 					}
 					jd.missingName = jd.missingName || fw.Name
@@ -587,7 +587,7 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 			f[featQa] = s.qa
 			jd.question = s.question
 			f[featMissingTop] = missingTop / heaviest
-			f[featMissingKnowledge] = unknown / total
+			f[featMissingKnowledge] = unknown
 			jd.noNumber = wantsNumber && kind == anyQuantity && !s.numberNear()
 		}
 		jd.Score = m.Score(f)
@@ -600,15 +600,55 @@ func (rr *Reranker) Rerank(ix *memindex.Index, text, context string, ranked []Ra
 		// Read for the best candidate only: the decision reads no other.
 		best.noNumber = !holdsQuantity(best.chunk.Text, kind)
 	}
+	decided := decisionFocus(focus)
 	j.Answer = [ansCount]float64{
-		ansPage:             pageCoverage(focus, j.Candidates),
+		ansPage:             pageCoverage(decided, j.Candidates),
 		ansTitle:            best.Features[featTitle],
-		ansMissingKnowledge: best.Features[featMissingKnowledge],
+		ansMissingKnowledge: unknownShare(decided),
 		ansMissingName:      b2f(best.missingName),
 		ansNoNumber:         b2f(best.noNumber),
 	}
 	j.Answerability = m.Answerability(&j.Answer)
 	return j
+}
+
+// unknownShare is the share of the focus's weight in words no passage
+// holds, counting by half those with synonyms (the knowledge may say them
+// in other words). Words of earlier questions do not count.
+func unknownShare(focus []FocusWord) float64 {
+	var total, unknown float64
+	for _, f := range focus {
+		total += f.Weight
+		switch {
+		case f.Term != memindex.NoTerm || f.Context:
+		case len(f.Synonyms) > 0:
+			unknown += f.Weight / 2
+		default:
+			unknown += f.Weight
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return unknown / total
+}
+
+// decisionFocus is the focus as the answerability decision weighs it:
+// situation words as generic ones. The ranking keeps their full weight
+// (they tell passages apart: "wait" finds the passage about waiting), but
+// whether the knowledge answers turns on the subject ("Tor Browser keeps
+// crashing since the last update": "since" and "last" are no subject).
+func decisionFocus(focus []FocusWord) []FocusWord {
+	if !slices.ContainsFunc(focus, func(f FocusWord) bool { return f.Situation }) {
+		return focus
+	}
+	out := slices.Clone(focus)
+	for k := range out {
+		if out[k].Situation {
+			out[k].Weight *= genericWeight
+		}
+	}
+	return out
 }
 
 // byScore returns the candidates best first, ties in their fused order. A
@@ -938,6 +978,34 @@ func b2f(b bool) float64 {
 }
 
 func isGeneric(w string) bool { return genericWords[w] }
+
+// isSituation reports whether a word that is not generic tells the
+// asker's situation or manner rather than the question's subject (see
+// FocusWord.Situation): a word of situationWords, a number or size
+// ("5gb"), or a word of one or two letters ("pc", "ok").
+func isSituation(w string) bool {
+	return situationWords[w] || len(w) <= 2 || ('0' <= w[0] && w[0] <= '9')
+}
+
+// situationWords are verbs, adjectives and adverbs of support questions
+// that describe the asker's situation, the time or the manner of what
+// they ask ("keep", "yesterday", "several", "else", "right away"). The
+// local model has a list of the same kind (it quotes sentences, so it
+// needs the stems); this one holds the words as typed.
+var situationWords = wordSet(`keep keeps kept lose loses lost stop stops start starts started try
+tried trying wait waiting move moved talk talking fail fails failed failing happen happens happened
+seem seems stay stays put leave left bring brought call called turn turned switch switched run runs
+running ran set setting going went suppose supposed done doing did said says tells told ask asked
+asking think thought feel mean means meant combine combined join joined hold helps letting show shows
+showed right away different difference differences versus vs existing exist exists fully full whole
+entire same other another current currently old new first last next main own real sure correct wrong
+short big bigger small smaller high higher low lower early late later soon quick quickly easy easily
+hard simple several certain specific general normal regular usual usually instead again ever anyway
+somehow automatically manually properly already still extra middle single every each enough less
+least lot lots kind type sort day days week weeks month months year years time times today tomorrow
+yesterday hand minute minutes hour hours second seconds everyone people person corporate accept
+accepted allow allowed offer offered provide arrive arrived arrives completely totally entirely
+anywhere everything nothing else since thru though`)
 
 // keepRatio drops, from an answer's passages, those far less relevant than
 // the best: they add noise to the answer, not evidence.

@@ -74,6 +74,14 @@ func TestRerankDecidesOnTheQuestionsFocus(t *testing.T) {
 		{"Do you ship to Canada?", false, "", "canada"},
 		{"Can I pay with PayPal?", false, "", "paypal"},
 		{"What's the capital of Australia?", false, "", "australia"},
+		// Words around the subject that no passage holds ("one more
+		// thing", "yesterday", "else") do not make the knowledge miss it;
+		// the subject still decides.
+		{"One more thing: how long does shipping take?", true, "chk_1", ""},
+		{"I ordered yesterday. Is there anything else than express delivery?", true, "chk_1", ""},
+		{"Ever since yesterday, several times already: how much is express delivery?", true, "chk_1", ""},
+		{"Quick question, I ordered yesterday: do you ship to Canada?", false, "", "canada"},
+		{"One more thing: can I pay with PayPal?", false, "", "paypal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {

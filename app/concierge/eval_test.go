@@ -494,18 +494,68 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 	}
 	// Features do not depend on the model; the candidates' order does not
 	// matter for the fits.
-	type cand struct {
-		f   [retrieval.FeatureCount]float64
-		pos bool
-	}
-	lists := make([][]cand, len(qs))
+	lists := make([][]fitCandidate, len(qs))
 	for i, q := range qs {
 		for _, c := range q.c.judge(&m, q.q.Question).Candidates {
-			lists[i] = append(lists[i], cand{c.Features, q.answerable && slices.Contains(q.q.Sources, q.c.chunks[c.Doc].SourceID)})
+			lists[i] = append(lists[i], fitCandidate{c.Features, q.answerable && slices.Contains(q.q.Sources, q.c.chunks[c.Doc].SourceID)})
 		}
 	}
 
-	// 1. Ranking: maximise the log of the softmax mass on positives.
+	// EVAL_FIT=answer refits the answerability only, the ranking and its
+	// calibration held: a new decision feature need not move the ranking.
+	if os.Getenv("EVAL_FIT") != "answer" {
+		m.Weights, m.Offset, m.Scale = fitRanking(lists)
+	}
+
+	// The answerability, over each question's best candidate.
+	xs, ys, ws := [][]float64(nil), []float64(nil), []float64(nil)
+	var nAns, nUn float64
+	for _, q := range qs {
+		if q.answerable {
+			nAns++
+		} else {
+			nUn++
+		}
+	}
+	for _, q := range qs {
+		j := q.c.judge(&m, q.q.Question)
+		xs = append(xs, j.Answer[:])
+		ys = append(ys, b2f(q.answerable))
+		if q.answerable {
+			ws = append(ws, 0.5/nAns)
+		} else {
+			ws = append(ws, 0.5/nUn)
+		}
+	}
+	bias, aw := fitLogistic(xs, ys, ws)
+	m.AnswerBias = bias
+	copy(m.AnswerWeights[:], aw)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "fitted on %d questions of the tuning halves:\nWeights: [featCount]float64{\n", len(qs))
+	for k, name := range retrieval.FeatureNames {
+		fmt.Fprintf(&b, "\tfeat%s: %.3f,\n", strings.ToUpper(name[:1])+name[1:], m.Weights[k])
+	}
+	fmt.Fprintf(&b, "},\nScale: %.3f, Offset: %.3f,\nAnswerBias: %.3f,\nAnswerWeights: [ansCount]float64{\n", m.Scale, m.Offset, m.AnswerBias)
+	for k, name := range retrieval.AnswerFeatureNames {
+		fmt.Fprintf(&b, "\tans%s: %.3f,\n", strings.ToUpper(name[:1])+name[1:], m.AnswerWeights[k])
+	}
+	b.WriteString("},")
+	t.Log(b.String())
+	return m
+}
+
+// fitCandidate is a candidate's ranking features and whether it is from a
+// page that answers the question.
+type fitCandidate struct {
+	f   [retrieval.FeatureCount]float64
+	pos bool
+}
+
+// fitRanking fits the ranking weights (maximising the log of the softmax
+// mass on each question's positives), then calibrates the score into a
+// relevance, and returns the weights, offset and scale.
+func fitRanking(lists [][]fitCandidate) ([retrieval.FeatureCount]float64, float64, float64) {
 	var w [retrieval.FeatureCount]float64
 	const l2 = 1e-3
 	for range 3000 {
@@ -545,9 +595,7 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 			w[k] -= 0.5 * (g[k]/float64(n) + l2*w[k])
 		}
 	}
-	m.Weights = w
-
-	// 2. Calibration of the score into a relevance.
+	m := retrieval.RelevanceModel{Weights: w}
 	var xs [][]float64
 	var ys, ws []float64
 	for _, list := range lists {
@@ -556,44 +604,7 @@ func fitRelevanceModel(t *testing.T, sets []*evalSet, corpora map[string]*evalIn
 		}
 	}
 	offset, scale := fitLogistic(xs, ys, ws)
-	m.Offset, m.Scale = offset, scale[0]
-
-	// 3. Answerability over each question's best candidate.
-	xs, ys, ws = nil, nil, nil
-	var nAns, nUn float64
-	for _, q := range qs {
-		if q.answerable {
-			nAns++
-		} else {
-			nUn++
-		}
-	}
-	for _, q := range qs {
-		j := q.c.judge(&m, q.q.Question)
-		xs = append(xs, j.Answer[:])
-		ys = append(ys, b2f(q.answerable))
-		if q.answerable {
-			ws = append(ws, 0.5/nAns)
-		} else {
-			ws = append(ws, 0.5/nUn)
-		}
-	}
-	bias, aw := fitLogistic(xs, ys, ws)
-	m.AnswerBias = bias
-	copy(m.AnswerWeights[:], aw)
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "fitted on %d questions of the tuning halves:\nWeights: [featCount]float64{\n", len(qs))
-	for k, name := range retrieval.FeatureNames {
-		fmt.Fprintf(&b, "\tfeat%s: %.3f,\n", strings.ToUpper(name[:1])+name[1:], m.Weights[k])
-	}
-	fmt.Fprintf(&b, "},\nScale: %.3f, Offset: %.3f,\nAnswerBias: %.3f,\nAnswerWeights: [ansCount]float64{\n", m.Scale, m.Offset, m.AnswerBias)
-	for k, name := range retrieval.AnswerFeatureNames {
-		fmt.Fprintf(&b, "\tans%s: %.3f,\n", strings.ToUpper(name[:1])+name[1:], m.AnswerWeights[k])
-	}
-	b.WriteString("},")
-	t.Log(b.String())
-	return m
+	return w, offset, scale[0]
 }
 
 func b2f(b bool) float64 {

@@ -218,6 +218,8 @@ func TestQuestionFocus(t *testing.T) {
 		// "problem" asks whether the warning matters; the warning is the subject.
 		{"The app shows a warning when I scan the code. Is that a problem?", nil, nil},
 		{"Is this warning a problem?", []string{"warn"}, []string{"warn"}},
+		// A size and an informal "through" are not the subject.
+		{"cant upload my 5gb video thru the browser. what can i do?", []string{"upload", "video", "browser"}, []string{"upload", "video", "browser"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {

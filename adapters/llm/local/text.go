@@ -208,7 +208,7 @@ within without won wont would wouldn wouldnt yet you youd youll your youre yours
 yourselves youve
 usually normally typically generally currently actually already anymore basically probably
 hello hey hiya howdy greetings thank thanks thx ty please pls plz ok okay yes yeah yep nope sure
-cheers bye goodbye sorry excuse dear sir madam
+cheers bye goodbye sorry excuse dear sir madam thru tho
 `
 
 // genericWords are content words too common in questions to decide a match
@@ -645,6 +645,8 @@ func isDigits(s string) bool {
 	}
 	return s != ""
 }
+
+func startsWithDigit(s string) bool { return s != "" && '0' <= s[0] && s[0] <= '9' }
 
 // cleanSentence turns a sentence span into answer text: whitespace runs
 // become one space and a sentence without final punctuation gets a period,

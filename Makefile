@@ -52,12 +52,12 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## synonyms: regenerate the embedded synonym table (adapters/retrieval/synonyms)
+## synonyms: regenerate the embedded synonym table and word list (adapters/retrieval/synonyms)
 ## from WordNet 3.0, installing Debian's wordnet-base when it is missing; the
-## table is committed, so building Concierge never needs this
+## files are committed, so building Concierge never needs this
 synonyms:
 	@test -f /usr/share/wordnet/data.noun || apt-get install -y wordnet-base
-	$(GO) run ./tools/wordnet-synonyms -wordnet /usr/share/wordnet -out adapters/retrieval/synonyms/wordnet.txt.gz
+	$(GO) run ./tools/wordnet-synonyms -wordnet /usr/share/wordnet -out adapters/retrieval/synonyms/wordnet.txt.gz -words adapters/retrieval/synonyms/words.txt.gz
 
 ## mock-llm: install the pinned OpenAI-compatible mock server (tools/mock-llm) for the LLM adapter's contract tests
 mock-llm:

@@ -271,6 +271,13 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 					continue
 				}
 				w = fixed[0]
+			} else if len(w.Word) >= minFillerTypo && syn != nil && !syn.Knows(w.Word) && !names[w.Word] {
+				// No dictionary word and not written as a name ("Gmail"
+				// is not "email"): a misspelt word of the knowledge
+				// ("updte", "browsr"), if one is an edit away.
+				if near, ok := ix.NearWord(w.Word); ok {
+					w = near
+				}
 			}
 		}
 		f := FocusWord{QueryWord: w, Weight: 1, Name: names[w.Word]}

@@ -379,3 +379,31 @@ func TestMisspeltFillerWordsAreNoFocus(t *testing.T) {
 		})
 	}
 }
+
+// A short misspelt word of the knowledge ("updte", five letters) is read
+// as the word it misspells when no dictionary knows it; a real word or a
+// name one edit from a word of the knowledge is not ("Gmail" is not
+// "email", "chart" is not "chat").
+func TestShortMisspeltWordsFindTheKnowledge(t *testing.T) {
+	updates := "Updates\nAfter an update, restart the app. You can chat with support by email."
+	tests := []struct {
+		question, word string
+		found          bool
+	}{
+		{"The app crashes after the last updte, what now?", "updte", true},
+		{"Can I sign in with my Gmail address?", "gmail", false},
+		{"Is there a chart of the versions?", "chart", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question, func(t *testing.T) {
+			j, _ := judged(t, []string{updates}, tt.question)
+			i := slices.IndexFunc(j.Focus, func(f retrieval.FocusWord) bool { return f.Word == tt.word })
+			if i < 0 {
+				t.Fatalf("focus %v has no %q", j.Focus, tt.word)
+			}
+			if found := j.Focus[i].Term != memindex.NoTerm; found != tt.found {
+				t.Errorf("%q found in the knowledge = %v, want %v", tt.word, found, tt.found)
+			}
+		})
+	}
+}

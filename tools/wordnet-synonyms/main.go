@@ -4,8 +4,10 @@
 // single-word lemma it lists the other single-word lemmas of its commonest
 // senses (WordNet orders a lemma's senses by how often they were tagged in
 // its corpus), so "refund" finds "repay" but not the rare senses that would
-// add noise. Run it with `make synonyms`; the output is committed, so
-// building Concierge does not need WordNet.
+// add noise. It also writes every single-word lemma and irregular form
+// ("forgot", "wrote") as a word list (words.txt.gz), so retrieval can tell
+// a real word from a misspelt one. Run it with `make synonyms`; the output
+// is committed, so building Concierge does not need WordNet.
 package main
 
 import (
@@ -26,9 +28,14 @@ func main() {
 	out := flag.String("out", "adapters/retrieval/synonyms/wordnet.txt.gz", "the table to write")
 	senses := flag.Int("senses", 2, "how many of a lemma's commonest senses to take, per part of speech")
 	maxSyn := flag.Int("max", 8, "at most this many synonyms per word")
+	wordsOut := flag.String("words", "adapters/retrieval/synonyms/words.txt.gz", "the word list to write")
 	flag.Parse()
 	table := map[string][]string{}
+	known := map[string]bool{}
 	for _, pos := range []string{"noun", "verb", "adj", "adv"} {
+		if err := readWords(filepath.Join(*dir, "index."+pos), filepath.Join(*dir, pos+".exc"), known); err != nil {
+			log.Fatal(err)
+		}
 		synsets, err := readSynsets(filepath.Join(*dir, "data."+pos))
 		if err != nil {
 			log.Fatal(err)
@@ -69,6 +76,65 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("%d words written to %s", n, *out)
+	if err := writeWords(*wordsOut, known); err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("%d words written to %s", len(known), *wordsOut)
+}
+
+// readWords adds to known the plain single-word lemmas of an index file and
+// the plain irregular forms of its exception file ("forgot forget").
+func readWords(index, exceptions string, known map[string]bool) error {
+	for _, path := range []string{index, exceptions} {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "  ") {
+				continue
+			}
+			if w, _, _ := strings.Cut(line, " "); plainWord(w) {
+				known[w] = true
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// writeWords writes the words sorted, one per line, gzipped.
+func writeWords(path string, known map[string]bool) error {
+	words := make([]string, 0, len(known))
+	for w := range known {
+		words = append(words, w)
+	}
+	slices.Sort(words)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	bw := bufio.NewWriter(zw)
+	fmt.Fprintln(bw, "# Derived from WordNet 3.0, Copyright 2006 by Princeton University (see LICENSE-wordnet).")
+	fmt.Fprintln(bw, "# every single-word lemma and irregular form, sorted")
+	for _, w := range words {
+		fmt.Fprintln(bw, w)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // readSynsets returns the single-word lemmas of every synset by offset.

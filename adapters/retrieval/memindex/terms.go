@@ -63,6 +63,27 @@ func (ix *Index) QueryWords(query string) []QueryWord {
 	return out
 }
 
+// NearWord returns, for a lowercase word the index does not hold, the term
+// one edit away that QueryWords would match for a word of minTypoBytes
+// (see nearStem), as a QueryWord with Typo set. QueryWords matches shorter
+// words to no term, since many are other real words ("chart" is not
+// "chat"); a caller that can tell real words from misspelt ones (a
+// dictionary) uses NearWord for the misspelt ones.
+func (ix *Index) NearWord(word string) (QueryWord, bool) {
+	stem := termOf(word)
+	if stem == "" {
+		return QueryWord{}, false
+	}
+	if _, ok := ix.lookup([]byte(word)); ok {
+		return QueryWord{}, false
+	}
+	id, ok := ix.nearStem(stem, word)
+	if !ok {
+		return QueryWord{}, false
+	}
+	return QueryWord{Word: word, Term: int32(id), DF: int(ix.df[id]), Typo: true}, true
+}
+
 // Term returns the term of a lowercase word (its stem looked up), or NoTerm
 // when no document has it or it is a stopword.
 func (ix *Index) Term(word string) int32 {

@@ -3,7 +3,8 @@
 // back" for "refund", "price" for "cost"). It is derived from WordNet 3.0
 // (LICENSE-wordnet) by tools/wordnet-synonyms, keeping only the single-word
 // synonyms of each word's commonest senses, and compiled into the binary,
-// so it needs no download or package at run time.
+// so it needs no download or package at run time. With it comes WordNet's
+// word list, to tell a real word from a misspelt one (Knows).
 package synonyms
 
 import (
@@ -12,16 +13,23 @@ import (
 	"compress/gzip"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 )
 
 //go:embed wordnet.txt.gz
 var wordnet []byte
 
+//go:embed words.txt.gz
+var wordList []byte
+
 // Table maps lowercase words to their synonyms. It is immutable once
 // loaded and safe for concurrent use.
 type Table struct {
 	words map[string][]string
+	// known are WordNet's single words (lemmas and irregular forms),
+	// sorted: about 82,000, kept as one slice rather than a map.
+	known []string
 }
 
 // Load reads the embedded table (about 43,000 words, a few MB in memory).
@@ -46,7 +54,32 @@ func Load() (*Table, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("synonyms: %w", err)
 	}
+	if t.known, err = readWords(wordList); err != nil {
+		return nil, fmt.Errorf("synonyms: words: %w", err)
+	}
 	return t, nil
+}
+
+// readWords reads a gzipped word list, one word per line in sorted order.
+func readWords(data []byte) ([]string, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	words := make([]string, 0, 83_000)
+	sc := bufio.NewScanner(zr)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && line[0] != '#' {
+			words = append(words, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if !slices.IsSorted(words) {
+		return nil, fmt.Errorf("the list is not sorted")
+	}
+	return words, nil
 }
 
 // Of returns the synonyms of a lowercase word, trying its base form when
@@ -74,35 +107,41 @@ func (t *Table) Of(word string) []string {
 	return nil
 }
 
-// Knows reports whether the table holds a lowercase word, itself or as an
-// inflection of a base form of at least minKnownBase letters. It tells a
-// real word from a misspelling ("theme" from "thme") for words that have
-// synonyms; a word without any (most names) is unknown to it. Of is looser:
-// "insted" finds "inst", an abbreviation; Knows does not.
+// Knows reports whether a lowercase word is an English word of WordNet's,
+// itself or as a regular inflection of one ("themes", "installing");
+// irregular forms are words of their own ("forgot", "shipped"). It tells a
+// real word from a misspelling ("chart" from "chrat"); names and product
+// words are mostly unknown to it.
 func (t *Table) Knows(word string) bool {
-	if t == nil {
+	if t == nil || word == "" {
 		return false
 	}
-	if _, ok := t.words[word]; ok {
+	if t.has(word) {
 		return true
 	}
-	for _, suffix := range []string{"s", "es", "ed", "d", "ing"} {
-		if base, ok := strings.CutSuffix(word, suffix); ok && len(base) >= minKnownBase {
-			if _, ok := t.words[base]; ok {
-				return true
-			}
+	for _, in := range inflections {
+		if base, ok := strings.CutSuffix(word, in.suffix); ok && len(base) >= in.minBase && t.has(base+in.restore) {
+			return true
 		}
-	}
-	if base, ok := strings.CutSuffix(word, "ing"); ok && len(base) >= minKnownBase-1 {
-		_, ok := t.words[base+"e"]
-		return ok
 	}
 	return false
 }
 
-// minKnownBase is the shortest base form Knows accepts: shorter ones are
-// mostly abbreviations ("inst", "ord") that misspellings reach by accident.
-const minKnownBase = 5
+// inflections are the regular endings Knows strips, with the shortest base
+// each accepts: "-ed" needs five letters, since shorter bases are mostly
+// abbreviations ("inst", "ord") that a misspelling reaches by accident
+// ("insted" is no word for being "inst" + "ed").
+var inflections = []struct {
+	suffix, restore string
+	minBase         int
+}{
+	{"s", "", 3}, {"es", "", 3}, {"d", "", 3}, {"ed", "", 5}, {"ing", "", 3}, {"ing", "e", 3},
+}
+
+func (t *Table) has(word string) bool {
+	_, ok := slices.BinarySearch(t.known, word)
+	return ok
+}
 
 // Len returns the number of words with synonyms.
 func (t *Table) Len() int { return len(t.words) }

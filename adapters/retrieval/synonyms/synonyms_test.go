@@ -49,13 +49,21 @@ func TestKnows(t *testing.T) {
 	}{
 		{"theme", true},
 		{"themes", true},
+		{"chart", true},  // no synonyms, a word all the same
+		{"forgot", true}, // an irregular form
+		{"paris", true},
 		{"refunded", true},
 		{"sharing", true},
+		{"hoped", true},
+		{"ships", true},
+		{"shipped", true},
 		// Misspellings: "insted" is "inst" + "ed", and "inst" (an
 		// abbreviation of "instant") is too short a base to count.
 		{"insted", false},
 		{"anyting", false},
 		{"somthing", false},
+		{"updte", false},
+		{"gmail", false},
 		{"", false},
 	}
 	for _, tt := range tests {

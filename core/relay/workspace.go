@@ -21,6 +21,12 @@ type WorkspaceDeps struct {
 // workspacePage is how many events one read of a workspace's log takes.
 const workspacePage = 200
 
+// firstReadRetry is how soon a failed read of the log is tried again; the
+// wait doubles at each failure, up to the keep-alive. Without it an event
+// would wait for the next wake-up or keep-alive (15 s by default) once
+// Redis is back.
+const firstReadRetry = 250 * time.Millisecond
+
 // WorkspaceSink is where a workspace stream writes. Its methods run on the
 // stream's goroutine; an error (the client left) ends the stream.
 type WorkspaceSink interface {
@@ -98,13 +104,16 @@ func (st *WorkspaceStream) Close() { st.sub.Close() }
 
 // Run sends the reset or the replay Open planned, then every event the
 // workspace's log gains, until ctx ends, the client leaves (sink fails) or
-// the feed ends the subscription. It reads the log whenever the feed wakes
-// it and at every keep-alive, so a lost wake-up delays an event by one
-// keep-alive at most. Reads that fail (Redis is away) are retried at the
-// next wake-up or keep-alive; still failing after OutageLimit, or the feed
-// giving up on Redis, ends the stream with an error event (code
-// UNAVAILABLE) telling the client to reconnect with its Last-Event-ID. The
-// feed shutting down ends it without one. The returned error is for logs.
+// the feed ends the subscription. It reads the log once the replay is
+// sent (a replay longer than a page goes on at once, and events logged
+// since Open are not left for a wake-up), whenever the feed wakes it and
+// at every keep-alive, so a lost wake-up delays an event by one keep-alive
+// at most. A read that fails (Redis is away) is retried after
+// firstReadRetry, doubling up to the keep-alive; still failing after
+// OutageLimit, or the feed giving up on Redis, ends the stream with an
+// error event (code UNAVAILABLE) telling the client to reconnect with its
+// Last-Event-ID. The feed shutting down ends it without one. The returned
+// error is for logs.
 func (st *WorkspaceStream) Run(ctx context.Context, sink WorkspaceSink) error {
 	defer st.sub.Close()
 	if st.reset {
@@ -119,11 +128,14 @@ func (st *WorkspaceStream) Run(ctx context.Context, sink WorkspaceSink) error {
 	keepAlive := time.NewTicker(st.s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	var failingSince time.Time
+	// retry fires when a failed read is due again; nil while reads work.
+	var retry <-chan time.Time
+	backoff := firstReadRetry
 	read := func() error {
 		err := st.catchUp(ctx, sink)
 		switch {
 		case err == nil:
-			failingSince = time.Time{}
+			failingSince, retry, backoff = time.Time{}, nil, firstReadRetry
 			return nil
 		case errors.Is(err, errClientGone):
 			return err
@@ -132,10 +144,19 @@ func (st *WorkspaceStream) Run(ctx context.Context, sink WorkspaceSink) error {
 		case time.Since(failingSince) >= st.s.opts.OutageLimit:
 			return st.fail(sink, err)
 		}
+		retry = time.After(backoff)
+		backoff = min(2*backoff, st.s.opts.KeepAlive)
 		return nil
+	}
+	if err := read(); err != nil {
+		return clientGone(err)
 	}
 	for {
 		select {
+		case <-retry:
+			if err := read(); err != nil {
+				return clientGone(err)
+			}
 		case <-st.sub.Events():
 			// One read covers every wake-up queued so far.
 			drain(st.sub.Events())

@@ -240,6 +240,31 @@ func TestWorkspaceStream(t *testing.T) {
 			t.Fatalf("caught up %s %s", a, b)
 		}
 	})
+	t.Run("a replay longer than a page is sent whole, without a wake-up", func(t *testing.T) {
+		w := &wsWorld{}
+		for range 2*workspacePage + 50 {
+			w.append(false, "ses_a")
+		}
+		sink, _ := openWS(t, w, slow, "1-0")
+		for i := 2; i <= 2*workspacePage+50; i++ {
+			if got, want := sink.next(t), strconv.Itoa(i)+"-0"; got != want {
+				t.Fatalf("got %s, want %s", got, want)
+			}
+		}
+		sink.quiet(t, 50*time.Millisecond)
+	})
+	t.Run("a failed read is retried soon, not at the next keep-alive", func(t *testing.T) {
+		w := &wsWorld{}
+		sink, _ := openWS(t, w, Options{KeepAlive: time.Hour, OutageLimit: time.Hour}, "")
+		w.setFailing(true)
+		w.append(true, "ses_a")
+		sink.quiet(t, 100*time.Millisecond)
+		// Redis is back; no wake-up comes, and the keep-alive is an hour away.
+		w.setFailing(false)
+		if got := sink.next(t); got != "1-0" {
+			t.Fatalf("got %s", got)
+		}
+	})
 	t.Run("an outage past the limit ends the stream with an error", func(t *testing.T) {
 		w := &wsWorld{}
 		sink, ended := openWS(t, w, Options{KeepAlive: 20 * time.Millisecond, OutageLimit: 100 * time.Millisecond}, "")

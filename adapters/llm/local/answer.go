@@ -250,6 +250,10 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 		f, buf = q.scan(c.Question, buf)
 		qaCtx = f.mask
 		var headingCtx, questionCtx uint64
+		// underHeading: the span before was a heading, so this heading
+		// (or a title line) continues it ("Minimum System Requirements",
+		// then "Tor VPN ... requires:") rather than replacing it.
+		underHeading := false
 		spans = splitSentences(c.Text, spans[:0])
 		ord, block := 0, 0
 		for si, sp := range spans {
@@ -265,9 +269,14 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 			}
 			section := qaCtx | headingCtx | questionCtx
 			ctx := nameCtx | section
+			heading := f.mask
+			if underHeading {
+				heading |= headingCtx
+			}
+			underHeading = sp.heading
 			switch {
 			case sp.heading:
-				headingCtx, questionCtx = f.mask, 0
+				headingCtx, questionCtx = heading, 0
 				block++
 				continue
 			case sp.question:
@@ -275,7 +284,7 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 				block++
 				continue
 			case sp.title:
-				headingCtx, questionCtx = f.mask, 0
+				headingCtx, questionCtx = heading, 0
 				block++
 			}
 			sentences++

@@ -309,3 +309,16 @@ func TestMisspeltFillerWordsAreNotMissing(t *testing.T) {
 		})
 	}
 }
+
+// A heading followed at once by another heading or an introducing line
+// ("Minimum System Requirements", then "The app runs on Android and
+// requires:") is context for what follows as a whole: the list item
+// answers a question that names the first heading's words and not its own.
+func TestStackedHeadingsAreContextTogether(t *testing.T) {
+	vpn := domain.Chunk{ID: "chk_vpn", DocumentName: "Download and install",
+		Text: "The VPN app is free software.\n\n#### Minimum System Requirements\n\nThe VPN app is only available for Android and requires:\n* Android 7.0 or newer.\n* Android device with an Arm processor.\n\nAndroid tablets are not supported.\n\n#### Play Store\n\nThe VPN app can be installed from the Play Store."}
+	got, cited := answer("whats the minimum android version for the vpn app", []domain.Chunk{vpn}, "", 600, 0, nil, nil, 0.85)
+	if !strings.Contains(got, "Android 7.0 or newer") || len(cited) == 0 {
+		t.Fatalf("answer = %q cited %v, want the requirement", got, cited)
+	}
+}

@@ -988,11 +988,26 @@ func isGeneric(w string) bool { return genericWords[w] }
 
 // isSituation reports whether a word that is not generic tells the
 // asker's situation or manner rather than the question's subject (see
-// FocusWord.Situation): a word of situationWords, a number or size
-// ("5gb"), or a word of one or two letters ("pc", "ok").
+// FocusWord.Situation): a word of situationWords, a number or a measure
+// ("5gb", but not "2fa"), or a word of one or two letters ("pc", "ok").
 func isSituation(w string) bool {
-	return situationWords[w] || len(w) <= 2 || ('0' <= w[0] && w[0] <= '9')
+	return situationWords[w] || len(w) <= 2 || isMeasure(w)
 }
+
+// isMeasure reports whether a word is a number, alone or with a unit
+// ("5gb", "24h", "1080p", "10am"); a number that is part of a name ("2fa",
+// "1password") is none.
+func isMeasure(w string) bool {
+	i := 0
+	for i < len(w) && ('0' <= w[i] && w[i] <= '9' || (i > 0 && (w[i] == '.' || w[i] == ','))) {
+		i++
+	}
+	return i > 0 && (i == len(w) || measureUnits[w[i:]])
+}
+
+// measureUnits are the units a number is written with in one word.
+var measureUnits = wordSet(`b kb mb gb tb pb kib mib gib tib k m g h hr hrs min mins s sec secs ms d
+w mo y yr yrs x p px am pm st nd rd th gbp usd eur`)
 
 // situationWords are verbs, adjectives and adverbs of support questions
 // that describe the asker's situation, the time or the manner of what

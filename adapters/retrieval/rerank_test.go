@@ -407,3 +407,22 @@ func TestShortMisspeltWordsFindTheKnowledge(t *testing.T) {
 		})
 	}
 }
+
+// Situation words tell the asker's situation, not the subject: they rank
+// as any word but the decision weighs them as generic. A number with a
+// unit is one; a number in a name is the subject.
+func TestSituationWords(t *testing.T) {
+	j, _ := judged(t, []string{refunds, shipping}, "Since yesterday my 5gb parcel with 2fa stickers waits for express delivery, why?")
+	want := map[string]bool{"yesterday": true, "5gb": true, "waits": false, "2fa": false, "express": false, "parcel": false}
+	for _, f := range j.Focus {
+		if situation, ok := want[f.Word]; ok {
+			if f.Situation != situation {
+				t.Errorf("%q: Situation = %v, want %v", f.Word, f.Situation, situation)
+			}
+			delete(want, f.Word)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not in the focus: %v", want)
+	}
+}

@@ -220,6 +220,8 @@ func TestQuestionFocus(t *testing.T) {
 		{"Is this warning a problem?", []string{"warn"}, []string{"warn"}},
 		// A size and an informal "through" are not the subject.
 		{"cant upload my 5gb video thru the browser. what can i do?", []string{"upload", "video", "browser"}, []string{"upload", "video", "browser"}},
+		// A number in a name is the subject.
+		{"Do you support 2fa with a yubikey?", []string{"support", "2fa", "yubikey"}, []string{"support", "2fa", "yubikey"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.question, func(t *testing.T) {

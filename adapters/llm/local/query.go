@@ -174,7 +174,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 				}
 				id = q.add(s, -1)
 				q.raw = append(q.raw, raw)
-				if startsWithDigit(raw) || len(raw) <= 2 || situationWords.has(st) || timeWords.has(st) || moneyWords.has(st) {
+				if isMeasure(raw) || len(raw) <= 2 || situationWords.has(st) || timeWords.has(st) || moneyWords.has(st) {
 					// Not the subject: a number or a size ("5gb"), a two-letter word, a time
 					// ("monthly"), an amount ("free") or the situation ("keep", "right away").
 					plain |= 1 << id

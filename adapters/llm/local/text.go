@@ -646,7 +646,21 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-func startsWithDigit(s string) bool { return s != "" && '0' <= s[0] && s[0] <= '9' }
+// isMeasure reports whether a word is a number, alone or with a unit
+// ("5gb", "24h", "1080p", "10am"): a quantity of the asker's situation,
+// not a subject. A number that is part of a name ("2fa", "1password")
+// is none.
+func isMeasure(s string) bool {
+	i := 0
+	for i < len(s) && ('0' <= s[i] && s[i] <= '9' || (i > 0 && (s[i] == '.' || s[i] == ','))) {
+		i++
+	}
+	return i > 0 && (i == len(s) || measureUnits.hasString(s[i:]))
+}
+
+// measureUnits are the units a number is written with in one word.
+var measureUnits = makeSet(`b kb mb gb tb pb kib mib gib tib k m g h hr hrs min mins s sec secs ms d
+w mo y yr yrs x p px am pm st nd rd th gbp usd eur`)
 
 // cleanSentence turns a sentence span into answer text: whitespace runs
 // become one space and a sentence without final punctuation gets a period,

@@ -262,22 +262,21 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 	out := make([]FocusWord, 0, len(words))
 	top := ix.IDF(1)
 	for _, w := range words {
-		if w.Term == memindex.NoTerm {
-			if fix, ok := misspeltFiller(syn, w.Word); ok {
-				// Read as the word it misspells: nothing for a stopword,
-				// a generic word otherwise.
+		if w.Term == memindex.NoTerm && len(w.Word) >= minFillerTypo && syn != nil && !syn.Knows(w.Word) && !names[w.Word] {
+			// No passage holds it, no dictionary knows it, and it is not
+			// written as a name ("Gmail" is not "email"): a misspelling.
+			if fix, ok := misspeltFiller(w.Word); ok {
+				// Of a filler word: read as it, nothing for a stopword, a
+				// generic word otherwise.
 				fixed := ix.QueryWords(fix)
 				if len(fixed) == 0 || slices.ContainsFunc(out, func(f FocusWord) bool { return f.Word == fix }) {
 					continue
 				}
 				w = fixed[0]
-			} else if len(w.Word) >= minFillerTypo && syn != nil && !syn.Knows(w.Word) && !names[w.Word] {
-				// No dictionary word and not written as a name ("Gmail"
-				// is not "email"): a misspelt word of the knowledge
-				// ("updte", "browsr"), if one is an edit away.
-				if near, ok := ix.NearWord(w.Word); ok {
-					w = near
-				}
+			} else if near, ok := ix.NearWord(w.Word); ok {
+				// Of a word of the knowledge one edit away ("updte",
+				// "browsr").
+				w = near
 			}
 		}
 		f := FocusWord{QueryWord: w, Weight: 1, Name: names[w.Word]}
@@ -308,17 +307,12 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 // too many others.
 const minFillerTypo = 5
 
-// misspeltFiller returns the stopword or generic word that word, which no
-// passage holds, misspells ("anyting", "somthing", "insted"), if any:
-// word is no word of the synonym table (a real word such as "theme", one
-// edit from "these", is kept), and one edit (a deletion, insertion,
-// substitution or swap of neighbours) from a filler word of minFillerTypo
-// letters. Such a word says nothing the knowledge could lack. Without a
-// table no word is taken for one: a real word cannot be told.
-func misspeltFiller(syn *synonyms.Table, word string) (string, bool) {
-	if syn == nil || len(word) < minFillerTypo || syn.Knows(word) {
-		return "", false
-	}
+// misspeltFiller returns the stopword or generic word that word, no word
+// of the dictionary, misspells ("anyting", "somthing", "insted"), if it is
+// one edit (a deletion, insertion, substitution or swap of neighbours)
+// from one of minFillerTypo letters or more. Such a word says nothing the
+// knowledge could lack.
+func misspeltFiller(word string) (string, bool) {
 	filler := func(w []byte) (string, bool) {
 		s := string(w)
 		return s, len(s) >= minFillerTypo && (memindex.IsStopword(s) || isGeneric(s) || fillerWords[s])

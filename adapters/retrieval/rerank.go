@@ -273,6 +273,7 @@ func analyseQuery(ix *memindex.Index, syn *synonyms.Table, text string) []FocusW
 					continue
 				}
 				w = fixed[0]
+				w.Typo = true
 			} else if near, ok := ix.NearWord(w.Word); ok {
 				// Of a word of the knowledge one edit away ("updte",
 				// "browsr").

@@ -367,6 +367,17 @@ func TestMisspeltFillerWordsAreNoFocus(t *testing.T) {
 			if math.Abs(got.Answerability-want.Answerability) > 1e-9 {
 				t.Errorf("answerability = %.3f, want %.3f as spelt right", got.Answerability, want.Answerability)
 			}
+			// The corrected word, and it alone, says it was read from a
+			// misspelling.
+			var typos []string
+			for _, f := range got.Focus {
+				if f.Typo {
+					typos = append(typos, f.Word)
+				}
+			}
+			if len(typos) != 1 || strings.Contains(tt.misspelt, typos[0]) {
+				t.Errorf("focus words read from a misspelling = %q, want the one corrected word", typos)
+			}
 		})
 	}
 	for _, question := range []string{"Is there a theme for express delivery?", "Is there a voucher for express delivery?"} {

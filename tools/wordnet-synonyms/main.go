@@ -86,26 +86,39 @@ func main() {
 // the plain irregular forms of its exception file ("forgot forget").
 func readWords(index, exceptions string, known map[string]bool) error {
 	for _, path := range []string{index, exceptions} {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "  ") {
-				continue
-			}
+		err := eachLine(path, func(line string) error {
 			if w, _, _ := strings.Cut(line, " "); plainWord(w) {
 				known[w] = true
 			}
-		}
-		err = sc.Err()
-		f.Close()
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
+	}
+	return nil
+}
+
+// eachLine calls fn with every line of a WordNet file but its licence
+// header (the lines that start with two spaces), stopping at fn's first
+// error.
+func eachLine(path string, fn func(line string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); !strings.HasPrefix(line, "  ") {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
 }
@@ -139,26 +152,15 @@ func writeWords(path string, known map[string]bool) error {
 
 // readSynsets returns the single-word lemmas of every synset by offset.
 func readSynsets(path string) (map[string][]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	out := map[string][]string{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "  ") { // the licence header
-			continue
-		}
+	err := eachLine(path, func(line string) error {
 		fields := strings.Fields(line)
 		if len(fields) < 5 {
-			continue
+			return nil
 		}
 		count, err := strconv.ParseInt(fields[3], 16, 32)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q: %w", path, fields[0], err)
+			return fmt.Errorf("%s: %q: %w", path, fields[0], err)
 		}
 		var lemmas []string
 		for i := 0; i < int(count) && 4+2*i < len(fields); i++ {
@@ -171,27 +173,17 @@ func readSynsets(path string) (map[string][]string, error) {
 			}
 		}
 		out[fields[0]] = lemmas
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
 
 // readIndex adds, for every lemma, the lemmas of its first senses.
 func readIndex(path string, synsets map[string][]string, senses int, table map[string][]string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "  ") {
-			continue
-		}
+	return eachLine(path, func(line string) error {
 		fields := strings.Fields(line)
 		if len(fields) < 6 || !plainWord(fields[0]) {
-			continue
+			return nil
 		}
 		lemma := fields[0]
 		synsetCount, _ := strconv.Atoi(fields[2])
@@ -205,8 +197,8 @@ func readIndex(path string, synsets map[string][]string, senses int, table map[s
 				}
 			}
 		}
-	}
-	return sc.Err()
+		return nil
+	})
 }
 
 // plainWord keeps single lowercase words of letters, at least three long.

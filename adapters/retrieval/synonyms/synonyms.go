@@ -32,7 +32,8 @@ type Table struct {
 	known []string
 }
 
-// Load reads the embedded table (about 43,000 words, a few MB in memory).
+// Load reads the embedded table (43,445 words with synonyms and a list of
+// 81,995 words; 9.4 MB of heap, 2.2 MB of it the list).
 // Load it once per process and share it.
 func Load() (*Table, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(wordnet))

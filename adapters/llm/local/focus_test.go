@@ -324,3 +324,33 @@ func TestStackedHeadingsAreContextTogether(t *testing.T) {
 		t.Fatalf("answer = %q cited %v, want the requirement", got, cited)
 	}
 }
+
+// "What's the price of ...?" asks for an amount as "how much" does: a
+// sentence that only says something costs more does not answer it. A
+// question about a charge that asks for no amount is answered as before.
+func TestWhatIsThePriceAsksForAnAmount(t *testing.T) {
+	runners := domain.Chunk{ID: "chk_runners", DocumentName: "Runners",
+		Text: "Jobs on macOS runners cost more to run than jobs on Linux runners. Runners are billed per minute of use."}
+	tests := []struct {
+		question string
+		answers  bool
+	}{
+		{"What's the per-minute price for macOS runners?", false},
+		{"What are the fees for macOS runners?", false},
+		{"Do macOS runners cost more than Linux runners?", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question, func(t *testing.T) {
+			comp := complete(t, New(Options{}), ask(tt.question, runners))
+			if (comp.Content != "") != tt.answers {
+				t.Fatalf("Content = %q, want an answer: %v", comp.Content, tt.answers)
+			}
+		})
+	}
+	withPrice := domain.Chunk{ID: "chk_price", DocumentName: "Runners",
+		Text: "Jobs on macOS runners cost more to run than jobs on Linux runners. A macOS runner costs 0.08 USD per minute."}
+	comp := complete(t, New(Options{}), ask("What's the per-minute price for macOS runners?", withPrice))
+	if !strings.Contains(comp.Content, "0.08 USD") {
+		t.Fatalf("Content = %q, want the amount", comp.Content)
+	}
+}

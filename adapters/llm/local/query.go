@@ -107,6 +107,11 @@ func makeSynonyms(groups []string) ([][]string, map[string]int) {
 	return out, index
 }
 
+// priceNouns are the money cues that, in a question opening with "what",
+// ask for an amount ("What's the price of ...?"); "What happens if I'm
+// charged twice?" asks for none.
+var priceNouns = makeStemSet(`price prices pricing cost costs fee fees rate rates`)
+
 // moneyCues are question stems that ask for a price.
 var moneyCues = makeStemSet(`cost costs price prices pricing fee fees charge charges rate rates expensive cheap`)
 
@@ -122,13 +127,16 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 		asking = asking || sp.question
 	}
 	var inQuestion, plain, categories uint64
-	howMuch, priceCue := false, false
+	howMuch, priceCue, whatPrice := false, false, false
 	var clauses clauseTracker
 	for _, sp := range spans {
 		isQuestion := !asking || sp.question
 		sentence := text[sp.start:sp.end]
 		prevRaw := ""
 		prev := -1
+		// asksWhat: the sentence opens with "what" ("What's the price
+		// of ...?", "What are the fees?").
+		asksWhat := false
 		clauses.startSentence()
 		for i := 0; ; {
 			w, start, end, ok := nextWord(sentence, i, buf)
@@ -141,6 +149,9 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 			buf, i = w, end
 			raw := string(w)
 			clauses.word(raw)
+			if prevRaw == "" {
+				asksWhat = raw == "what" || raw == "whats"
+			}
 			if isQuestion {
 				switch {
 				case raw == "when" || (prevRaw == "what" && raw == "time"):
@@ -164,6 +175,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 			}
 			if isQuestion && moneyCues.has(st) {
 				q.wantMoney, priceCue = true, true
+				whatPrice = whatPrice || (asksWhat && priceNouns.has(st))
 			}
 			s := string(st)
 			id, seen := q.index[s]
@@ -197,7 +209,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 		clauses.endSentence(sp.question)
 	}
 	q.originals = len(q.terms)
-	q.asksPrice = howMuch && priceCue
+	q.asksPrice = (howMuch && priceCue) || whatPrice
 	if inQuestion == 0 {
 		// "What? I ordered a jacket." asks nothing by its words alone.
 		inQuestion = ^uint64(0)

@@ -401,7 +401,7 @@ func answerFactors(t domain.RetrievalTrace) string {
 			if x > 0 {
 				parts = append(parts, mustText("trace.factor."+name))
 			}
-		case "page", "title", "missingKnowledge", "qa":
+		case "page", "title", "missingKnowledge":
 			parts = append(parts, mustText("trace.factor."+name, percent(x)))
 		default:
 			parts = append(parts, name+" "+number(x))

@@ -43,8 +43,8 @@ func (h *harness) seedConversations(t testing.TB) {
 				Method: "hybrid", Verdict: domain.VerdictAnswer, Answerability: 0.87, Threshold: 0.35,
 				Focus: []domain.FocusTerm{{Word: "refunds", Weight: 0.8, InKnowledge: true}, {Word: "quokka", Weight: 1}}, Missing: []string{"quokka"},
 				FeatureNames:       []string{"coverage", "proximity"},
-				AnswerFeatureNames: []string{"page", "title", "missingKnowledge", "missingName", "noNumber", "qa", "later"},
-				AnswerFeatures:     []float64{0.8, 0.25, 0.2, 1, 0, 0.6, 0.125},
+				AnswerFeatureNames: []string{"page", "title", "missingKnowledge", "missingName", "noNumber", "later"},
+				AnswerFeatures:     []float64{0.8, 0.25, 0.2, 1, 0, 0.125},
 				Candidates: []domain.TraceCandidate{
 					{DocumentName: "Refund policy", KeywordRank: 1, KeywordScore: 0.5, VectorRank: 2, VectorScore: 0.7, Score: 2.5, Relevance: 0.91,
 						Features: []float64{0.75, 0.5}, MatchedQuestion: "How long until my money is back?", Kept: true, Reason: domain.TraceKept},
@@ -183,7 +183,7 @@ func TestTranscript(t *testing.T) {
 		// What the chance was read from, in words: a flag only when set, a
 		// feature this console does not know by name.
 		"What the chance was read from</dt><dd>80% of the question on the best page; 25% in its headings, names or stored questions; " +
-			"20% in no passage; a name the question uses is missing; 60% like a question stored with it; later 0.125</dd>",
+			"20% in no passage; a name the question uses is missing; later 0.125</dd>",
 		"Passages considered (2, 1 kept)", "<td>91%</td>",
 		`<td class="wrap">Refund policy<br><span class="hint">found by its written question “How long until my money is back?”</span></td>`,
 		`<td class="wrap">Shipping times</td>`, domain.TraceKept, domain.TraceFarBelowBest, "<td>12%</td>",

@@ -509,7 +509,6 @@ var text = map[string]string{
 	"trace.factor.missingKnowledge":       "%s in no passage",
 	"trace.factor.missingName":            "a name the question uses is missing",
 	"trace.factor.noNumber":               "it asks for a number the passage lacks",
-	"trace.factor.qa":                     "%s like a question stored with it",
 	"trace.none":                          "none",
 	"trace.candidates":                    "Passages considered (%d, %d kept)",
 	"trace.cand.rank":                     "#",

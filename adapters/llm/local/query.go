@@ -3,6 +3,8 @@ package local
 import (
 	"math/bits"
 	"strings"
+
+	"github.com/conciergehq/concierge/core/knowledge"
 )
 
 // query is the user's question, reduced to stemmed content terms. Terms
@@ -56,38 +58,9 @@ const asideWeight = 0.5
 // word ("delivery" found for "shipping").
 const synonymWeight = 0.5
 
-// synonymGroups are words a customer and a help page commonly use for the
-// same thing. Kept small and domain-neutral on purpose: a wrong synonym costs
-// more than a missing one.
-var synonymGroups, synonymIndex = makeSynonyms([]string{
-	"ship shipping shipment deliver delivery dispatch courier",
-	"package parcel",
-	"cost price pricing fee charge",
-	"refund reimburse reimbursement money",
-	"contact reach",
-	"hour open opening available availability",
-	"cancel cancellation",
-	"warranty guarantee",
-	"buy purchase",
-	"discount coupon promo voucher cheap cheaper",
-	"change modify update edit",
-	"remove delete revoke disconnect kick",
-	"fast express quick rush",
-	"international abroad worldwide overseas",
-	"damaged broken defect defective faulty",
-	"invoice receipt",
-	"subscription membership",
-	"support assistance",
-	"limit cap maximum",
-	"minimum least",
-	"length long",
-	"pay paid payment",
-	"computer laptop machine pc device",
-	"company organization business enterprise",
-	"employee staff member",
-	"require requirement force enforce mandatory compulsory",
-	"admin administrator",
-})
+// synonymGroups are knowledge.SupportSynonyms as stems: words a customer
+// and a help page commonly use for the same thing.
+var synonymGroups, synonymIndex = makeSynonyms(knowledge.SupportSynonyms)
 
 func makeSynonyms(groups []string) ([][]string, map[string]int) {
 	out := make([][]string, 0, len(groups))

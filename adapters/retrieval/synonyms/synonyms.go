@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/conciergehq/concierge/core/knowledge"
 )
 
 //go:embed wordnet.txt.gz
@@ -33,7 +35,8 @@ type Table struct {
 }
 
 // Load reads the embedded table (43,445 words with synonyms and a list of
-// 81,995 words; 9.4 MB of heap, 2.2 MB of it the list).
+// 81,995 words; 9.4 MB of heap, 2.2 MB of it the list), with the groups of
+// knowledge.SupportSynonyms before WordNet's synonyms.
 // Load it once per process and share it.
 func Load() (*Table, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(wordnet))
@@ -55,6 +58,7 @@ func Load() (*Table, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("synonyms: %w", err)
 	}
+	t.addGroups(knowledge.SupportSynonyms)
 	if t.known, err = readWords(wordList); err != nil {
 		return nil, fmt.Errorf("synonyms: words: %w", err)
 	}
@@ -83,6 +87,30 @@ func readWords(data []byte) ([]string, error) {
 	return words, nil
 }
 
+// addGroups makes the words of each group (space-separated) synonyms of
+// each other, ahead of the synonyms the word already has: a question's
+// synonyms are capped, and these are the ones that bridge a customer's
+// words and a help page's.
+func (t *Table) addGroups(groups []string) {
+	for _, g := range groups {
+		group := strings.Fields(g)
+		for _, w := range group {
+			syn := make([]string, 0, len(group)-1+len(t.words[w]))
+			for _, o := range group {
+				if o != w {
+					syn = append(syn, o)
+				}
+			}
+			for _, o := range t.words[w] {
+				if !slices.Contains(syn, o) {
+					syn = append(syn, o)
+				}
+			}
+			t.words[w] = syn
+		}
+	}
+}
+
 // Of returns the synonyms of a lowercase word, trying its base form when
 // the word is an inflection ("refunds", "charged", "deleting"). A nil
 // Table has none.
@@ -93,19 +121,24 @@ func (t *Table) Of(word string) []string {
 	if s, ok := t.words[word]; ok {
 		return s
 	}
-	for _, suffix := range []string{"s", "es", "ed", "d", "ing"} {
-		if base, ok := strings.CutSuffix(word, suffix); ok && len(base) >= 3 {
-			if s, ok := t.words[base]; ok {
+	for _, in := range baseForms {
+		if base, ok := strings.CutSuffix(word, in.suffix); ok && len(base) >= in.minBase {
+			if s, ok := t.words[base+in.restore]; ok {
 				return s
 			}
 		}
 	}
-	if base, ok := strings.CutSuffix(word, "ing"); ok && len(base) >= 3 {
-		if s, ok := t.words[base+"e"]; ok { // "sharing" -> "share"
-			return s
-		}
-	}
 	return nil
+}
+
+// baseForms are the regular endings Of strips, in the order tried:
+// "sharing" -> "share", "deliveries" -> "delivery".
+var baseForms = []struct {
+	suffix, restore string
+	minBase         int
+}{
+	{"s", "", 3}, {"es", "", 3}, {"ed", "", 3}, {"d", "", 3}, {"ing", "", 3}, {"ing", "e", 3},
+	{"ies", "y", 3}, {"ied", "y", 3},
 }
 
 // Knows reports whether a lowercase word is an English word of WordNet's,
@@ -137,6 +170,7 @@ var inflections = []struct {
 	minBase         int
 }{
 	{"s", "", 3}, {"es", "", 3}, {"d", "", 3}, {"ed", "", 5}, {"ing", "", 3}, {"ing", "e", 3},
+	{"ies", "y", 3}, {"ied", "y", 3},
 }
 
 func (t *Table) has(word string) bool {

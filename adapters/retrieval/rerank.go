@@ -453,8 +453,31 @@ func askedKind(text string) quantityKind {
 			}
 		}
 	}
+	// "How much is express delivery?" names no kind, but "how much is" a
+	// service or a thing asks its price, unless it names an amount of
+	// something else ("How much is the upload limit?").
+	for _, p := range howMuchIs {
+		if strings.Contains(padded, p) {
+			for _, w := range words {
+				if amountNouns[w] {
+					return anyQuantity
+				}
+			}
+			return moneyQuantity
+		}
+	}
 	return anyQuantity
 }
+
+// howMuchIs are the openings of a "how much is ...?" question, as askedKind
+// pads its words ("how much's" is "how much s").
+var howMuchIs = []string{" how much is ", " how much are ", " how much s ", " how much was ", " how much were ",
+	" how much would ", " how much will "}
+
+// amountNouns name amounts that are no money: "how much is" one of them
+// asks for a number of any kind.
+var amountNouns = map[string]bool{"limit": true, "limits": true, "quota": true, "time": true, "data": true,
+	"ram": true, "disk": true, "cpu": true, "battery": true, "traffic": true, "usage": true, "left": true}
 
 // holdsQuantity reports whether text holds a number (in digits or written
 // out) with a unit of kind: a currency sign before it, a unit glued to it

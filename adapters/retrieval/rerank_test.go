@@ -105,6 +105,25 @@ func TestRerankDecidesOnTheQuestionsFocus(t *testing.T) {
 	}
 }
 
+// "How much is express delivery?" asks a price though it names none: on a
+// knowledge base that says how long express shipping takes and gives no
+// price for it (the demo workspace's shipping policy), the decision reads
+// that the best passage holds no amount, which the same question asked
+// for the duration does not. (The embedded model then declines: see
+// TestDevSeedsADemoWorkspaceOnce.)
+func TestHowMuchIsNeedsAPrice(t *testing.T) {
+	noPrice := "Shipping policy\nStandard shipping takes 3 to 5 business days; express shipping takes 1 to 2 business days."
+	noNumber := slices.Index(retrieval.AnswerFeatureNames[:], "noNumber")
+	price, _ := judged(t, []string{refunds, noPrice}, "How much is express delivery?")
+	duration, _ := judged(t, []string{refunds, noPrice}, "How long does express delivery take?")
+	if price.Answer[noNumber] != 1 || duration.Answer[noNumber] != 0 {
+		t.Fatalf("noNumber = %v for the price, %v for the duration; want 1 and 0", price.Answer[noNumber], duration.Answer[noNumber])
+	}
+	if price.Answerability >= duration.Answerability {
+		t.Errorf("answerability %.3f for the price, %.3f for the duration", price.Answerability, duration.Answerability)
+	}
+}
+
 // A text source without headings is one chunk with no heading, named by
 // the source: its first line is text, not a title. The examples
 // decide the same on the sources as a workspace writes them, and a focus

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -107,6 +109,40 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("demo sources = %s", sources)
+		}
+	}
+	// The demo is what a new user tries first, with the questions of the
+	// issues: it answers what its knowledge says and falls back on what
+	// it does not ("How much is express delivery?": it says how long
+	// express shipping takes, never its price).
+	key := keyPattern.FindStringSubmatch(banner)[1]
+	for _, tt := range []struct{ question, want string }{
+		{"How long does shipping take?", "3 to 5 business days"},
+		{"Is delivery free?", "free for orders over 50 euros"},
+		{"Do you accept PayPal?", "PayPal"},
+		{"How much is express delivery?", ""},
+		{"Do you ship to Canada?", ""},
+	} {
+		body, _ := json.Marshal(map[string]any{"agent": "support", "message": tt.question})
+		req, _ := http.NewRequest("POST", "http://"+addr+"/api/v2/chat", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply struct {
+			Message        string `json:"message"`
+			IsFallback     bool   `json:"isFallback"`
+			FallbackReason string `json:"fallbackReason"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&reply)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%q: %d %v", tt.question, resp.StatusCode, err)
+		}
+		if tt.want == "" && !reply.IsFallback || tt.want != "" && (reply.IsFallback || !strings.Contains(reply.Message, tt.want)) {
+			t.Errorf("%q: %+v, want %q (\"\" for the fallback)", tt.question, reply, tt.want)
 		}
 	}
 	stop()

@@ -354,3 +354,31 @@ func TestWhatIsThePriceAsksForAnAmount(t *testing.T) {
 		t.Fatalf("Content = %q, want the amount", comp.Content)
 	}
 }
+
+// "How much is express delivery?" asks what it costs, though it names no
+// price: a sentence saying how long express shipping takes does not answer
+// it. "How much is" an amount of something else asks for no price.
+func TestHowMuchIsAsksForAPrice(t *testing.T) {
+	shipping := domain.Chunk{ID: "chk_shipping", DocumentName: "Shipping policy",
+		Text: "Standard shipping takes 3 to 5 business days; express shipping takes 1 to 2 business days. The upload limit for return photos is 10 MB."}
+	withPrice := domain.Chunk{ID: "chk_express", DocumentName: "Shipping policy",
+		Text: "Express shipping takes 1 to 2 business days. Express shipping costs 9.50 GBP."}
+	tests := []struct {
+		question string
+		chunk    domain.Chunk
+		want     string // "" for a decline
+	}{
+		{"How much is express delivery?", shipping, ""},
+		{"how much's express shipping", shipping, ""},
+		{"How much is express delivery?", withPrice, "9.50 GBP"},
+		{"How much is the upload limit for return photos?", shipping, "10 MB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.question+" "+tt.chunk.ID, func(t *testing.T) {
+			comp := complete(t, New(Options{}), ask(tt.question, tt.chunk))
+			if tt.want == "" && comp.Content != "" || !strings.Contains(comp.Content, tt.want) {
+				t.Fatalf("Content = %q, want %q", comp.Content, tt.want)
+			}
+		})
+	}
+}

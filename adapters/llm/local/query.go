@@ -85,6 +85,21 @@ func makeSynonyms(groups []string) ([][]string, map[string]int) {
 // charged twice?" asks for none.
 var priceNouns = makeStemSet(`price prices pricing cost costs fee fees rate rates`)
 
+// unitReach is how many words after a number its unit may come ("3 to 5
+// business days").
+const unitReach = 3
+
+// sizeUnits make a number a size, not a price.
+var sizeUnits = makeSet(`b kb mb gb tb kib mib gib tib byte bytes kilobytes megabytes gigabytes terabytes`)
+
+// howMuchVerbs follow "how much" in a question that asks what something
+// costs ("How much is express delivery?").
+var howMuchVerbs = makeSet(`is are was were would will`)
+
+// amountNouns name amounts that are no money: "How much is the upload
+// limit?" asks for a number, not a price.
+var amountNouns = makeStemSet(`limit limits quota storage space memory ram disk cpu data bandwidth traffic battery usage left size`)
+
 // moneyCues are question stems that ask for a price.
 var moneyCues = makeStemSet(`cost costs price prices pricing fee fees charge charges rate rates expensive cheap`)
 
@@ -101,11 +116,14 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 	}
 	var inQuestion, plain, categories uint64
 	howMuch, priceCue, whatPrice := false, false, false
+	// howMuchIs: "how much is/are ...?", which asks a price unless the
+	// question names another amount (amountNouns).
+	howMuchIs, otherAmount := false, false
 	var clauses clauseTracker
 	for _, sp := range spans {
 		isQuestion := !asking || sp.question
 		sentence := text[sp.start:sp.end]
-		prevRaw := ""
+		prevRaw, prevPrevRaw := "", ""
 		prev := -1
 		// asksWhat: the sentence opens with "what" ("What's the price
 		// of ...?", "What are the fees?").
@@ -133,12 +151,16 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 					q.wantTime = true
 				case prevRaw == "how" && raw == "much":
 					q.wantMoney, howMuch = true, true
+				case prevRaw == "how" && raw == "muchs": // "how much's"
+					q.wantMoney, howMuch, howMuchIs = true, true, true
+				case prevPrevRaw == "how" && prevRaw == "much" && howMuchVerbs.hasString(raw):
+					howMuchIs = true
 				case prevRaw == "how" && raw == "many":
 					q.wantNumber = true
 				}
 			}
 			after := prevRaw
-			prevRaw = raw
+			prevPrevRaw, prevRaw = prevRaw, raw
 			if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
 				continue
 			}
@@ -146,6 +168,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 			if isQuestion && timeWords.has(st) {
 				q.wantTime = true
 			}
+			otherAmount = otherAmount || (isQuestion && amountNouns.has(st))
 			if isQuestion && moneyCues.has(st) {
 				q.wantMoney, priceCue = true, true
 				whatPrice = whatPrice || (asksWhat && priceNouns.has(st))
@@ -182,7 +205,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 		clauses.endSentence(sp.question)
 	}
 	q.originals = len(q.terms)
-	q.asksPrice = (howMuch && priceCue) || whatPrice
+	q.asksPrice = (howMuch && priceCue) || whatPrice || (howMuchIs && !otherAmount && !q.wantTime)
 	if inQuestion == 0 {
 		// "What? I ordered a jacket." asks nothing by its words alone.
 		inQuestion = ^uint64(0)
@@ -329,6 +352,10 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 	var f sentenceFacts
 	var raw uint64
 	prev := -1
+	// For a price, a number counts unless a time or a size follows it
+	// within unitReach words: "3 to 5 business days" is no price.
+	priceOnly := q.asksPrice && !q.wantNumber
+	number := -1 // the position of such a number, not yet ruled out
 	for i := 0; ; {
 		w, _, end, ok := nextWord(text, i, buf)
 		if !ok {
@@ -336,13 +363,26 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 		}
 		buf, i = w, end
 		f.words++
-		if (q.wantNumber || q.asksPrice) && w[0] >= '0' && w[0] <= '9' {
-			f.typed = true
+		if number >= 0 && f.words-number > unitReach {
+			f.typed, number = true, -1
+		}
+		if w[0] >= '0' && w[0] <= '9' {
+			switch {
+			case priceOnly:
+				if number < 0 && !f.typed {
+					number = f.words
+				}
+			case q.wantNumber || q.asksPrice:
+				f.typed = true
+			}
 		}
 		if stopwords.has(w) {
 			continue
 		}
 		s := stem(w)
+		if number >= 0 && (timeWords.has(s) || sizeUnits.has(w)) {
+			number = -1
+		}
 		if q.wantTime && !f.typed && timeWords.has(s) {
 			f.typed = true
 		}
@@ -362,6 +402,9 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 			}
 		}
 		prev = id
+	}
+	if number >= 0 {
+		f.typed = true
 	}
 	if q.wantMoney && !f.typed && strings.ContainsAny(text, "$€£¥") {
 		f.typed = true

@@ -10,6 +10,7 @@ import (
 	"github.com/conciergehq/concierge/adapters/retrieval/memindex"
 	"github.com/conciergehq/concierge/adapters/retrieval/synonyms"
 	"github.com/conciergehq/concierge/core/domain"
+	"github.com/conciergehq/concierge/core/knowledge"
 	"github.com/conciergehq/concierge/ports"
 )
 
@@ -1027,25 +1028,9 @@ func isMeasure(w string) bool {
 var measureUnits = wordSet(`b kb mb gb tb pb kib mib gib tib k m g h hr hrs min mins s sec secs ms d
 w mo y yr yrs x p px am pm st nd rd th gbp usd eur`)
 
-// situationWords are verbs, adjectives and adverbs of support questions
-// that describe the asker's situation, the time or the manner of what
-// they ask ("keep", "yesterday", "several", "else", "right away"). The
-// local model has a list of the same kind (it quotes sentences, so it
-// needs the stems); this one holds the words as typed.
-var situationWords = wordSet(`keep keeps kept lose loses lost stop stops start starts started try
-tried trying wait waiting move moved talk talking fail fails failed failing happen happens happened
-seem seems stay stays put leave left bring brought call called turn turned switch switched run runs
-running ran set setting going went suppose supposed done doing did said says tells told ask asked
-asking think thought feel mean means meant combine combined join joined hold helps letting show shows
-showed right away different difference differences versus vs existing exist exists fully full whole
-entire same other another current currently old new first last next main own real sure correct wrong
-short big bigger small smaller high higher low lower early late later soon quick quickly easy easily
-hard simple several certain specific general normal regular usual usually instead again ever anyway
-somehow automatically manually properly already still extra middle single every each enough less
-least lot lots kind type sort day days week weeks month months year years time times today tomorrow
-yesterday hand minute minutes hour hours second seconds everyone people person corporate accept
-accepted allow allowed offer offered provide arrive arrived arrives completely totally entirely
-anywhere everything nothing else since thru though`)
+// situationWords are knowledge.SituationWords as typed (the embedded model
+// stems the same list).
+var situationWords = wordSet(knowledge.SituationWords)
 
 // keepRatio drops, from an answer's passages, those far less relevant than
 // the best: they add noise to the answer, not evidence.

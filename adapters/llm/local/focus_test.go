@@ -382,3 +382,18 @@ func TestHowMuchIsAsksForAPrice(t *testing.T) {
 		})
 	}
 }
+
+// "How fast", like "how quickly", asks for a time: "fast" is not what the
+// passage must say (knowledge.SituationWords).
+func TestHowFastAsksForATime(t *testing.T) {
+	refunds := domain.Chunk{ID: "chk_refunds", DocumentName: "Returns and refunds",
+		Text: "You can return any unused item within 30 days of delivery. Refunds are issued to the original payment method within 5 business days of the return reaching us."}
+	for _, q := range []string{"How fast is the refund?", "ok and the refund, how fast?", "How quickly do refunds arrive?"} {
+		t.Run(q, func(t *testing.T) {
+			comp := complete(t, New(Options{}), ask(q, refunds))
+			if !strings.Contains(comp.Content, "within 5 business days") {
+				t.Fatalf("Content = %q, want the refund's time", comp.Content)
+			}
+		})
+	}
+}

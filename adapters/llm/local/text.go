@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/conciergehq/concierge/core/knowledge"
 )
 
 // This file holds the text tools of the extractive answerer: a word scanner
@@ -228,24 +230,8 @@ back cost costs price prices pricing account accounts problem problems issue iss
 // passage that does not repeat them may still answer. Stored stemmed.
 var situationWords = makeStemSet(situationList)
 
-const situationList = `
-keep keeps kept lose loses lost stop stops start starts started try tried trying wait waiting
-move moved talk talking fail fails failed failing happen happens happened seem seems stay put
-leave left bring brought call called turn turned switch switched run runs running ran set setting going went
-suppose supposed
-done doing did said says tells told ask asked asking think thought feel mean means meant
-combine combined join joined hold help helps keep letting let show shows showed
-right away different difference differences versus vs existing exist exists fully full whole entire
-same other another current currently old new first last next main own real sure correct wrong
-short big bigger small smaller high higher low lower early late later soon quick quickly easy
-easily hard simple several certain specific general normal regular usual usually instead again
-ever anyway somehow automatically manually properly already still extra middle single every
-each enough less least more most much many lot lots kind type sort way ways thing things
-day days week weeks month months year years time times today tomorrow yesterday
-hand minute minutes hour hours second seconds
-someone anyone everyone people person guy guys corporate
-accept accepted allow allowed offer offered provide arrive arrived arrives
-completely totally entirely`
+// situationList is knowledge.SituationWords, for the lists built from it.
+const situationList = knowledge.SituationWords
 
 // fillerSpellings are the words of stopwordList, genericList and
 // situationList long enough to be recognised misspelt ("anyting",

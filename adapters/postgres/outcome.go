@@ -19,6 +19,10 @@ var _ ports.OutcomeStore = (*Store)(nil)
 // selects the columns (lists, RETURNING clauses) as it is.
 const outcomeColumn = `(SELECT o.outcome FROM conversation_outcomes AS o WHERE o.conversation_id = c.id) AS outcome`
 
+// maxRecentQuestions bounds the USER messages read, latest first, to find
+// the visitor's last question past the small talk after it.
+const maxRecentQuestions = 20
+
 // maxLaterContacts bounds the later conversations of one verified user read
 // for a decision: a re-contact needs one on the same topic, and a user
 // with more than this in a week is a test or a script.
@@ -37,7 +41,8 @@ const claimDueOutcomesSQL = `SELECT conversation_id FROM conversation_outcomes
 	FOR UPDATE SKIP LOCKED`
 
 // dueSignalsSQL gathers the signals of the claimed rows ($1 their ids; $2
-// the re-contact window in seconds, $3 maxLaterContacts): a handful of
+// the re-contact window in seconds, $3 maxLaterContacts, $4
+// maxRecentQuestions): a handful of
 // index walks of the conversation's own messages
 // (messages_conversation_seq_idx) and of its verified user's conversations
 // (conversations_verified_user_activity_idx), never a scan.
@@ -45,11 +50,11 @@ const dueSignalsSQL = `WITH due AS (
 	SELECT unnest($1::text[]) AS conversation_id
 )
 SELECT c.id, c.status, coalesce(c.verified_user_id, ''), c.last_activity_at,
-	coalesce(fq.content, ''), coalesce(lq.content, ''),
+	coalesce(fq.content, ''), coalesce(lq.contents, '{}'),
 	EXISTS (SELECT 1 FROM messages AS m WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id
 		AND m.role = 'SYSTEM' AND m.status IN ('HANDOFF_REQUESTED', 'HUMAN')),
 	EXISTS (SELECT 1 FROM messages AS m WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id AND m.role = 'HUMAN'),
-	coalesce(la.failed, true),
+	coalesce(lq.failed, '{}'),
 	coalesce(r.rating, ''),
 	coalesce(later.ids, '{}'), coalesce(later.ats, '{}'), coalesce(later.questions, '{}')
 FROM due
@@ -60,15 +65,17 @@ LEFT JOIN LATERAL (
 	ORDER BY m.seq LIMIT 1
 ) AS fq ON true
 LEFT JOIN LATERAL (
-	SELECT m.content, m.seq FROM messages AS m
-	WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id AND m.role = 'USER'
-	ORDER BY m.seq DESC LIMIT 1
+	SELECT array_agg(q.content ORDER BY q.seq DESC) AS contents,
+		array_agg(coalesce((SELECT a.fallback_reason <> '' FROM messages AS a
+			WHERE a.conversation_id = c.id AND a.workspace_id = c.workspace_id AND a.role = 'ASSISTANT'
+				AND a.seq > q.seq AND (q.next_seq IS NULL OR a.seq < q.next_seq)
+			ORDER BY a.seq DESC LIMIT 1), true) ORDER BY q.seq DESC) AS failed
+	FROM (
+		SELECT m.content, m.seq, lag(m.seq) OVER (ORDER BY m.seq DESC) AS next_seq FROM messages AS m
+		WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id AND m.role = 'USER'
+		ORDER BY m.seq DESC LIMIT $4
+	) AS q
 ) AS lq ON true
-LEFT JOIN LATERAL (
-	SELECT m.fallback_reason <> '' AS failed FROM messages AS m
-	WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id AND m.role = 'ASSISTANT' AND m.seq > lq.seq
-	ORDER BY m.seq DESC LIMIT 1
-) AS la ON true
 LEFT JOIN LATERAL (
 	SELECT m.feedback_rating AS rating FROM messages AS m
 	WHERE m.conversation_id = c.id AND m.workspace_id = c.workspace_id AND m.role = 'ASSISTANT' AND m.feedback_rating IS NOT NULL
@@ -114,7 +121,7 @@ func (s *Store) DecideDueOutcomes(ctx context.Context, now time.Time, limit int,
 		if err != nil || len(claimed) == 0 {
 			return err
 		}
-		rows, err := tx.Query(ctx, dueSignalsSQL, claimed, domain.OutcomeRecontactWindow.Seconds(), maxLaterContacts)
+		rows, err := tx.Query(ctx, dueSignalsSQL, claimed, domain.OutcomeRecontactWindow.Seconds(), maxLaterContacts, maxRecentQuestions)
 		if err != nil {
 			return err
 		}
@@ -130,12 +137,23 @@ func (s *Store) DecideDueOutcomes(ctx context.Context, now time.Time, limit int,
 				laterIDs           []string
 				laterAts           []time.Time
 				laterQuestions     []string
+				recent             []string // the last USER messages, latest first
+				recentFailed       []bool   // whether each got no answer or a fallback
 			)
-			if err := rows.Scan(&id, &status, &sig.VerifiedUserID, &sig.LastActivityAt, &sig.FirstQuestion, &sig.LastQuestion,
-				&sig.PersonRequested, &sig.PersonReplied, &sig.LastTurnFailed, &rating,
+			if err := rows.Scan(&id, &status, &sig.VerifiedUserID, &sig.LastActivityAt, &sig.FirstQuestion, &recent,
+				&sig.PersonRequested, &sig.PersonReplied, &recentFailed, &rating,
 				&laterIDs, &laterAts, &laterQuestions); err != nil {
 				rows.Close()
 				return err
+			}
+			// The last question is the last USER message that is not
+			// small talk: "thanks" after an answer neither fails nor
+			// confirms it.
+			for i, q := range recent {
+				if domain.ClassifySmallTalk(q) == domain.NotSmallTalk {
+					sig.LastQuestion, sig.LastTurnFailed = q, recentFailed[i]
+					break
+				}
 			}
 			sig.Status, sig.LatestRating, sig.LastActivityAt = domain.ConversationStatus(status), domain.Rating(rating), sig.LastActivityAt.UTC()
 			for i := range laterIDs {

@@ -212,6 +212,77 @@ func TestOutcomeSignals(t *testing.T) {
 	}
 }
 
+// TestOutcomeSignalsSkipSmallTalk: the last question is the visitor's last
+// message that is not small talk, paired with the answer it got before
+// the next message; a conversation of small talk alone asks nothing.
+func TestOutcomeSignalsSkipSmallTalk(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	f := newConversationFixture(t)
+	failed := func(content string) domain.Message {
+		m := answer(content)
+		m.FallbackReason = domain.FallbackNoKnowledge
+		return m
+	}
+	type turn struct {
+		question string
+		reply    *domain.Message // nil: no answer
+	}
+	ok, no := answer("It ships today."), failed("Sorry, I don't know.")
+	welcome, thanks := answer("Hi! How can I help you today?"), answer("You're welcome!")
+	tests := []struct {
+		name         string
+		turns        []turn
+		wantQuestion string
+		wantFailed   bool
+		want         domain.Outcome
+	}{
+		{"thanks after an answer", []turn{{"Where is my order?", &ok}, {"thanks!", &thanks}},
+			"Where is my order?", false, domain.OutcomeResolvedUnconfirmed},
+		{"thanks after a fallback", []turn{{"Do you ship to Canada?", &no}, {"ok thanks", &thanks}},
+			"Do you ship to Canada?", true, domain.OutcomeAbandonedAfterFallback},
+		{"a fallback, then an answer, then bye", []turn{{"Do you ship to Canada?", &no}, {"Where is my order?", &ok}, {"bye", &thanks}},
+			"Where is my order?", false, domain.OutcomeResolvedUnconfirmed},
+		{"an answer, then a question left unanswered, then hi", []turn{{"Where is my order?", &ok}, {"Can I change the address?", nil}, {"hello", &welcome}},
+			"Can I change the address?", true, domain.OutcomeAbandonedAfterFallback},
+		{"small talk alone", []turn{{"hi", &welcome}, {"thank you so much", &thanks}}, "", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			first := *tt.turns[0].reply
+			first.ID = domain.NewID(domain.PrefixMessage)
+			conv := startAnswered(t, f, "", tt.turns[0].question, first, t0)
+			for i, tu := range tt.turns[1:] {
+				at := t0.Add(time.Duration(i+1) * time.Minute)
+				msgs := []domain.Message{newMessage(f.ws.ID, conv.ID, domain.RoleUser, tu.question, at)}
+				if tu.reply != nil {
+					r := *tu.reply
+					r.ID, r.WorkspaceID, r.ConversationID, r.CreatedAt = domain.NewID(domain.PrefixMessage), f.ws.ID, conv.ID, at
+					msgs = append(msgs, r)
+				}
+				if _, err := f.store.AppendMessages(ctx, msgs, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got *domain.OutcomeSignals
+			if _, err := f.store.DecideDueOutcomes(ctx, t0.Add(49*time.Hour), 100, func(s domain.OutcomeSignals, now time.Time) domain.OutcomeDecision {
+				if s.FirstQuestion == tt.turns[0].question && got == nil {
+					got = &s
+				}
+				return domain.DecideOutcome(s, now)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || got.LastQuestion != tt.wantQuestion || got.LastTurnFailed != tt.wantFailed {
+				t.Fatalf("signals = %+v, want last question %q failed %v", got, tt.wantQuestion, tt.wantFailed)
+			}
+			if o := getOutcome(t, f, conv.ID); o.Outcome != tt.want {
+				t.Errorf("outcome = %q, want %q", o.Outcome, tt.want)
+			}
+		})
+	}
+}
+
 // TestOutcomeConcurrentSweeps: two workers sweeping at once decide every
 // due conversation exactly once between them.
 func TestOutcomeConcurrentSweeps(t *testing.T) {

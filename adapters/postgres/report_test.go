@@ -519,7 +519,7 @@ func TestReportTenantIsolation(t *testing.T) {
 	other.ws, _, _ = newWorkspace(t, s.f.store, domain.PlanStandard)
 	other.agent = newAgent(t, s.f.store, other.ws.ID, "support", t0)
 	theirs := start(t, other, other.agent, domain.ChannelChat, reportDay0.Add(10*time.Hour), func(c domain.Conversation) []domain.Message {
-		return []domain.Message{newMessage(other.ws.ID, c.ID, domain.RoleUser, "Hello?", reportDay0.Add(10*time.Hour)),
+		return []domain.Message{newMessage(other.ws.ID, c.ID, domain.RoleUser, "Do you ship to Canada?", reportDay0.Add(10*time.Hour)),
 			reply(other, c, "Sorry.", reportDay0.Add(10*time.Hour), domain.FallbackNoKnowledge, "gpt-4o-mini", 7, 7)}
 	})
 	sweepReports(t, s.f.store, reportDay0.Add(60*time.Hour))

@@ -112,8 +112,8 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		}
 	}
 	// The demo is what a new user tries first, with the questions of the
-	// issues: it answers what its knowledge says and falls back on what
-	// it does not ("How much is express delivery?": it says how long
+	// issues: it answers what its knowledge says, falls back on what it
+	// does not ("How much is express delivery?": it says how long
 	// express shipping takes, never its price).
 	key := keyPattern.FindStringSubmatch(banner)[1]
 	for _, tt := range []struct{ question, want string }{
@@ -122,6 +122,10 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		{"Do you accept PayPal?", "PayPal"},
 		{"How much is express delivery?", ""},
 		{"Do you ship to Canada?", ""},
+		// Small talk is answered, not the fallback: a greeting with the
+		// agent's welcome message.
+		{"hi", "I'm Acme's assistant"},
+		{"thanks!", "You're welcome"},
 	} {
 		body, _ := json.Marshal(map[string]any{"agent": "support", "message": tt.question})
 		req, _ := http.NewRequest("POST", "http://"+addr+"/api/v2/chat", bytes.NewReader(body))

@@ -334,8 +334,11 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		verdict: verdict,
 		search:  searchText{question: p.message, query: p.message},
 	}
+	if verdict == domain.FallbackNone {
+		t.smallTalk = smallTalkReply(p.message, &agent)
+	}
 	followUp := !p.fresh && isFollowUp(p.message)
-	if t.verdict == domain.FallbackNone && conv.Status.AgentAnswers() && !followUp {
+	if t.searches() && conv.Status.AgentAnswers() && !followUp {
 		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 	}
 	if !p.fresh {
@@ -353,11 +356,17 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 			t.search.note = followUpNote(earlier)
 			t.search.context = strings.TrimPrefix(t.search.query, p.message+"\n")
 		}
-		if t.verdict == domain.FallbackNone && conv.Status.AgentAnswers() {
+		if t.searches() && conv.Status.AgentAnswers() {
 			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 		}
 	}
 	return t, nil
+}
+
+// searches tells whether the turn's answer needs retrieval: not for a
+// message the guardrails refused, nor for small talk.
+func (t *turn) searches() bool {
+	return t.verdict == domain.FallbackNone && t.smallTalk == ""
 }
 
 // runStreamed answers a caller who watches the answer being written (emit
@@ -386,7 +395,7 @@ func (p *Pending) runStreamed(ctx context.Context, t *turn, emit Emit) (domain.A
 	if t.conv.Status.HumanOwned() {
 		return s.silent(t, answer, emit), nil
 	}
-	if t.retrieval == nil && t.verdict == domain.FallbackNone {
+	if t.retrieval == nil && t.searches() {
 		t.retrieval = s.retrieveAsync(ctx, t.agent, t.search) // the conversation went back to the agent meanwhile
 	}
 
@@ -750,6 +759,10 @@ func (s *Service) generate(ctx context.Context, t *turn, out *stream) ([]string,
 	var model string
 	if t.verdict != domain.FallbackNone {
 		return nil, t.verdict, usage, model
+	}
+	if t.smallTalk != "" {
+		out.words(t.smallTalk)
+		return nil, domain.FallbackNone, usage, model
 	}
 	r := <-t.retrieval
 	chunks, err := r.chunks, r.err

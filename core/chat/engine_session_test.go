@@ -18,7 +18,7 @@ func TestAnswerContinuesSession(t *testing.T) {
 		llmRound{deltas: []string{"Thirty days."}},
 		llmRound{deltas: []string{"Three to five days."}},
 		llmRound{deltas: []string{"Two years."}},
-		llmRound{deltas: []string{"You're welcome."}},
+		llmRound{deltas: []string{"Thirty days."}},
 	)
 	ws := r.ws[domain.PlanEnterprise]
 	id, sig := signedIdentity(ws, "u-42")
@@ -43,7 +43,7 @@ func TestAnswerContinuesSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fourth, _, err := r.ask(t, Request{Session: conversation.SessionRef{ID: first.SessionID, IdentityHeader: id, SignatureHeader: sig}, Message: "Thanks!"})
+	fourth, _, err := r.ask(t, Request{Session: conversation.SessionRef{ID: first.SessionID, IdentityHeader: id, SignatureHeader: sig}, Message: "Return window?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestAnswerContinuesSession(t *testing.T) {
 	if msgs := r.messagesOf(first.SessionID); len(msgs) != 8 {
 		t.Errorf("%d messages stored, want 8", len(msgs))
 	}
-	if third.Reply.Content != "Two years." || fourth.Reply.Content != "You're welcome." {
+	if third.Reply.Content != "Two years." || fourth.Reply.Content != "Thirty days." {
 		t.Errorf("replies %q %q", third.Reply.Content, fourth.Reply.Content)
 	}
 }

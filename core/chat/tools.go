@@ -107,6 +107,9 @@ type turn struct {
 	history []domain.Message
 	// verdict is the input guardrail's (domain.FallbackNone to answer).
 	verdict domain.FallbackReason
+	// smallTalk is the reply to a greeting, thanks or goodbye, which is
+	// answered without knowledge (smalltalk.go); "" for a question.
+	smallTalk string
 	// search is what retrieval searches; retrieval, once started, brings
 	// what it found.
 	search    searchText

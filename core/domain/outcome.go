@@ -64,8 +64,10 @@ type OutcomeSignals struct {
 	// VerifiedUserID is the conversation's verified user, "" when anonymous:
 	// only verified users can be recognised when they come back.
 	VerifiedUserID string
-	// FirstQuestion and LastQuestion are the first and the last USER
-	// message's text; "" when the visitor never wrote.
+	// FirstQuestion is the first USER message's text; "" when the visitor
+	// never wrote. LastQuestion is the last USER message that is not small
+	// talk (ClassifySmallTalk: "thanks", "bye" say nothing of the answer);
+	// "" when the visitor wrote nothing else.
 	FirstQuestion string
 	LastQuestion  string
 	// PersonRequested is whether the conversation was ever handed to
@@ -73,8 +75,8 @@ type OutcomeSignals struct {
 	// person ever wrote to the visitor (a HUMAN message).
 	PersonRequested bool
 	PersonReplied   bool
-	// LastTurnFailed is whether the visitor's last question got no
-	// ASSISTANT answer or a fallback (its last answer's FallbackReason).
+	// LastTurnFailed is whether LastQuestion got no ASSISTANT answer or a
+	// fallback (its last answer before the visitor's next message).
 	LastTurnFailed bool
 	// LatestRating is the visitor's most recent thumbs on any answer (by
 	// when it was given), "" when none stands.
@@ -113,7 +115,9 @@ type OutcomeDecision struct {
 //
 // The rules, first match wins:
 //
-//  1. The visitor never asked anything: no outcome, final.
+//  1. The visitor never wrote: no outcome, final. (One who wrote only
+//     small talk, "hi" and "bye", asked nothing either: no outcome, unless
+//     a person took part, rule 3.)
 //  2. Quiet for less than OutcomeQuietWindow (now < last activity + 24 h):
 //     undecided, look again at that boundary. At exactly 24 h it is quiet.
 //  3. A person took part (handoff requested, a member took over, or a
@@ -123,12 +127,13 @@ type OutcomeDecision struct {
 //     resolved it is HANDED_OFF until someone resolves it again. The
 //     team resolving a conversation no person answered is not a person's
 //     resolution: the agent did the work, the rules below apply.
-//  4. The visitor's last message says it helped: RESOLVED_CONFIRMED. It
-//     beats a fallback after it, which is usually the agent failing to
-//     answer "thanks".
+//  4. The visitor's last question says it helped: RESOLVED_CONFIRMED. It
+//     beats a fallback after it, which is the agent failing to answer a
+//     confirmation it took for a question ("that worked").
 //  5. The last turn failed (fallback, or no answer): ABANDONED_AFTER_FALLBACK,
 //     even after an earlier thumbs up: the visitor's last question went
-//     unanswered.
+//     unanswered. Small talk after it changes nothing: "ok thanks" after
+//     a fallback is still a failed question.
 //  6. The visitor's latest thumbs: up is RESOLVED_CONFIRMED; down is
 //     ABANDONED_AFTER_FALLBACK. A thumbs-down with no handoff is the
 //     visitor telling us the answer failed and leaving; counting it as
@@ -161,6 +166,9 @@ func DecideOutcome(s OutcomeSignals, now time.Time) OutcomeDecision {
 			return final(OutcomeResolvedByPerson)
 		}
 		return final(OutcomeHandedOff)
+	case strings.TrimSpace(s.LastQuestion) == "":
+		// Only small talk, and no person: nothing was asked.
+		return OutcomeDecision{Final: true}
 	case SaysItHelped(s.LastQuestion):
 		return final(OutcomeResolvedConfirmed)
 	case s.LastTurnFailed:

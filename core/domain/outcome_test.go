@@ -37,6 +37,11 @@ func TestDecideOutcome(t *testing.T) {
 	}{
 		{"no question: nothing to decide", with(func(s *domain.OutcomeSignals) { s.FirstQuestion, s.LastQuestion = "", "" }),
 			last.Add(day), domain.OutcomeDecision{Final: true}},
+		{"only small talk: nothing asked", with(func(s *domain.OutcomeSignals) { s.FirstQuestion, s.LastQuestion = "hi", "" }),
+			last.Add(day), domain.OutcomeDecision{Final: true}},
+		{"only small talk, then a person: handed off", with(func(s *domain.OutcomeSignals) {
+			s.FirstQuestion, s.LastQuestion, s.PersonRequested, s.Status = "hi", "", true, domain.StatusHandoffRequested
+		}), last.Add(day), final(domain.OutcomeHandedOff)},
 		{"quiet just under 24 h: undecided", answered, last.Add(day - time.Microsecond),
 			domain.OutcomeDecision{NextCheck: last.Add(day)}},
 		{"quiet 24 h exactly: decided", answered, last.Add(day), final(domain.OutcomeResolvedUnconfirmed)},

@@ -120,6 +120,7 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		{"How long does shipping take?", "3 to 5 business days"},
 		{"Is delivery free?", "free for orders over 50 euros"},
 		{"Do you accept PayPal?", "PayPal"},
+		{"Is express shipping available?", "express shipping takes 1 to 2 business days"},
 		{"How much is express delivery?", ""},
 		{"Do you ship to Canada?", ""},
 		// Small talk is answered, not the fallback: a greeting with the

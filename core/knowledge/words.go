@@ -23,4 +23,4 @@ every each enough less least lot lots kind type sort day days week weeks month m
 time times today tomorrow yesterday hand minute minutes hour hours second seconds everyone
 people person corporate accept accepted allow allowed offer offered provide arrive arrived
 arrives completely totally entirely anywhere everything nothing else since thru though help let
-more most much many way ways thing things someone anyone guy guys fast faster`
+more most much many way ways thing things someone anyone guy guys fast faster available`

@@ -397,3 +397,17 @@ func TestHowFastAsksForATime(t *testing.T) {
 		})
 	}
 }
+
+// "Is express shipping available?" asks about express shipping: a passage
+// that describes it answers, though it never says "available".
+func TestIsItAvailableAsksAboutTheSubject(t *testing.T) {
+	shipping := domain.Chunk{ID: "chk_shipping", DocumentName: "Shipping policy",
+		Text: "Standard shipping takes 3 to 5 business days; express shipping takes 1 to 2 business days."}
+	comp := complete(t, New(Options{}), ask("Is express shipping available?", shipping))
+	if !strings.Contains(comp.Content, "express shipping takes 1 to 2 business days") {
+		t.Fatalf("Content = %q, want the express shipping sentence", comp.Content)
+	}
+	if comp := complete(t, New(Options{}), ask("Is gift wrapping available?", shipping)); comp.Content != "" {
+		t.Fatalf("Content = %q for a subject the passage lacks, want a decline", comp.Content)
+	}
+}

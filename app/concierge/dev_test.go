@@ -127,6 +127,7 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		// agent's welcome message.
 		{"hi", "I'm Acme's assistant"},
 		{"thanks!", "You're welcome"},
+		{"are you a bot?", "AI assistant"},
 	} {
 		body, _ := json.Marshal(map[string]any{"agent": "support", "message": tt.question})
 		req, _ := http.NewRequest("POST", "http://"+addr+"/api/v2/chat", bytes.NewReader(body))

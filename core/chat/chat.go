@@ -335,7 +335,9 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		search:  searchText{question: p.message, query: p.message},
 	}
 	if verdict == domain.FallbackNone {
-		t.smallTalk = smallTalkReply(p.message, &agent)
+		var offerPerson bool
+		t.smallTalk, offerPerson = smallTalkReply(p.message, &agent)
+		t.offerHandoff = offerPerson && ws.Allows(domain.FeatureHandoff)
 	}
 	followUp := !p.fresh && isFollowUp(p.message)
 	if t.searches() && conv.Status.AgentAnswers() && !followUp {

@@ -7,19 +7,23 @@ import (
 	"github.com/conciergehq/concierge/core/domain"
 )
 
-// TestAnswerSmallTalk: a greeting, thanks or a goodbye is answered
-// politely without retrieval or a model, is no fallback and offers no
-// person, on every plan, streamed and not, in a new and in a continued
-// conversation. A greeting is answered with the agent's welcome message
-// when it has one.
+// TestAnswerSmallTalk: a greeting, thanks, a goodbye or "are you a bot?"
+// is answered without retrieval or a model and is no fallback, on every
+// plan, streamed and not, in a new and in a continued conversation. A
+// greeting (or a bare "can you help me?") is answered with the agent's
+// welcome message when it has one; "are you a bot?" truthfully, offering
+// a person where the plan has handoff.
 func TestAnswerSmallTalk(t *testing.T) {
 	tests := []struct {
 		message, welcome, want string
+		offersPerson           bool // where the plan has handoff
 	}{
-		{"Hi!", "", defaultGreetingReply},
-		{"hello there", "Hello! I'm Ada. Ask me about our lamps.", "Hello! I'm Ada. Ask me about our lamps."},
-		{"thank you so much", "Hello!", thanksReply},
-		{"bye", "", farewellReply},
+		{"Hi!", "", defaultGreetingReply, false},
+		{"hello there", "Hello! I'm Ada. Ask me about our lamps.", "Hello! I'm Ada. Ask me about our lamps.", false},
+		{"can you help me?", "Hello! I'm Ada. Ask me about our lamps.", "Hello! I'm Ada. Ask me about our lamps.", false},
+		{"thank you so much", "Hello!", thanksReply, false},
+		{"bye", "", farewellReply, false},
+		{"are you a bot?", "Hello!", botReply, true},
 	}
 	for _, tt := range tests {
 		for _, plan := range domain.Plans {
@@ -33,8 +37,9 @@ func TestAnswerSmallTalk(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if ans.IsFallback || ans.FallbackReason != domain.FallbackNone || ans.OfferHandoff {
-							t.Errorf("isFallback %v reason %q offerHandoff %v, want an answer", ans.IsFallback, ans.FallbackReason, ans.OfferHandoff)
+						offers := tt.offersPerson && r.ws[plan].Allows(domain.FeatureHandoff)
+						if ans.IsFallback || ans.FallbackReason != domain.FallbackNone || ans.OfferHandoff != offers {
+							t.Errorf("isFallback %v reason %q offerHandoff %v, want an answer offering a person: %v", ans.IsFallback, ans.FallbackReason, ans.OfferHandoff, offers)
 						}
 						if ans.Reply.Content != tt.want || len(ans.Reply.Citations) != 0 || ans.Reply.Trace != nil {
 							t.Errorf("reply %q citations %v trace %v, want %q alone", ans.Reply.Content, ans.Reply.Citations, ans.Reply.Trace, tt.want)

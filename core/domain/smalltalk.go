@@ -5,8 +5,9 @@ import (
 	"unicode"
 )
 
-// SmallTalk is what a visitor's message does when it asks nothing: a
-// greeting, thanks or a goodbye. The chat engine answers such a message
+// SmallTalk is what a visitor's message does when it asks nothing of the
+// knowledge: a greeting (or a bare "can you help me?"), thanks, a goodbye,
+// or asking whether they are talking to a bot. The chat engine answers such a message
 // politely without knowledge (no fallback), and the outcome rules skip it
 // when they look for the visitor's last question.
 //
@@ -21,6 +22,9 @@ const (
 	Greeting
 	Thanks
 	Farewell
+	// AskedIfBot: "are you a bot?", "am I talking to a human?". The
+	// visitor is owed a straight answer: an AI.
+	AskedIfBot
 )
 
 // maxSmallTalkWords bounds a small-talk message: a longer one says more
@@ -31,6 +35,13 @@ var (
 	greetingWords = setOfWords(`hi hello hey hiya heya howdy greetings morning afternoon evening yo`)
 	thanksWords   = setOfWords(`thanks thank thx thanx thnx ty tysm thankyou cheers appreciated appreciate`)
 	farewellWords = setOfWords(`bye goodbye byebye cya farewell`)
+	// helpWords ask for help without saying with what ("can you help
+	// me?", "I need assistance"): a greeting in effect.
+	helpWords = setOfWords(`help assist assistance support`)
+	// botWords name what the visitor wonders they are talking to.
+	botWords = setOfWords(`bot robot ai chatbot machine human person computer`)
+	// askWords may join help and bot words in such a message.
+	askWords = setOfWords(`i me am can could would need please pls what do is are real talking to an with someone`)
 	// courtesyWords go with the words above ("thank you so much for the
 	// help", "good morning everyone", "hi there") and make no question.
 	courtesyWords = setOfWords(`you so much very a lot for the your all this that it help there everyone guys team
@@ -55,11 +66,16 @@ func ClassifySmallTalk(message string) SmallTalk {
 	if len(words) == 0 || len(words) > maxSmallTalkWords {
 		return NotSmallTalk
 	}
-	var greets, thanks, bye bool
+	var greets, thanks, bye, help, bot bool
 	for i, w := range words {
 		switch {
 		case greetingWords[w]:
 			greets = true
+		case helpWords[w]:
+			help = true
+		case botWords[w]:
+			bot = true
+		case askWords[w]:
 		case thanksWords[w]:
 			thanks = true
 		case farewellWords[w]:
@@ -73,11 +89,17 @@ func ClassifySmallTalk(message string) SmallTalk {
 		}
 	}
 	switch {
+	case bot && !help:
+		return AskedIfBot
+	case bot:
+		return NotSmallTalk // "I need help from a human": a request for a person
 	case bye:
 		return Farewell
 	case thanks:
 		return Thanks
-	case greets:
+	case greets || help:
+		return Greeting
+	case strings.Join(words, " ") == "what can you do":
 		return Greeting
 	}
 	return NotSmallTalk

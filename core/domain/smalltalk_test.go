@@ -27,6 +27,19 @@ func TestClassifySmallTalk(t *testing.T) {
 		{"see you later", domain.Farewell},
 		{"see ya", domain.Farewell},
 		{"THANK YOU!!!", domain.Thanks},
+		// Asking for help without a subject is a greeting: the welcome
+		// message says what the agent knows about.
+		{"can you help me?", domain.Greeting},
+		{"I need help", domain.Greeting},
+		{"help", domain.Greeting},
+		{"What can you do?", domain.Greeting},
+		// Asking what one talks to.
+		{"are you a bot?", domain.AskedIfBot},
+		{"Am I talking to a real person?", domain.AskedIfBot},
+		{"is this a human", domain.AskedIfBot},
+		{"I need help from a human", domain.NotSmallTalk}, // asks for a person
+		{"can I talk to a person", domain.NotSmallTalk},
+		{"can you help me with my order?", domain.NotSmallTalk},
 		// Questions, with or without small talk around them.
 		{"hi, how long does shipping take?", domain.NotSmallTalk},
 		{"thanks, and what about returns?", domain.NotSmallTalk},

@@ -42,10 +42,12 @@ const claimDueOutcomesSQL = `SELECT conversation_id FROM conversation_outcomes
 
 // dueSignalsSQL gathers the signals of the claimed rows ($1 their ids; $2
 // the re-contact window in seconds, $3 maxLaterContacts, $4
-// maxRecentQuestions): a handful of
-// index walks of the conversation's own messages
-// (messages_conversation_seq_idx) and of its verified user's conversations
-// (conversations_verified_user_activity_idx), never a scan.
+// maxRecentQuestions): a handful of index walks of the conversation's own
+// messages (messages_conversation_seq_idx) and of its verified user's
+// conversations (conversations_verified_user_activity_idx), never a scan.
+// The recent USER messages come latest first, each with whether it got no
+// ASSISTANT answer or a fallback before the next one; Go skips the small
+// talk among them.
 const dueSignalsSQL = `WITH due AS (
 	SELECT unnest($1::text[]) AS conversation_id
 )

@@ -7,9 +7,9 @@ import (
 
 // SmallTalk is what a visitor's message does when it asks nothing of the
 // knowledge: a greeting (or a bare "can you help me?"), thanks, a goodbye,
-// or asking whether they are talking to a bot. The chat engine answers such a message
-// politely without knowledge (no fallback), and the outcome rules skip it
-// when they look for the visitor's last question.
+// or asking whether they are talking to a bot. The chat engine answers
+// such a message without knowledge (no fallback), and the outcome rules
+// skip it when they look for the visitor's last question.
 //
 // Acknowledgements ("ok", "yes", "sure", "no thanks") are no small talk on
 // purpose: after the fallback's "Would you like to talk to a person?" they
@@ -56,9 +56,11 @@ func setOfWords(words string) map[string]bool {
 	return set
 }
 
-// ClassifySmallTalk tells whether message is only a greeting, thanks or a
-// goodbye, and which. Thanks or a goodbye win over a greeting in the same
-// message ("hi, thanks!"), a goodbye over thanks ("thanks, bye").
+// ClassifySmallTalk tells whether message is only small talk, and which:
+// every word must be one of the lists above. Thanks or a goodbye win over
+// a greeting in the same message ("hi, thanks!"), a goodbye over thanks
+// ("thanks, bye"); a bot word with a help word ("I need help from a
+// human") asks for a person, which is no small talk.
 func ClassifySmallTalk(message string) SmallTalk {
 	words := strings.FieldsFunc(strings.ToLower(strings.ReplaceAll(message, "'", "")), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)

@@ -121,22 +121,34 @@ func (t *Table) Of(word string) []string {
 	if s, ok := t.words[word]; ok {
 		return s
 	}
-	for _, in := range baseForms {
-		if base, ok := strings.CutSuffix(word, in.suffix); ok && len(base) >= in.minBase {
-			if s, ok := t.words[base+in.restore]; ok {
-				return s
-			}
+	var syn []string
+	baseOf(word, baseForms, func(base string) bool {
+		syn = t.words[base]
+		return syn != nil
+	})
+	return syn
+}
+
+// ending is a regular ending: the suffix, what replaces it in the base
+// ("ies" -> "y"), and the shortest base it is stripped from.
+type ending struct {
+	suffix, restore string
+	minBase         int
+}
+
+// baseOf tries word's bases by endings, in order, until found accepts one.
+func baseOf(word string, endings []ending, found func(base string) bool) bool {
+	for _, e := range endings {
+		if base, ok := strings.CutSuffix(word, e.suffix); ok && len(base) >= e.minBase && found(base+e.restore) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // baseForms are the regular endings Of strips, in the order tried:
 // "sharing" -> "share", "deliveries" -> "delivery".
-var baseForms = []struct {
-	suffix, restore string
-	minBase         int
-}{
+var baseForms = []ending{
 	{"s", "", 3}, {"es", "", 3}, {"ed", "", 3}, {"d", "", 3}, {"ing", "", 3}, {"ing", "e", 3},
 	{"ies", "y", 3}, {"ied", "y", 3},
 }
@@ -153,22 +165,14 @@ func (t *Table) Knows(word string) bool {
 	if t.has(word) {
 		return true
 	}
-	for _, in := range inflections {
-		if base, ok := strings.CutSuffix(word, in.suffix); ok && len(base) >= in.minBase && t.has(base+in.restore) {
-			return true
-		}
-	}
-	return false
+	return baseOf(word, inflections, t.has)
 }
 
 // inflections are the regular endings Knows strips, with the shortest base
 // each accepts: "-ed" needs five letters, since shorter bases are mostly
 // abbreviations ("inst", "ord") that a misspelling reaches by accident
 // ("insted" is no word for being "inst" + "ed").
-var inflections = []struct {
-	suffix, restore string
-	minBase         int
-}{
+var inflections = []ending{
 	{"s", "", 3}, {"es", "", 3}, {"d", "", 3}, {"ed", "", 5}, {"ing", "", 3}, {"ing", "e", 3},
 	{"ies", "y", 3}, {"ied", "y", 3},
 }

@@ -3,7 +3,6 @@ package domain
 import (
 	"strings"
 	"time"
-	"unicode"
 )
 
 // Outcome is how a conversation ended, one per conversation, decided by
@@ -216,7 +215,7 @@ var negations = map[string]bool{
 // "didn't", "still", ...). Negation voids the whole message, so "that
 // helped but it still fails" is no confirmation.
 func SaysItHelped(text string) bool {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	words := lowerWords(text)
 	for _, w := range words {
 		if negations[w] {
 			return false
@@ -263,7 +262,7 @@ func SameTopic(a, b string) bool {
 // dropped ("passwords" is "password").
 func TopicWords(text string) map[string]bool {
 	words := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+	for _, w := range lowerWords(text) {
 		if len([]rune(w)) < 3 || stopwords[w] {
 			continue
 		}
@@ -277,18 +276,12 @@ func TopicWords(text string) map[string]bool {
 
 // stopwords carry no topic: function words and what every support
 // question says ("help", "please", "question").
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`the and for are but not you your yours all any can cannot could had has have
-	having her his its our ours out was were what when where which who whom why how this that these those
-	with from they them then there their here about would should will into just like does did doing done
-	get gets got want wants need needs please thanks thank hello help question questions some more also
-	been being than too very yes hey okay why able make made use using much
-	many one two way know tell let see say said now new still again back anyone someone something`) {
-		m[w] = true
-	}
-	return m
-}()
+var stopwords = setOfWords(`the and for are but not you your yours all any can cannot could had has have
+having her his its our ours out was were what when where which who whom why how this that these those
+with from they them then there their here about would should will into just like does did doing done
+get gets got want wants need needs please thanks thank hello help question questions some more also
+been being than too very yes hey okay why able make made use using much
+many one two way know tell let see say said now new still again back anyone someone something`)
 
 // ConversationOutcome is a conversation's stored outcome.
 type ConversationOutcome struct {

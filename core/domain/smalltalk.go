@@ -48,6 +48,12 @@ var (
 again good great nice have day and ok okay many kind really`)
 )
 
+// lowerWords splits text into lowercase runs of letters and digits.
+func lowerWords(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+// setOfWords is the set of the space-separated words.
 func setOfWords(words string) map[string]bool {
 	set := map[string]bool{}
 	for _, w := range strings.Fields(words) {
@@ -62,9 +68,9 @@ func setOfWords(words string) map[string]bool {
 // ("thanks, bye"); a bot word with a help word ("I need help from a
 // human") asks for a person, which is no small talk.
 func ClassifySmallTalk(message string) SmallTalk {
-	words := strings.FieldsFunc(strings.ToLower(strings.ReplaceAll(message, "'", "")), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	})
+	// An apostrophe joins its word ("what's" is "whats"), as elsewhere
+	// in the question's reading.
+	words := lowerWords(strings.NewReplacer("'", "", "’", "").Replace(message))
 	if len(words) == 0 || len(words) > maxSmallTalkWords {
 		return NotSmallTalk
 	}

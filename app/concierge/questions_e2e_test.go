@@ -26,9 +26,12 @@ func TestIndexTimeQuestions(t *testing.T) {
 		return mockllmtest.Rule{Path: path, Method: "POST", Match: match, Response: mockllmtest.Response{Status: 200, Content: completion(content)}}
 	}
 	// The last matching rule answers: only the question writer's request
-	// (its model, and the passage's text) gets questions.
+	// (its model, and the passage's text) gets questions. Any request
+	// that neither rule expects fails loudly (a note on its source), so a
+	// writer's request that missed its rule cannot pass as "no questions".
 	mock := mockllmtest.Start(t, &mockllmtest.Config{Rules: []mockllmtest.Rule{
-		rule("@", "I have nothing to add."),
+		{Path: path, Method: "POST", Match: "@", Response: mockllmtest.Response{Status: 500, Content: `{"error":{"message":"no rule for this request"}}`}},
+		rule("body.model == 'mock-small' && contains(to_string(body.messages), 'unused item')", "I have nothing to add."),
 		rule("body.model == 'mock-small' && contains(to_string(body.messages), 'warehouse')",
 			"1. How fast do you dispatch parcels?\n2. When will my order be sent?"),
 	}})

@@ -91,7 +91,7 @@ async function ask(page, text) {
   await page.waitForFunction((n) => {
     const all = document.querySelectorAll('.cw-msg--assistant:not(.cw-welcome)');
     return all.length > n && !all[all.length - 1].classList.contains('cw-streaming') && all[all.length - 1].querySelector('.cw-feedback');
-  }, before);
+  }, before, { timeout: 30_000 });
   return lastAssistant(page);
 }
 

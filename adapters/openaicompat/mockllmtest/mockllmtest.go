@@ -101,6 +101,11 @@ func Start(t testing.TB, config *Config) *Server {
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				<-exited
+				// What the mock saw and answered explains most failures
+				// of a test that talks to it.
+				if t.Failed() {
+					t.Logf("mock-llm output:\n%s", out.String())
+				}
 			})
 			return s
 		}

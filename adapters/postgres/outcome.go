@@ -148,11 +148,11 @@ func (s *Store) DecideDueOutcomes(ctx context.Context, now time.Time, limit int,
 				rows.Close()
 				return err
 			}
-			// The last question is the last USER message that is not
-			// small talk: "thanks" after an answer neither fails nor
-			// confirms it.
+			// The last question is the last USER message that asks
+			// something: "thanks" or "ok" after an answer neither fails
+			// nor confirms it.
 			for i, q := range recent {
-				if domain.ClassifySmallTalk(q) == domain.NotSmallTalk {
+				if domain.AsksSomething(q) {
 					sig.LastQuestion, sig.LastTurnFailed = q, recentFailed[i]
 					break
 				}

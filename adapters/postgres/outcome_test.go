@@ -213,8 +213,9 @@ func TestOutcomeSignals(t *testing.T) {
 }
 
 // TestOutcomeSignalsSkipSmallTalk: the last question is the visitor's last
-// message that is not small talk, paired with the answer it got before
-// the next message; a conversation of small talk alone asks nothing.
+// message that asks something (not small talk, a request for a person or
+// a bare yes, no or ok), paired with the answer it got before the next
+// message; a conversation of small talk alone asks nothing.
 func TestOutcomeSignalsSkipSmallTalk(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -230,6 +231,7 @@ func TestOutcomeSignalsSkipSmallTalk(t *testing.T) {
 	}
 	ok, no := answer("It ships today."), failed("Sorry, I don't know.")
 	welcome, thanks := answer("Hi! How can I help you today?"), answer("You're welcome!")
+	alright, offer := answer("Alright. If there's anything else, just ask."), answer("Of course, a person from the team can take over this conversation.")
 	tests := []struct {
 		name         string
 		turns        []turn
@@ -246,6 +248,14 @@ func TestOutcomeSignalsSkipSmallTalk(t *testing.T) {
 		{"an answer, then a question left unanswered, then hi", []turn{{"Where is my order?", &ok}, {"Can I change the address?", nil}, {"hello", &welcome}},
 			"Can I change the address?", true, domain.OutcomeAbandonedAfterFallback},
 		{"small talk alone", []turn{{"hi", &welcome}, {"thank you so much", &thanks}}, "", false, ""},
+		{"ok after an answer", []turn{{"Where is my order?", &ok}, {"ok", &alright}},
+			"Where is my order?", false, domain.OutcomeResolvedUnconfirmed},
+		{"yes to the fallback's offer of a person, never taken", []turn{{"Do you ship to Canada?", &no}, {"yes please", &offer}},
+			"Do you ship to Canada?", true, domain.OutcomeAbandonedAfterFallback},
+		{"a request for a person after a fallback", []turn{{"Do you ship to Canada?", &no}, {"can I talk to a human?", &offer}},
+			"Do you ship to Canada?", true, domain.OutcomeAbandonedAfterFallback},
+		{"perfect, that worked", []turn{{"Where is my order?", &ok}, {"perfect, that worked", &thanks}},
+			"perfect, that worked", false, domain.OutcomeResolvedConfirmed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

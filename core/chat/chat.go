@@ -334,13 +334,22 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		verdict: verdict,
 		search:  searchText{question: p.message, query: p.message},
 	}
+	handoff := ws.Allows(domain.FeatureHandoff)
 	if verdict == domain.FallbackNone {
-		var offerPerson bool
-		t.smallTalk, offerPerson = smallTalkReply(p.message, &agent)
-		t.offerHandoff = offerPerson && ws.Allows(domain.FeatureHandoff)
+		t.smallTalk, t.offerHandoff = smallTalkReply(p.message, &agent, handoff)
 	}
 	followUp := !p.fresh && isFollowUp(p.message)
-	if t.searches() && conv.Status.AgentAnswers() && !followUp {
+	// What a "yes" or an "ok" answers depends on the reply before it,
+	// which the history holds: the search, if any, waits for that.
+	ack := domain.NoAcknowledgement
+	if t.searches() {
+		ack = domain.ClassifyAcknowledgement(p.message)
+		if p.fresh && ack != domain.NoAcknowledgement {
+			t.smallTalk, t.offerHandoff = acknowledgementReply(ack, false, handoff)
+		}
+	}
+	mayAccept := !p.fresh && ack != domain.NoAcknowledgement
+	if t.searches() && conv.Status.AgentAnswers() && !followUp && !mayAccept {
 		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 	}
 	if !p.fresh {
@@ -351,6 +360,12 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		// The store leaves internal notes out already; the model must never
 		// see one even from a store that did not, so they are dropped here too.
 		t.history = domain.Public(history)
+	}
+	if mayAccept {
+		t.smallTalk, t.offerHandoff = acknowledgementReply(ack, offeredPerson(t.history), handoff)
+		if t.searches() && conv.Status.AgentAnswers() && !followUp {
+			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
+		}
 	}
 	if followUp {
 		var earlier int

@@ -148,7 +148,7 @@ func TestWholeAnswerHandsOffOnceTheTurnIsStored(t *testing.T) {
 		llmRound{deltas: []string{"Let me check. "}, toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{}`}}},
 		llmRound{deltas: []string{"A colleague will join."}},
 	)
-	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "Can I talk to a human?"})
+	ans, bus, err := r.askWhole(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "My parcel is lost, can someone look into it?"})
 	if err != nil {
 		t.Fatal(err)
 	}

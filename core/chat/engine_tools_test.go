@@ -304,7 +304,7 @@ func TestAnswerRequestHandoffTool(t *testing.T) {
 				llmRound{toolCalls: []domain.ToolCall{{ID: "h1", Name: toolRequestHandoff, Arguments: `{"reason":"the customer asked for a person"}`}}},
 				llmRound{deltas: []string{"I've asked a colleague to join us."}},
 			)
-			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[plan]}, Message: "Can I talk to a human?"})
+			ans, events, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[plan]}, Message: "My parcel is lost, can someone look into it?"})
 			if err != nil {
 				t.Fatal(err)
 			}

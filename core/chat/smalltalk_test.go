@@ -77,3 +77,118 @@ func TestSmallTalkAroundAQuestionIsAQuestion(t *testing.T) {
 		t.Errorf("reply %q after %d searches and %d model calls, want the model's answer after one of each", ans.Reply.Content, len(r.retriever.calls()), len(r.local.calls()))
 	}
 }
+
+// TestAnswerRequestForPerson: "can I talk to a human?" is answered
+// without retrieval or a model and is no fallback: with the offer of a
+// person where the plan has handoff (taking it is the visitor's handoff
+// request, so the conversation stays the agent's), and with an apology
+// and an offer to help where it has not.
+func TestAnswerRequestForPerson(t *testing.T) {
+	for _, plan := range domain.Plans {
+		for _, streaming := range []bool{true, false} {
+			t.Run(string(plan)+"/"+map[bool]string{true: "streamed", false: "whole"}[streaming], func(t *testing.T) {
+				r := newRig(t, Limits{})
+				r.local.script(llmRound{deltas: []string{"must not be called"}})
+				handoff := r.ws[plan].Allows(domain.FeatureHandoff)
+				want := noPersonReply
+				if handoff {
+					want = personReply
+				}
+				ans, events, err := r.askAs(t, streaming, Request{Session: conversation.SessionRef{Workspace: r.ws[plan]}, Message: "Can I talk to a human please?"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ans.IsFallback || ans.OfferHandoff != handoff || ans.Reply.Content != want {
+					t.Errorf("reply %q isFallback %v offerHandoff %v, want %q offering a person: %v", ans.Reply.Content, ans.IsFallback, ans.OfferHandoff, want, handoff)
+				}
+				if n := len(r.local.calls()) + len(r.retriever.calls()); n != 0 {
+					t.Errorf("%d model calls and searches, want none", n)
+				}
+				if c := r.convs.conv(ans.SessionID); c.Status != domain.StatusAI {
+					t.Errorf("conversation %+v, want it still the agent's until the visitor takes the offer", c)
+				}
+				if streaming {
+					checkStream(t, r, events, ans)
+				}
+			})
+		}
+	}
+}
+
+// TestAcknowledgements: after a fallback that offered a person, "yes
+// please" or "ok" is that offer taken, not a question to search, and "no
+// thanks" is answered with a plain "alright"; after an answer that offered
+// none, "ok" and "no" get that "alright" too, while "yes" is searched (it
+// may answer a model's question back). None is a fallback.
+func TestAcknowledgements(t *testing.T) {
+	tests := []struct {
+		name      string
+		knowledge bool // the first question finds knowledge (no fallback, no offer)
+		plan      domain.Plan
+		message   string
+		wantReply string // "" when the message is searched
+		wantOffer bool
+	}{
+		{"yes after the fallback's offer", false, domain.PlanStandard, "Yes please!", personReply, true},
+		{"ok after the fallback's offer", false, domain.PlanStandard, "ok", personReply, true},
+		{"no after the fallback's offer", false, domain.PlanStandard, "no thanks", ackReply, false},
+		{"yes after an answer", true, domain.PlanStandard, "yes", "", false},
+		{"ok after an answer", true, domain.PlanStandard, "got it", ackReply, false},
+		{"no after an answer", true, domain.PlanStandard, "nope", ackReply, false},
+		{"yes after a fallback with no handoff on the plan", false, domain.PlanFree, "yes", "", false},
+		{"ok after a fallback with no handoff on the plan", false, domain.PlanFree, "okay", ackReply, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, Limits{})
+			if !tt.knowledge {
+				r.retriever.byAgent[r.agent[tt.plan].ID] = nil
+			}
+			r.local.script(llmRound{deltas: []string{"Two days."}}, llmRound{deltas: []string{"Searched."}})
+			first, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan]}, Message: "How long does shipping take?"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.IsFallback == tt.knowledge {
+				t.Fatalf("first answer %+v, want a fallback: %v", first, !tt.knowledge)
+			}
+			searches := len(r.retriever.calls())
+			ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan], ID: first.SessionID}, Message: tt.message})
+			if err != nil {
+				t.Fatal(err)
+			}
+			searched := len(r.retriever.calls()) > searches
+			if tt.wantReply == "" {
+				if !searched {
+					t.Errorf("reply %q without a search, want %q searched as a question", ans.Reply.Content, tt.message)
+				}
+				return
+			}
+			if searched || ans.IsFallback || ans.OfferHandoff != tt.wantOffer || ans.Reply.Content != tt.wantReply {
+				t.Errorf("reply %q isFallback %v offerHandoff %v searched %v, want %q (offering a person: %v) without a search",
+					ans.Reply.Content, ans.IsFallback, ans.OfferHandoff, searched, tt.wantReply, tt.wantOffer)
+			}
+		})
+	}
+}
+
+// TestAcknowledgementStartingAConversation: "ok" as a first message is
+// answered with "alright" at once; "yes" is searched, as there is no reply
+// it could answer.
+func TestAcknowledgementStartingAConversation(t *testing.T) {
+	r := newRig(t, Limits{})
+	r.local.script(llmRound{deltas: []string{"Searched."}})
+	ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Reply.Content != ackReply || ans.IsFallback || len(r.retriever.calls()) != 0 {
+		t.Errorf("reply %q isFallback %v after %d searches, want %q without a search", ans.Reply.Content, ans.IsFallback, len(r.retriever.calls()), ackReply)
+	}
+	if _, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[domain.PlanStandard]}, Message: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.retriever.calls()) != 1 {
+		t.Errorf("%d searches for a first \"yes\", want 1", len(r.retriever.calls()))
+	}
+}

@@ -64,6 +64,9 @@ func (s *Service) Suggest(ctx context.Context, ws *domain.Workspace, conversatio
 		return Suggestion{}, &domain.ConflictError{Message: "the conversation has no visitor message to reply to yet"}
 	}
 
+	if d := smallTalkDraft(question.Content); d != "" {
+		return Suggestion{Draft: d, Citations: []domain.Citation{}}, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.limits.Timeout)
 	defer cancel()
 	draft, cited, chunks, reason := s.draft(ctx, &agent, history, question)
@@ -71,6 +74,33 @@ func (s *Service) Suggest(ctx context.Context, ws *domain.Workspace, conversatio
 		return Suggestion{Draft: agent.Config.EffectiveFallbackMessage(), Citations: []domain.Citation{}, Fallback: true, FallbackReason: reason}, nil
 	}
 	return Suggestion{Draft: draft, Citations: citations(chunks, cited)}, nil
+}
+
+// personHereReply is a member's answer to "are you a bot?" and "can I
+// talk to a human?": the member sending it is that person.
+const personHereReply = "You're talking to a person from the support team now. How can I help?"
+
+// smallTalkDraft is the draft for a visitor's message that asks nothing of
+// the knowledge (small talk, "ok", "no thanks"), written as a person of the
+// team would, or "" when the message is to be searched. A greeting gets
+// the plain greeting, not the agent's welcome message, which introduces
+// the agent.
+func smallTalkDraft(message string) string {
+	switch domain.ClassifySmallTalk(message) {
+	case domain.Greeting:
+		return defaultGreetingReply
+	case domain.Thanks:
+		return thanksReply
+	case domain.Farewell:
+		return farewellReply
+	case domain.AskedIfBot, domain.AskedForPerson:
+		return personHereReply
+	}
+	switch domain.ClassifyAcknowledgement(message) {
+	case domain.SaysNo, domain.SaysOK:
+		return ackReply
+	}
+	return ""
 }
 
 // draftContext keeps the messages a draft may see (draftRoles) and splits

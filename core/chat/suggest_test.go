@@ -205,3 +205,38 @@ func TestSuggestRefusals(t *testing.T) {
 		t.Errorf("refused suggestions called the model %d times", n)
 	}
 }
+
+// A draft for small talk, a request for a person or a bare "ok" is written
+// as a person of the team would answer it, without retrieval or a model,
+// and is no fallback; a question after it is searched as usual.
+func TestSuggestSmallTalk(t *testing.T) {
+	tests := []struct {
+		message, want string
+	}{
+		{"hi there", defaultGreetingReply},
+		{"thanks!", thanksReply},
+		{"bye", farewellReply},
+		{"are you a bot?", personHereReply},
+		{"I want to talk to a human", personHereReply},
+		{"ok", ackReply},
+		{"no thanks", ackReply},
+	}
+	for _, tt := range tests {
+		t.Run(tt.message, func(t *testing.T) {
+			r := newRig(t, Limits{}, func(a *domain.Agent) { a.Config.WelcomeMessage = "Hello! I'm Ada, the shop's assistant." })
+			r.local.script(llmRound{deltas: []string{"must not be called"}})
+			id := r.suggestConversation(domain.PlanStandard, domain.StatusHuman,
+				"USER", "Where is my order?", "ASSISTANT", "It ships today.", "USER", tt.message)
+			got, err := r.svc.Suggest(t.Context(), r.ws[domain.PlanStandard], id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Draft != tt.want || got.Fallback || got.Citations == nil || len(got.Citations) != 0 {
+				t.Errorf("draft %q fallback %v citations %v, want %q alone", got.Draft, got.Fallback, got.Citations, tt.want)
+			}
+			if n := len(r.local.calls()) + len(r.retriever.calls()); n != 0 {
+				t.Errorf("%d model calls and searches, want none", n)
+			}
+		})
+	}
+}

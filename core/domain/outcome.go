@@ -64,9 +64,9 @@ type OutcomeSignals struct {
 	// only verified users can be recognised when they come back.
 	VerifiedUserID string
 	// FirstQuestion is the first USER message's text; "" when the visitor
-	// never wrote. LastQuestion is the last USER message that is not small
-	// talk (ClassifySmallTalk: "thanks", "bye" say nothing of the answer);
-	// "" when the visitor wrote nothing else.
+	// never wrote. LastQuestion is the last USER message that asks
+	// something (AsksSomething: "thanks", "bye", "ok", "yes please" say
+	// nothing of the answer); "" when the visitor wrote nothing else.
 	FirstQuestion string
 	LastQuestion  string
 	// PersonRequested is whether the conversation was ever handed to
@@ -228,6 +228,19 @@ func SaysItHelped(text string) bool {
 		}
 	}
 	return false
+}
+
+// AsksSomething reports whether text, a visitor's message, is a question
+// or says whether an answer helped: it is neither small talk
+// (ClassifySmallTalk) nor a bare yes, no or ok (ClassifyAcknowledgement),
+// unless it says the answer helped ("perfect, that worked"). "ok" after a
+// fallback, or "yes please" to its offer of a person, leaves the failed
+// question the last one; "ok" after an answer leaves the answered one.
+func AsksSomething(text string) bool {
+	if ClassifySmallTalk(text) != NotSmallTalk {
+		return false
+	}
+	return ClassifyAcknowledgement(text) == NoAcknowledgement || SaysItHelped(text)
 }
 
 // SameTopicThreshold is the share of the shorter question's topic words

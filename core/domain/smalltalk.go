@@ -7,9 +7,10 @@ import (
 
 // SmallTalk is what a visitor's message does when it asks nothing of the
 // knowledge: a greeting (or a bare "can you help me?"), thanks, a goodbye,
-// or asking whether they are talking to a bot. The chat engine answers
-// such a message without knowledge (no fallback), and the outcome rules
-// skip it when they look for the visitor's last question.
+// asking whether they are talking to a bot, or asking for a person. The
+// chat engine answers such a message without knowledge (no fallback), and
+// the outcome rules skip it when they look for the visitor's last
+// question.
 //
 // Acknowledgements ("ok", "yes", "sure", "no thanks") are no small talk on
 // purpose: after the fallback's "Would you like to talk to a person?" they
@@ -25,11 +26,15 @@ const (
 	// AskedIfBot: "are you a bot?", "am I talking to a human?". The
 	// visitor is owed a straight answer: an AI.
 	AskedIfBot
+	// AskedForPerson: "I want to talk to a human", "agent please", "can I
+	// speak to customer service?". Searching the knowledge for it finds
+	// nothing worth saying; the visitor wants a person.
+	AskedForPerson
 )
 
 // maxSmallTalkWords bounds a small-talk message: a longer one says more
 // than hello.
-const maxSmallTalkWords = 8
+const maxSmallTalkWords = 10
 
 var (
 	greetingWords = setOfWords(`hi hello hey hiya heya howdy greetings morning afternoon evening yo`)
@@ -39,9 +44,17 @@ var (
 	// me?", "I need assistance"): a greeting in effect.
 	helpWords = setOfWords(`help assist assistance support`)
 	// botWords name what the visitor wonders they are talking to.
-	botWords = setOfWords(`bot robot ai chatbot machine human person computer`)
-	// askWords may join help and bot words in such a message.
-	askWords = setOfWords(`i me am can could would need please pls what do is are real talking to an with someone`)
+	botWords = setOfWords(`bot robot ai chatbot machine computer`)
+	// personWords name a person to talk to. "human" asks for one when
+	// typed alone and asks what one talks to in "are you human?".
+	personWords = setOfWords(`human humans person someone somebody agent agents representative
+representatives rep operator staff employee`)
+	// requestWords ask to be put through to someone.
+	requestWords = setOfWords(`talk talking speak speaking chat chatting connect transfer contact reach call escalate`)
+	// askWords may join help, bot and person words in such a message;
+	// "real", "live", "actual" qualify a person.
+	askWords = setOfWords(`i me am can could would need want please pls what do is are r u real live actual to an
+with like from`)
 	// courtesyWords go with the words above ("thank you so much for the
 	// help", "good morning everyone", "hi there") and make no question.
 	courtesyWords = setOfWords(`you so much very a lot for the your all this that it help there everyone guys team
@@ -63,10 +76,11 @@ func setOfWords(words string) map[string]bool {
 }
 
 // ClassifySmallTalk tells whether message is only small talk, and which:
-// every word must be one of the lists above. Thanks or a goodbye win over
-// a greeting in the same message ("hi, thanks!"), a goodbye over thanks
-// ("thanks, bye"); a bot word with a help word ("I need help from a
-// human") asks for a person, which is no small talk.
+// every word must be one of the lists above. Asking what one talks to
+// ("are you human?", "is this a bot?") and asking for a person ("can I
+// talk to a human?", "I need help from someone", "customer service
+// please") win over the rest; a goodbye wins over thanks ("thanks,
+// bye"), and thanks over a greeting ("hi, thanks!").
 func ClassifySmallTalk(message string) SmallTalk {
 	// An apostrophe joins its word ("what's" is "whats"), as elsewhere
 	// in the question's reading.
@@ -74,7 +88,7 @@ func ClassifySmallTalk(message string) SmallTalk {
 	if len(words) == 0 || len(words) > maxSmallTalkWords {
 		return NotSmallTalk
 	}
-	var greets, thanks, bye, help, bot bool
+	var greets, thanks, bye, help, bot, person, request bool
 	for i, w := range words {
 		switch {
 		case greetingWords[w]:
@@ -83,6 +97,16 @@ func ClassifySmallTalk(message string) SmallTalk {
 			help = true
 		case botWords[w]:
 			bot = true
+		case personWords[w]:
+			person = true
+		case w == "customer" && i+1 < len(words) && (words[i+1] == "service" || words[i+1] == "support" || words[i+1] == "care"):
+			person = true // "customer service": its second word is read next
+		case w == "service" || w == "care":
+			if i == 0 || words[i-1] != "customer" {
+				return NotSmallTalk
+			}
+		case requestWords[w]:
+			request = true
 		case askWords[w]:
 		case thanksWords[w]:
 			thanks = true
@@ -97,10 +121,16 @@ func ClassifySmallTalk(message string) SmallTalk {
 		}
 	}
 	switch {
-	case bot && !help:
+	case (bot || person) && asksWhatItIs(words):
 		return AskedIfBot
+	case person:
+		return AskedForPerson
+	case bot && (help || request):
+		return NotSmallTalk // "can I talk to the bot?", "need help from AI": unclear
 	case bot:
-		return NotSmallTalk // "I need help from a human": a request for a person
+		return AskedIfBot
+	case request:
+		return NotSmallTalk // "I want to talk": to whom, about what?
 	case bye:
 		return Farewell
 	case thanks:
@@ -111,4 +141,77 @@ func ClassifySmallTalk(message string) SmallTalk {
 		return Greeting
 	}
 	return NotSmallTalk
+}
+
+// asksWhatItIs tells whether words ask what the visitor is talking to:
+// "are you", "am I talking", "is this", "is it", "r u".
+func asksWhatItIs(words []string) bool {
+	for i := 0; i+1 < len(words); i++ {
+		switch words[i] + " " + words[i+1] {
+		case "are you", "am i", "is this", "is it", "r u", "you are", "you a", "you human", "you real":
+			return true
+		}
+	}
+	return false
+}
+
+// Acknowledgement is what a visitor's message does when it only says yes,
+// no or ok ("yes please", "no thanks", "got it"). It asks nothing; what it
+// answers depends on the reply before it, which the chat engine reads.
+type Acknowledgement int
+
+// The kinds of acknowledgement; NoAcknowledgement for any message that
+// says more.
+const (
+	NoAcknowledgement Acknowledgement = iota
+	SaysYes
+	SaysNo
+	SaysOK
+)
+
+// maxAcknowledgementWords bounds an acknowledgement: "sure, that would be
+// great, thanks" is one, a longer message says more.
+const maxAcknowledgementWords = 7
+
+var (
+	yesWords = setOfWords(`yes yeah yep yup yea sure definitely absolutely certainly please`)
+	noWords  = setOfWords(`no nope nah`)
+	okWords  = setOfWords(`ok okay k kk alright fine cool noted understood perfect great good awesome got`)
+	// ackFiller goes with the words above ("yes please", "no thank you",
+	// "got it", "sounds good", "that would be great").
+	ackFiller = setOfWords(`thanks thank thx you it that would be do i like to so much very sounds see makes sense
+a lot then oh`)
+)
+
+// ClassifyAcknowledgement tells whether message only acknowledges, and
+// how: every word must be one of the lists above, and one must say yes,
+// no or ok. No wins over the others ("ok, no thanks"), yes over ok ("ok
+// yes please").
+func ClassifyAcknowledgement(message string) Acknowledgement {
+	words := lowerWords(strings.NewReplacer("'", "", "’", "").Replace(message))
+	if len(words) == 0 || len(words) > maxAcknowledgementWords {
+		return NoAcknowledgement
+	}
+	var yes, no, ok bool
+	for _, w := range words {
+		switch {
+		case noWords[w]:
+			no = true
+		case yesWords[w]:
+			yes = true
+		case okWords[w]:
+			ok = true
+		case !ackFiller[w]:
+			return NoAcknowledgement
+		}
+	}
+	switch {
+	case no:
+		return SaysNo
+	case yes:
+		return SaysYes
+	case ok:
+		return SaysOK
+	}
+	return NoAcknowledgement
 }

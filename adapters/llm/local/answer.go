@@ -166,6 +166,55 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	if len(knowledge) == 0 || maxChars <= 0 {
 		return "", nil
 	}
+	text, ids := answerOne(question, knowledge, system, maxChars, qaMaxChars, related, known, answerability)
+	if text == "" {
+		return text, ids
+	}
+	if parts := splitQuestion(question); len(parts) > 1 {
+		text, ids = answerMissedParts(parts, text, ids, knowledge, system, maxChars, related, known)
+	}
+	return text, ids
+}
+
+// answerMissedParts completes the answer to a message that asks several
+// questions ("How long does shipping take and how do I return an item?"):
+// answered as one question, the sentences of one topic outscore the
+// other's, and half the message goes unanswered. A part whose subject
+// words the answer does not hold yet is answered on its own, and what that
+// adds is appended, within maxChars, citing its passages too. A part the
+// knowledge cannot answer adds nothing.
+func answerMissedParts(parts []string, text string, ids []string, knowledge []domain.Chunk, system string, maxChars int, related func(string) []string, known func(string) bool) (string, []string) {
+	buf := make([]byte, 0, 64)
+	for _, part := range parts {
+		room := maxChars - len(text) - 1
+		if room <= 0 {
+			break
+		}
+		var q query
+		q, buf = parseQuery(part, buf, related)
+		var f sentenceFacts
+		f, buf = q.scan(text, buf)
+		if q.focus == 0 || q.focus&^f.mask == 0 {
+			continue // nothing of its own to ask, or answered already
+		}
+		// Retrieval judged the whole message, not this part: the part's
+		// own key words must be in the passage it is answered from.
+		more, cited := answerOne(part, knowledge, system, room, room, related, known, 0)
+		if more == "" || strings.Contains(text, more) {
+			continue
+		}
+		text += " " + more
+		for _, id := range cited {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return text, ids
+}
+
+// answerOne answers question as one question (see answer).
+func answerOne(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, known func(string) bool, answerability float64) (string, []string) {
 	buf := make([]byte, 0, 64)
 	q, buf := parseQuery(question, buf, related)
 	if len(q.terms) == 0 {

@@ -3,6 +3,7 @@ package local
 import (
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/conciergehq/concierge/core/domain"
@@ -235,6 +236,39 @@ func TestAnswerComesFromAPassageHoldingTheKeyWordsTogether(t *testing.T) {
 			}
 			if !reflect.DeepEqual(comp.Cited, tt.cited) {
 				t.Errorf("Cited = %v, want %v", comp.Cited, tt.cited)
+			}
+		})
+	}
+}
+
+// TestHowToIsAnsweredWithTheInstruction: "how do I ...?" and "how to ...?"
+// ask for steps, which help pages write in the imperative ("Enter your VAT
+// number ...", "To start, first open ..."): such a sentence is preferred to
+// one that only states a rule with the same words. A question that asks
+// for no steps keeps the statement.
+func TestHowToIsAnsweredWithTheInstruction(t *testing.T) {
+	vat := domain.Chunk{ID: "chk_vat", DocumentName: "Invoices", Text: "Your VAT number will be included on your next invoice. " +
+		"It takes effect from the next billing cycle. Enter your VAT number in the Tax ID section of the billing page."}
+	key := domain.Chunk{ID: "chk_key", DocumentName: "SSH keys", Text: "If you don't have permissions to transfer the key, remove the keypair and generate a new one. " +
+		"To resolve the key already in use error, first remove the key from the other account."}
+	tests := []struct {
+		question string
+		chunk    domain.Chunk
+		want     string
+	}{
+		{"How do I add my VAT number to invoices?", vat, "Enter your VAT number in the Tax ID section of the billing page."},
+		{"how to add a VAT number on an invoice", vat, "Enter your VAT number in the Tax ID section of the billing page."},
+		{"Will my VAT number be on my invoice?", vat, "Your VAT number will be included on your next invoice."},
+		{"Key already in use error: how can I fix it?", key, "To resolve the key already in use error, first remove the key from the other account."},
+	}
+	m := New(Options{})
+	for _, tt := range tests {
+		t.Run(tt.question, func(t *testing.T) {
+			req := ask(tt.question, tt.chunk)
+			req.Answerability = 0.8 // retrieval judged the passage to answer
+			comp := complete(t, m, req)
+			if !strings.HasPrefix(comp.Content, tt.want) {
+				t.Errorf("Content = %q, want it to start with %q", comp.Content, tt.want)
 			}
 		})
 	}

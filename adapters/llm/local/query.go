@@ -48,6 +48,11 @@ type query struct {
 	// and "cost", "price", "fee"...). Only a sentence with an amount (a
 	// figure, a currency, "free") can answer it.
 	asksPrice bool
+	// wantSteps: the question asks how to do something ("how do I return
+	// an item?", "how to reset"), which an instruction answers ("Start a
+	// return from the Orders page") better than a statement of the rules
+	// ("You can return any unused item within 30 days").
+	wantSteps bool
 }
 
 // asideWeight is what a term counts for when the message asks questions
@@ -95,6 +100,30 @@ var sizeUnits = makeSet(`b kb mb gb tb kib mib gib tib byte bytes kilobytes mega
 // howMuchVerbs follow "how much" in a question that asks what something
 // costs ("How much is express delivery?").
 var howMuchVerbs = makeSet(`is are was were would will`)
+
+// howDoVerbs and howDoSubjects make "how do I", "how can we", "how should
+// you": a question for instructions. "How does it work?" asks for an
+// explanation instead.
+var (
+	howDoVerbs    = makeSet(`do can could should would`)
+	howDoSubjects = makeSet(`i we you`)
+)
+
+// instructionVerbs open an instruction: a help page's steps are written
+// in the imperative ("Click Save", "Go to Settings", "Start a return from
+// the Orders page"). A sentence that opens with one (or whose clause after
+// a comma does: "To leave, select Leave") is what a how-to question asks
+// for. They are common verbs of using software and services; the list is
+// kept to verbs that seldom open a statement ("Sign-in" is a noun only
+// with its hyphen, which splits the word there).
+var instructionVerbs = makeSet(`click select choose pick tap press open close go navigate visit enter type fill
+start sign log follow use run install uninstall download upload add remove delete set turn enable disable check
+uncheck tick contact email call print submit copy paste drag scroll find search create change update edit save
+restart reset send request write return cancel confirm verify connect disconnect switch configure launch hover
+expand collapse make move rename share invite allow block review scan attach sort filter`)
+
+// stepAdverbs may come before an instruction's verb.
+var stepAdverbs = makeSet(`first then next now finally simply just also please`)
 
 // amountNouns name amounts that are no money: "How much is the upload
 // limit?" asks for a number, not a price.
@@ -157,6 +186,9 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 					howMuchIs = true
 				case prevRaw == "how" && raw == "many":
 					q.wantNumber = true
+				case prevRaw == "how" && raw == "to",
+					prevPrevRaw == "how" && howDoVerbs.hasString(prevRaw) && howDoSubjects.hasString(raw):
+					q.wantSteps = true
 				}
 			}
 			after := prevRaw
@@ -356,10 +388,24 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 	// within unitReach words: "3 to 5 business days" is no price.
 	priceOnly := q.asksPrice && !q.wantNumber
 	number := -1 // the position of such a number, not yet ruled out
+	opening := 0 // for steps: the position of the word that opens the clause
 	for i := 0; ; {
-		w, _, end, ok := nextWord(text, i, buf)
+		w, start, end, ok := nextWord(text, i, buf)
 		if !ok {
 			break
+		}
+		if q.wantSteps && !f.typed {
+			if f.words == 0 || strings.ContainsAny(text[i:start], ",;:") {
+				opening = f.words + 1 // this word's position, counted from 1
+			}
+			if opening == f.words+1 {
+				switch {
+				case instructionVerbs.has(w):
+					f.typed = true
+				case stepAdverbs.has(w):
+					opening++ // "first remove the key", "then click Save"
+				}
+			}
 		}
 		buf, i = w, end
 		f.words++

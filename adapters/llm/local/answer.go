@@ -194,16 +194,22 @@ func answerMissedParts(parts []string, text string, ids []string, knowledge []do
 		q, buf = parseQuery(part, buf, related)
 		var f sentenceFacts
 		f, buf = q.scan(text, buf)
-		if q.focus == 0 || q.focus&^f.mask == 0 {
+		// A synonym in the answer does not answer the part: "delivery" in
+		// "30 days of delivery" says nothing of how long shipping takes.
+		if q.focus == 0 || q.focus&^(f.mask&^f.syn) == 0 {
 			continue // nothing of its own to ask, or answered already
 		}
 		// Retrieval judged the whole message, not this part: the part's
 		// own key words must be in the passage it is answered from.
 		more, cited := answerOne(part, knowledge, system, room, room, related, known, 0)
-		if more == "" || strings.Contains(text, more) {
+		switch {
+		case more == "" || strings.Contains(text, more):
 			continue
+		case strings.Contains(more, text):
+			text = more // a Q&A answer whole, which holds the first answer
+		default:
+			text += " " + more
 		}
-		text += " " + more
 		for _, id := range cited {
 			if !slices.Contains(ids, id) {
 				ids = append(ids, id)
@@ -432,8 +438,12 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 			c.excluded = true
 			continue
 		}
+		// For "how do I return an item?" an instruction naming the action
+		// is on focus too: the step may not repeat the object ("Start a
+		// return from the Orders page").
 		onFocus := core == 0 || (c.mask|c.section)&core != 0 ||
-			credit(c.mask&focus, c.syn&focus, w) >= focusCover*focusTotal
+			credit(c.mask&focus, c.syn&focus, w) >= focusCover*focusTotal ||
+			(q.wantSteps && c.typed && c.mask&^c.syn&q.action&focus != 0)
 		if !onFocus || (q.asksPrice && !c.typed) {
 			// On topic, perhaps, but without what is asked about, or
 			// without a price when one is asked for.

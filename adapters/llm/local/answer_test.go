@@ -273,3 +273,17 @@ func TestHowToIsAnsweredWithTheInstruction(t *testing.T) {
 		})
 	}
 }
+
+// TestHowToFindsTheStepWithoutTheObject: "how do I return an item?" is
+// answered with the step that names the action ("Start a return ..."),
+// though it does not repeat "item"; a sentence that merely uses the verb
+// and states no step does not qualify that way.
+func TestHowToFindsTheStepWithoutTheObject(t *testing.T) {
+	returns := domain.Chunk{ID: "chk_returns", DocumentName: "Returns and refunds", Text: "You can return any unused item within 30 days of delivery. " +
+		"Start a return from the Orders page of your account and print the prepaid label. " +
+		"Refunds are issued within 5 business days of the return reaching us."}
+	comp := complete(t, New(Options{}), ask("How do I return an item?", returns))
+	if !strings.Contains(comp.Content, "Start a return from the Orders page") || strings.Contains(comp.Content, "Refunds are issued") {
+		t.Errorf("Content = %q, want the step, without the refunds", comp.Content)
+	}
+}

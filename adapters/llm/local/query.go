@@ -53,6 +53,10 @@ type query struct {
 	// return from the Orders page") better than a statement of the rules
 	// ("You can return any unused item within 30 days").
 	wantSteps bool
+	// action marks the term right after "how do I" or "how to" (the
+	// "return" of "how do I return an item?"): the thing to do, which an
+	// instruction names though it may not repeat the object.
+	action uint64
 }
 
 // asideWeight is what a term counts for when the message asks questions
@@ -148,6 +152,8 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 	// howMuchIs: "how much is/are ...?", which asks a price unless the
 	// question names another amount (amountNouns).
 	howMuchIs, otherAmount := false, false
+	// actionNext: the next content word is the action of "how do I".
+	actionNext := false
 	var clauses clauseTracker
 	for _, sp := range spans {
 		isQuestion := !asking || sp.question
@@ -188,7 +194,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 					q.wantNumber = true
 				case prevRaw == "how" && raw == "to",
 					prevPrevRaw == "how" && howDoVerbs.hasString(prevRaw) && howDoSubjects.hasString(raw):
-					q.wantSteps = true
+					q.wantSteps, actionNext = true, true
 				}
 			}
 			after := prevRaw
@@ -206,6 +212,8 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 				whatPrice = whatPrice || (asksWhat && priceNouns.has(st))
 			}
 			s := string(st)
+			takeAction := actionNext
+			actionNext = false
 			id, seen := q.index[s]
 			if !seen {
 				if len(q.terms) == maxTerms {
@@ -221,6 +229,9 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 				}
 			}
 			clauses.term(id)
+			if takeAction {
+				q.action |= 1 << id
+			}
 			if after == "which" || after == "what" {
 				// "Which countries do you ship to?" is answered by a list of
 				// countries that need not say "countries".

@@ -308,10 +308,14 @@ try {
     await page.clean();
   });
 
-  // Nobody of the workspace is available (every member starts away, and
-  // this one has none): the form says so and will not go without an email.
-  await step('handoff: nobody is available, the form asks for an email', async () => {
-    await page.locator('.cw-footer .cw-link-button', { hasText: 'Talk to a person' }).click();
+  // The visitor asks for a person in the chat: the agent answers with the
+  // offer of one (no fallback), whose button opens the handoff form. Nobody
+  // of the workspace is available (every member starts away, and this one
+  // has none): the form says so and will not go without an email.
+  await step('handoff: asked for in the chat; nobody is available, the form asks for an email', async () => {
+    const reply = await ask(page, 'Can I talk to a human?');
+    await reply.locator('.cw-bubble', { hasText: 'a person from the team can take over this conversation' }).waitFor();
+    await reply.locator('.cw-offer button', { hasText: 'Talk to a person' }).click();
     await page.locator('#cw-handoff-intro', { hasText: 'Nobody is available right now. Leave your email and we will reply.' }).waitFor();
     assert.equal(await page.evaluate(() => window.conciergeWidget.humanAvailable), false);
     const sid = await page.evaluate(() => window.conciergeWidget.sessionId);

@@ -345,7 +345,8 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 	if t.searches() {
 		ack = domain.ClassifyAcknowledgement(p.message)
 		if p.fresh && ack != domain.NoAcknowledgement {
-			t.smallTalk, t.offerHandoff = acknowledgementReply(ack, false, handoff)
+			a := acknowledge(ack, nil, &agent, handoff)
+			t.smallTalk, t.offerHandoff = a.reply, a.offer
 		}
 	}
 	mayAccept := !p.fresh && ack != domain.NoAcknowledgement
@@ -362,7 +363,9 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		t.history = domain.Public(history)
 	}
 	if mayAccept {
-		t.smallTalk, t.offerHandoff = acknowledgementReply(ack, offeredPerson(t.history), handoff)
+		a := acknowledge(ack, lastReply(t.history), &agent, handoff)
+		t.smallTalk, t.offerHandoff = a.reply, a.offer
+		followUp = followUp || a.answersQuestion
 		if t.searches() && conv.Status.AgentAnswers() && !followUp {
 			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 		}

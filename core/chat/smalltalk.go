@@ -72,30 +72,64 @@ func personRequestReply(handoff bool) (string, bool) {
 	return noPersonReply, false
 }
 
-// acknowledgementReply returns the reply to an acknowledgement (ack, not
-// domain.NoAcknowledgement), "" when it is to be searched as a question,
-// and whether the reply offers a person. offered is whether the reply
-// before it offered one.
-func acknowledgementReply(ack domain.Acknowledgement, offered, handoff bool) (string, bool) {
-	switch {
-	case offered && ack != domain.SaysNo:
-		return personRequestReply(handoff)
-	case ack == domain.SaysYes:
-		return "", false
-	}
-	return ackReply, false
+// acknowledgement is what the engine does with a bare yes, no or ok.
+type acknowledgement struct {
+	// reply is the answer to give without a search, "" for none.
+	reply string
+	// offer: the reply offers a person.
+	offer bool
+	// answersQuestion: the reply before asked the visitor something ("Is
+	// your order over 50 euros?"), which the acknowledgement answers: it is
+	// a follow-up, searched and answered with the conversation.
+	answersQuestion bool
 }
 
-// offeredPerson tells whether the conversation's last reply (history,
-// oldest first) offered a person.
-func offeredPerson(history []domain.Message) bool {
+// acknowledge decides what a bare yes, no or ok (ack, not
+// domain.NoAcknowledgement) answers, from the reply before it (last, nil
+// in a new conversation): a yes or ok to an offer of a person takes it;
+// any of them to a question the reply asked answers that question; any
+// other yes is searched (it may be a question of its own to a model's
+// reply); any other no or ok gets "alright".
+func acknowledge(ack domain.Acknowledgement, last *domain.Message, agent *domain.Agent, handoff bool) acknowledgement {
+	switch {
+	case last != nil && last.OfferHandoff && ack != domain.SaysNo:
+		reply, offer := personRequestReply(handoff)
+		return acknowledgement{reply: reply, offer: offer}
+	case last != nil && asksBack(*last, agent):
+		return acknowledgement{answersQuestion: true}
+	case ack == domain.SaysYes:
+		return acknowledgement{}
+	}
+	return acknowledgement{reply: ackReply}
+}
+
+// asksBack tells whether reply, an ASSISTANT message, asked the visitor a
+// question of its own: it ends with one, and it is neither a fallback nor
+// one of the engine's fixed replies ("Is there anything else I can help
+// you with?" asks for a new question, which a "no" declines).
+func asksBack(reply domain.Message, agent *domain.Agent) bool {
+	text := strings.TrimSpace(reply.Content)
+	if reply.Role != domain.RoleAssistant || reply.FallbackReason != domain.FallbackNone || !strings.HasSuffix(text, "?") {
+		return false
+	}
+	switch text {
+	case defaultGreetingReply, thanksReply, noPersonReply, strings.TrimSpace(agent.Config.WelcomeMessage):
+		return false
+	}
+	return true
+}
+
+// lastReply returns the conversation's last reply to the visitor (history,
+// oldest first): the last ASSISTANT message, unless a person or the
+// visitor wrote after it; nil when there is none.
+func lastReply(history []domain.Message) *domain.Message {
 	for i := len(history) - 1; i >= 0; i-- {
 		switch history[i].Role {
 		case domain.RoleAssistant:
-			return history[i].OfferHandoff
+			return &history[i]
 		case domain.RoleHuman, domain.RoleUser:
-			return false
+			return nil
 		}
 	}
-	return false
+	return nil
 }

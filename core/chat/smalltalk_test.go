@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/conciergehq/concierge/core/conversation"
@@ -137,6 +138,11 @@ func TestAcknowledgements(t *testing.T) {
 		{"no after an answer", true, domain.PlanStandard, "nope", ackReply, false},
 		{"yes after a fallback with no handoff on the plan", false, domain.PlanFree, "yes", "", false},
 		{"ok after a fallback with no handoff on the plan", false, domain.PlanFree, "okay", ackReply, false},
+		// A model's reply that asks back: the acknowledgement answers it, a
+		// follow-up searched with the question before.
+		{"no to a model's question", true, domain.PlanStandard, "no", "", false},
+		{"yes to a model's question", true, domain.PlanStandard, "yes please", "", false},
+		{"ok to a model's question", true, domain.PlanStandard, "ok", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,23 +150,35 @@ func TestAcknowledgements(t *testing.T) {
 			if !tt.knowledge {
 				r.retriever.byAgent[r.agent[tt.plan].ID] = nil
 			}
-			r.local.script(llmRound{deltas: []string{"Two days."}}, llmRound{deltas: []string{"Searched."}})
-			first, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan]}, Message: "How long does shipping take?"})
+			first := "Two days."
+			asksBack := strings.Contains(tt.name, "model's question")
+			if asksBack {
+				first = "Is your order over 50 euros?"
+			}
+			r.local.script(llmRound{deltas: []string{first}}, llmRound{deltas: []string{"Searched."}})
+			firstAns, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan]}, Message: "How long does shipping take?"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if first.IsFallback == tt.knowledge {
-				t.Fatalf("first answer %+v, want a fallback: %v", first, !tt.knowledge)
+			if firstAns.IsFallback == tt.knowledge {
+				t.Fatalf("first answer %+v, want a fallback: %v", firstAns, !tt.knowledge)
 			}
 			searches := len(r.retriever.calls())
-			ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan], ID: first.SessionID}, Message: tt.message})
+			ans, _, err := r.ask(t, Request{Session: conversation.SessionRef{Workspace: r.ws[tt.plan], ID: firstAns.SessionID}, Message: tt.message})
 			if err != nil {
 				t.Fatal(err)
 			}
-			searched := len(r.retriever.calls()) > searches
+			calls := r.retriever.calls()
+			searched := len(calls) > searches
 			if tt.wantReply == "" {
-				if !searched {
-					t.Errorf("reply %q without a search, want %q searched as a question", ans.Reply.Content, tt.message)
+				if !searched || (tt.knowledge && ans.Reply.Content != "Searched.") {
+					t.Fatalf("reply %q after %d searches, want %q searched and answered by the model", ans.Reply.Content, len(calls)-searches, tt.message)
+				}
+				// Only an answer to a question the reply asked carries the
+				// question before into the search.
+				last := calls[len(calls)-1]
+				if widened := strings.Contains(last.Context, "How long does shipping take?"); widened != asksBack || last.Text != tt.message {
+					t.Errorf("searched %q with context %q, want the message with the previous question as context: %v", last.Text, last.Context, asksBack)
 				}
 				return
 			}

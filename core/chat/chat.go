@@ -349,8 +349,8 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 			t.smallTalk, t.offerHandoff = a.reply, a.offer
 		}
 	}
-	mayAccept := !p.fresh && ack != domain.NoAcknowledgement
-	if t.searches() && conv.Status.AgentAnswers() && !followUp && !mayAccept {
+	acknowledges := !p.fresh && ack != domain.NoAcknowledgement
+	if t.searches() && conv.Status.AgentAnswers() && !followUp && !acknowledges {
 		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 	}
 	if !p.fresh {
@@ -362,7 +362,7 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		// see one even from a store that did not, so they are dropped here too.
 		t.history = domain.Public(history)
 	}
-	if mayAccept {
+	if acknowledges {
 		a := acknowledge(ack, lastReply(t.history), &agent, handoff)
 		t.smallTalk, t.offerHandoff = a.reply, a.offer
 		followUp = followUp || a.answersQuestion

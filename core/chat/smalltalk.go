@@ -13,10 +13,10 @@ import (
 // question and, after "thanks", as an abandoned conversation. A message
 // made only of a greeting, thanks, a goodbye, "are you a bot?" or a
 // request for a person (domain.ClassifySmallTalk) is answered instead,
-// without retrieval or a model, and is no fallback. So are "yes" and "ok"
-// to a reply that offered a person (they take the offer), and "no" or
-// "ok" to any other (domain.ClassifyAcknowledgement). A "yes" to any other
-// reply is searched: it may answer a model's question back.
+// without retrieval or a model, and is no fallback. A bare yes, no or ok
+// (domain.ClassifyAcknowledgement) is read against the reply before it
+// (acknowledge): it takes an offer of a person, answers a question the
+// reply asked, or else gets "alright" (a yes is searched).
 //
 // A request for a person gets an offer, not the handoff itself: taking it
 // goes through the handoff request, which asks for a way to reach the

@@ -13,8 +13,9 @@ import (
 // question.
 //
 // Acknowledgements ("ok", "yes", "sure", "no thanks") are no small talk on
-// purpose: after the fallback's "Would you like to talk to a person?" they
-// answer it.
+// purpose: what they answer depends on the reply before them ("Would you
+// like to talk to a person?", a model's question back), which
+// ClassifyAcknowledgement leaves to the chat engine.
 type SmallTalk int
 
 // The kinds of small talk; NotSmallTalk for any message that says more.

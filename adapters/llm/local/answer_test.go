@@ -287,3 +287,15 @@ func TestHowToFindsTheStepWithoutTheObject(t *testing.T) {
 		t.Errorf("Content = %q, want the step, without the refunds", comp.Content)
 	}
 }
+
+// TestPricePerUnitOfTimeNeedsAnAmount: "What's the per-minute price ...?"
+// asks a price; a sentence that names the minute but no amount does not
+// answer it (the time word is the price's unit, not a time asked for).
+func TestPricePerUnitOfTimeNeedsAnAmount(t *testing.T) {
+	runners := domain.Chunk{ID: "chk_runners", DocumentName: "Actions billing", Text: "Each type of runner (Linux, Windows, macOS) has a cost per minute that is determined by the operating system. " +
+		"Runners are billed at the end of each month."}
+	comp := complete(t, New(Options{}), ask("What's the per-minute price for macOS runners?", runners))
+	if comp.Content != "" {
+		t.Errorf("Content = %q, want a decline: no amount is given", comp.Content)
+	}
+}

@@ -440,7 +440,9 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 		if number >= 0 && (timeWords.has(s) || sizeUnits.has(w)) {
 			number = -1
 		}
-		if q.wantTime && !f.typed && timeWords.has(s) {
+		// In a price question a time word is the price's unit ("the
+		// per-minute price"): it takes an amount, not a time, to answer.
+		if q.wantTime && !q.asksPrice && !f.typed && timeWords.has(s) {
 			f.typed = true
 		}
 		if q.wantMoney && !f.typed && moneyWords.has(s) {

@@ -22,6 +22,8 @@ var SupportSynonyms = []string{
 	"discount coupon promo voucher cheap cheaper",
 	"change modify update edit",
 	"remove delete revoke disconnect kick",
+	"enable activate",
+	"disable deactivate",
 	"fast express quick rush",
 	"international abroad worldwide overseas",
 	"damaged broken defect defective faulty",

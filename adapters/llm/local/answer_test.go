@@ -124,8 +124,16 @@ func TestAnswersParaphrasesOfCommonSupportWords(t *testing.T) {
 		{"kicking a device out is revoking it", "How do I kick a device out of my account?",
 			[]domain.Chunk{{ID: "chk_s", DocumentName: "sessions.md", Text: "To end a session on another device, click Revoke session next to it."}},
 			"To end a session on another device, click Revoke session next to it."},
-		{"switching something off is not what it is about", "Can I switch off the verification code email?",
-			[]domain.Chunk{devices}, "When you sign in from a new device, we email you a verification code."},
+		// Switching off asks to disable, which a passage on what the email
+		// does never says; one that says how to disable it answers.
+		{"switching something off is disabling it", "Can I switch off the verification code email?",
+			[]domain.Chunk{devices}, ""},
+		{"disabling is deactivating", "How do I turn off the verification code email?",
+			[]domain.Chunk{devices, {ID: "chk_off", DocumentName: "verify-new-device.md", Text: "You can deactivate verification code emails in your security settings."}},
+			"You can deactivate verification code emails in your security settings."},
+		{"turning on is enabling", "how to turn on 2FA",
+			[]domain.Chunk{{ID: "chk_2fa", DocumentName: "2fa.md", Text: "To protect your account, enable 2FA in your security settings."}},
+			"To protect your account, enable 2FA in your security settings."},
 		// The synonyms do not make an absent subject present.
 		{"still no answer about what the passages never name", "What's the minimum length of a repository name?",
 			[]domain.Chunk{passwordRules}, ""},

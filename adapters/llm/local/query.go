@@ -113,6 +113,28 @@ var (
 	howDoSubjects = makeSet(`i we you`)
 )
 
+// switchVerbs turn something on or off. After one, "on" and "off", which
+// are stopwords elsewhere, carry the action: "How do I turn off 2FA?" asks
+// to disable it, and a page that only says how to turn it on does not
+// answer that. switched reads them as "enable" and "disable", in the
+// question and in the knowledge alike (SupportSynonyms links "activate"
+// and "deactivate").
+var switchVerbs = makeSet(`turn turned turning turns switch switched switching toggle`)
+
+// switched returns the word w stands for: "enable" for "on" and
+// "disable" for "off" right after a switch verb (afterSwitch), else w.
+func switched(w []byte, afterSwitch bool) []byte {
+	switch {
+	case !afterSwitch:
+		return w
+	case string(w) == "on":
+		return []byte("enable") // a copy each time: callers may stem in place
+	case string(w) == "off":
+		return []byte("disable")
+	}
+	return w
+}
+
 // instructionVerbs open an instruction: a help page's steps are written
 // in the imperative ("Click Save", "Go to Settings", "Start a return from
 // the Orders page"). A sentence that opens with one (or whose clause after
@@ -199,6 +221,7 @@ func parseQuery(text string, buf []byte, related func(string) []string) (query, 
 			}
 			after := prevRaw
 			prevPrevRaw, prevRaw = prevRaw, raw
+			w = switched(w, switchVerbs.hasString(after))
 			if stopwords.has(w) || (len(w) == 1 && !isDigits(raw)) {
 				continue
 			}
@@ -400,6 +423,7 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 	priceOnly := q.asksPrice && !q.wantNumber
 	number := -1 // the position of such a number, not yet ruled out
 	opening := 0 // for steps: the position of the word that opens the clause
+	afterSwitch := false
 	for i := 0; ; {
 		w, start, end, ok := nextWord(text, i, buf)
 		if !ok {
@@ -418,7 +442,9 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 				}
 			}
 		}
+		// buf keeps the word's own bytes: the next word is read into it.
 		buf, i = w, end
+		w, afterSwitch = switched(w, afterSwitch), switchVerbs.has(w)
 		f.words++
 		if number >= 0 && f.words-number > unitReach {
 			f.typed, number = true, -1
@@ -478,12 +504,14 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 func (q *query) questionF1(other string, buf []byte) (float64, []byte) {
 	var raw uint64
 	rest := 0.0
+	afterSwitch := false
 	for i := 0; ; {
 		w, _, end, ok := nextWord(other, i, buf)
 		if !ok {
 			break
 		}
 		buf, i = w, end
+		w, afterSwitch = switched(w, afterSwitch), switchVerbs.has(w)
 		if stopwords.has(w) || (len(w) == 1 && !isDigits(string(w))) {
 			continue
 		}

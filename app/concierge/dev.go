@@ -200,7 +200,7 @@ func (s *system) seedDemoAgent(ctx context.Context, workspaceID, slug string) er
 		{Type: domain.SourceText, Name: "Shipping policy", Content: "Acme ships orders within 1 business day. Standard shipping takes 3 to 5 business days; express shipping takes 1 to 2 business days. Shipping is free for orders over 50 euros. You receive a tracking link by email as soon as the parcel leaves our warehouse."},
 		{Type: domain.SourceText, Name: "Returns and refunds", Content: "You can return any unused item within 30 days of delivery. Start a return from the Orders page of your account and print the prepaid label. Refunds are issued to the original payment method within 5 business days of the return reaching us."},
 		{Type: domain.SourceQA, Question: "How do I reset my password?", Answer: "Click \"Forgot password\" on the sign-in page and follow the link we email you. The link is valid for one hour."},
-		{Type: domain.SourceQA, Question: "Which payment methods do you accept?", Answer: "We accept Visa, Mastercard, American Express, PayPal and bank transfer."},
+		{Type: domain.SourceQA, Question: "Which payment methods do you accept?", Answer: "We accept credit and debit cards (Visa, Mastercard, American Express), PayPal and bank transfer."},
 	}
 	for _, src := range sources {
 		if _, err := s.agents.AddSource(ctx, workspaceID, slug, src); err != nil {

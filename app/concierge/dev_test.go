@@ -128,6 +128,11 @@ func TestDevSeedsADemoWorkspaceOnce(t *testing.T) {
 		{"hi", "I'm Acme's assistant"},
 		{"thanks!", "You're welcome"},
 		{"are you a bot?", "AI assistant"},
+		{"Can I talk to a human?", "a person from the team can take over"},
+		// How-to questions get the step; two questions in one get both.
+		{"How do I return an item?", "Start a return from the Orders page"},
+		{"Do you accept credit cards?", "credit and debit cards"},
+		{"How long does shipping take and how do I return an item?", "3 to 5 business days"},
 	} {
 		body, _ := json.Marshal(map[string]any{"agent": "support", "message": tt.question})
 		req, _ := http.NewRequest("POST", "http://"+addr+"/api/v2/chat", bytes.NewReader(body))

@@ -118,7 +118,11 @@ var (
 // to disable it, and a page that only says how to turn it on does not
 // answer that. switched reads them as "enable" and "disable", in the
 // question and in the knowledge alike (SupportSynonyms links "activate"
-// and "deactivate").
+// and "deactivate"). In the question "on", two letters, stays out of the
+// focus like any word that short, so "turn on" finds a page that says
+// "set up" too, while "turn off" must find its action: help pages say how
+// to enable things, and disabling is what they leave out (measured so on
+// the tuning halves).
 var switchVerbs = makeSet(`turn turned turning turns switch switched switching toggle`)
 
 // switched returns the word w stands for: "enable" for "on" and

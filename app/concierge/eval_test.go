@@ -53,6 +53,37 @@ type evalSet struct {
 	// pairs are the knowledge of a Q&A set (qa.json), which has them
 	// instead of corpus pages; its questions' sources are pair ids.
 	pairs []qaPair
+	// dev are the set's development near misses (dev.json, split "dev"):
+	// written after the tuning halves saturated, outside the issue's
+	// fixed splits, and used like a tuning half (EVAL_SPLIT=dev).
+	dev []evalQuestion
+}
+
+// splitDev names the development near misses of dev.json.
+const splitDev = "dev"
+
+// loadDev reads a set's dev.json, if it has one.
+func (set *evalSet) loadDev() error {
+	raw, err := os.ReadFile(filepath.Join(set.dir, "dev.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var dev struct {
+		Unanswerable []evalQuestion `json:"unanswerable"`
+	}
+	if err := json.Unmarshal(raw, &dev); err != nil {
+		return err
+	}
+	for _, q := range dev.Unanswerable {
+		if q.Split != splitDev || q.Question == "" {
+			return fmt.Errorf("dev.json: question %q must have split %q and a question", q.ID, splitDev)
+		}
+	}
+	set.dev = dev.Unanswerable
+	return nil
 }
 
 // qaPair is one Q&A source of a Q&A set.
@@ -120,6 +151,9 @@ func loadEvalSets(t testing.TB) []*evalSet {
 			t.Fatalf("%s: %v", p, err)
 		}
 		if err := set.loadPairs(); err != nil {
+			t.Fatalf("%s: %v", set.dir, err)
+		}
+		if err := set.loadDev(); err != nil {
 			t.Fatalf("%s: %v", set.dir, err)
 		}
 		for _, list := range [][]evalQuestion{set.Answerable, set.Unanswerable} {

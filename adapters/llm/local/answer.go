@@ -444,9 +444,11 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 		onFocus := core == 0 || (c.mask|c.section)&core != 0 ||
 			credit(c.mask&focus, c.syn&focus, w) >= focusCover*focusTotal ||
 			(q.wantSteps && c.typed && c.mask&^c.syn&q.action&focus != 0)
-		if !onFocus || (q.asksPrice && !c.typed) {
+		if !onFocus || ((q.asksPrice || q.wantNumber) && !c.typed) {
 			// On topic, perhaps, but without what is asked about, or
-			// without a price when one is asked for.
+			// without a price or a count when one is asked for ("How many
+			// SMS codes can you send me?" is not answered by how codes
+			// are sent).
 			c.excluded = true
 			continue
 		}

@@ -307,3 +307,19 @@ func TestPricePerUnitOfTimeNeedsAnAmount(t *testing.T) {
 		t.Errorf("Content = %q, want a decline: no amount is given", comp.Content)
 	}
 }
+
+// TestHowManyNeedsACount: "how many ...?" is answered by a sentence with
+// a count, a figure or a word ("five", "unlimited"); one that only says
+// how the things work does not answer it.
+func TestHowManyNeedsACount(t *testing.T) {
+	sms := domain.Chunk{ID: "chk_sms", DocumentName: "SMS codes", Text: "GitHub sends SMS codes to your phone when you sign in. " +
+		"Codes arrive from a short number."}
+	keys := domain.Chunk{ID: "chk_keys", DocumentName: "SSH keys", Text: "You can add up to five SSH keys to your account."}
+	m := New(Options{})
+	if got := complete(t, m, ask("How many SMS codes can GitHub send me in an hour?", sms)).Content; got != "" {
+		t.Errorf("Content = %q, want a decline: no count is given", got)
+	}
+	if got := complete(t, m, ask("How many SSH keys can I add to my account?", keys)).Content; got != keys.Text {
+		t.Errorf("Content = %q, want %q", got, keys.Text)
+	}
+}

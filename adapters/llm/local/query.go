@@ -152,6 +152,11 @@ uncheck tick contact email call print submit copy paste drag scroll find search 
 restart reset send request write return cancel confirm verify connect disconnect switch configure launch hover
 expand collapse make move rename share invite allow block review scan attach sort filter`)
 
+// countWords answer "how many" without a figure ("up to five keys",
+// "a single account", "unlimited private repositories").
+var countWords = makeSet(`one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty
+fifty hundred thousand million dozen unlimited single multiple several`)
+
 // stepAdverbs may come before an instruction's verb.
 var stepAdverbs = makeSet(`first then next now finally simply just also please`)
 
@@ -473,6 +478,9 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 		// In a price question a time word is the price's unit ("the
 		// per-minute price"): it takes an amount, not a time, to answer.
 		if q.wantTime && !q.asksPrice && !f.typed && timeWords.has(s) {
+			f.typed = true
+		}
+		if q.wantNumber && !f.typed && countWords.has(w) {
 			f.typed = true
 		}
 		if q.wantMoney && !f.typed && moneyWords.has(s) {

@@ -64,17 +64,10 @@ const splitDev = "dev"
 
 // loadDev reads a set's dev.json, if it has one.
 func (set *evalSet) loadDev() error {
-	raw, err := os.ReadFile(filepath.Join(set.dir, "dev.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	var dev struct {
 		Unanswerable []evalQuestion `json:"unanswerable"`
 	}
-	if err := json.Unmarshal(raw, &dev); err != nil {
+	if found, err := set.readOptional("dev.json", &dev); !found || err != nil {
 		return err
 	}
 	for _, q := range dev.Unanswerable {
@@ -93,19 +86,26 @@ type qaPair struct {
 	Answer   string `json:"answer"`
 }
 
-// loadPairs reads a set's qa.json, if it has one.
-func (set *evalSet) loadPairs() error {
-	raw, err := os.ReadFile(filepath.Join(set.dir, "qa.json"))
+// readOptional decodes the set's file name into v, and reports whether
+// the set has that file.
+func (set *evalSet) readOptional(name string, v any) (bool, error) {
+	raw, err := os.ReadFile(filepath.Join(set.dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
+	return true, json.Unmarshal(raw, v)
+}
+
+// loadPairs reads a set's qa.json, if it has one.
+func (set *evalSet) loadPairs() error {
 	var qa struct {
 		Pairs []qaPair `json:"pairs"`
 	}
-	if err := json.Unmarshal(raw, &qa); err != nil {
+	found, err := set.readOptional("qa.json", &qa)
+	if !found || err != nil {
 		return err
 	}
 	if len(qa.Pairs) == 0 {

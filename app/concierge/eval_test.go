@@ -53,10 +53,11 @@ type evalSet struct {
 	// pairs are the knowledge of a Q&A set (qa.json), which has them
 	// instead of corpus pages; its questions' sources are pair ids.
 	pairs []qaPair
-	// dev are the set's development near misses (dev.json, split "dev"):
-	// written after the tuning halves saturated, outside the issue's
-	// fixed splits, and used like a tuning half (EVAL_SPLIT=dev).
-	dev []evalQuestion
+	// dev are the set's development near misses (dev.json, split "dev"),
+	// devAnswerable its few answerable development questions: written
+	// after the tuning halves saturated, outside the issue's fixed splits,
+	// and used like a tuning half (EVAL_SPLIT=dev).
+	dev, devAnswerable []evalQuestion
 }
 
 // splitDev names the development near misses of dev.json.
@@ -65,17 +66,23 @@ const splitDev = "dev"
 // loadDev reads a set's dev.json, if it has one.
 func (set *evalSet) loadDev() error {
 	var dev struct {
+		Answerable   []evalQuestion `json:"answerable"`
 		Unanswerable []evalQuestion `json:"unanswerable"`
 	}
 	if found, err := set.readOptional("dev.json", &dev); !found || err != nil {
 		return err
 	}
-	for _, q := range dev.Unanswerable {
+	for _, q := range append(dev.Answerable, dev.Unanswerable...) {
 		if q.Split != splitDev || q.Question == "" {
 			return fmt.Errorf("dev.json: question %q must have split %q and a question", q.ID, splitDev)
 		}
 	}
-	set.dev = dev.Unanswerable
+	for _, q := range dev.Answerable {
+		if len(q.Sources) == 0 || len(q.Evidence) == 0 {
+			return fmt.Errorf("dev.json: answerable question %q needs sources and evidence", q.ID)
+		}
+	}
+	set.devAnswerable, set.dev = dev.Answerable, dev.Unanswerable
 	return nil
 }
 

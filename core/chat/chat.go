@@ -339,18 +339,14 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		t.smallTalk, t.offerHandoff = smallTalkReply(p.message, &agent, handoff)
 	}
 	followUp := !p.fresh && isFollowUp(p.message)
-	// What a "yes" or an "ok" answers depends on the reply before it,
-	// which the history holds: the search, if any, waits for that.
+	// What a "yes" or an "ok" answers depends on the reply before it, and
+	// a follow-up's search on the questions before it: both wait for the
+	// history. Any other question is searched at once.
 	ack := domain.NoAcknowledgement
 	if t.searches() {
 		ack = domain.ClassifyAcknowledgement(p.message)
-		if p.fresh && ack != domain.NoAcknowledgement {
-			a := acknowledge(ack, nil, &agent, handoff)
-			t.smallTalk, t.offerHandoff = a.reply, a.offer
-		}
 	}
-	acknowledges := !p.fresh && ack != domain.NoAcknowledgement
-	if t.searches() && conv.Status.AgentAnswers() && !followUp && !acknowledges {
+	if t.searches() && conv.Status.AgentAnswers() && !followUp && ack == domain.NoAcknowledgement {
 		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 	}
 	if !p.fresh {
@@ -362,13 +358,10 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 		// see one even from a store that did not, so they are dropped here too.
 		t.history = domain.Public(history)
 	}
-	if acknowledges {
+	if ack != domain.NoAcknowledgement {
 		a := acknowledge(ack, lastReply(t.history), &agent, handoff)
 		t.smallTalk, t.offerHandoff = a.reply, a.offer
 		followUp = followUp || a.answersQuestion
-		if t.searches() && conv.Status.AgentAnswers() && !followUp {
-			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
-		}
 	}
 	if followUp {
 		var earlier int
@@ -376,9 +369,9 @@ func (p *Pending) prepare(ctx context.Context) (*turn, error) {
 			t.search.note = followUpNote(earlier)
 			t.search.context = strings.TrimPrefix(t.search.query, p.message+"\n")
 		}
-		if t.searches() && conv.Status.AgentAnswers() {
-			t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
-		}
+	}
+	if t.retrieval == nil && t.searches() && conv.Status.AgentAnswers() {
+		t.retrieval = s.retrieveAsync(ctx, &agent, t.search)
 	}
 	return t, nil
 }

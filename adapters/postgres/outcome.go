@@ -46,8 +46,8 @@ const claimDueOutcomesSQL = `SELECT conversation_id FROM conversation_outcomes
 // messages (messages_conversation_seq_idx) and of its verified user's
 // conversations (conversations_verified_user_activity_idx), never a scan.
 // The recent USER messages come latest first, each with whether it got no
-// ASSISTANT answer or a fallback before the next one; Go skips the small
-// talk among them.
+// ASSISTANT answer or a fallback before the next one; domain.LastQuestion
+// picks the one that counts.
 const dueSignalsSQL = `WITH due AS (
 	SELECT unnest($1::text[]) AS conversation_id
 )
@@ -148,15 +148,7 @@ func (s *Store) DecideDueOutcomes(ctx context.Context, now time.Time, limit int,
 				rows.Close()
 				return err
 			}
-			// The last question is the last USER message that asks
-			// something: "thanks" or "ok" after an answer neither fails
-			// nor confirms it.
-			for i, q := range recent {
-				if domain.AsksSomething(q) {
-					sig.LastQuestion, sig.LastTurnFailed = q, recentFailed[i]
-					break
-				}
-			}
+			sig.LastQuestion, sig.LastTurnFailed = domain.LastQuestion(recent, recentFailed)
 			sig.Status, sig.LatestRating, sig.LastActivityAt = domain.ConversationStatus(status), domain.Rating(rating), sig.LastActivityAt.UTC()
 			for i := range laterIDs {
 				sig.LaterContacts = append(sig.LaterContacts, domain.LaterContact{

@@ -230,6 +230,20 @@ func SaysItHelped(text string) bool {
 	return false
 }
 
+// LastQuestion picks the visitor's last question from their recent USER
+// messages (recent, latest first, each with whether it got no ASSISTANT
+// answer or a fallback before the next one): the latest that asks
+// something (AsksSomething), with its failed flag; "" and false when none
+// does. Stores read the messages; this decides which one counts.
+func LastQuestion(recent []string, failed []bool) (string, bool) {
+	for i, q := range recent {
+		if AsksSomething(q) {
+			return q, i < len(failed) && failed[i]
+		}
+	}
+	return "", false
+}
+
 // AsksSomething reports whether text, a visitor's message, is a question
 // or says whether an answer helped: it is neither small talk
 // (ClassifySmallTalk) nor a bare yes, no or ok (ClassifyAcknowledgement),

@@ -182,3 +182,29 @@ func TestSameTopic(t *testing.T) {
 		}
 	}
 }
+
+func TestLastQuestion(t *testing.T) {
+	tests := []struct {
+		name       string
+		recent     []string // latest first
+		failed     []bool
+		want       string
+		wantFailed bool
+	}{
+		{"the latest message asks", []string{"Where is my order?", "hi"}, []bool{false, false}, "Where is my order?", false},
+		{"thanks after a failed question", []string{"ok thanks", "Do you ship to Canada?"}, []bool{false, true}, "Do you ship to Canada?", true},
+		{"yes to the offer of a person", []string{"yes please", "Do you ship to Canada?"}, []bool{false, true}, "Do you ship to Canada?", true},
+		{"a request for a person", []string{"can I talk to a human?", "Where is my order?"}, []bool{false, false}, "Where is my order?", false},
+		{"a confirmation counts", []string{"perfect, that worked", "Where is my order?"}, []bool{false, false}, "perfect, that worked", false},
+		{"small talk only", []string{"bye", "hi"}, []bool{false, false}, "", false},
+		{"nothing", nil, nil, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, failed := domain.LastQuestion(tt.recent, tt.failed)
+			if got != tt.want || failed != tt.wantFailed {
+				t.Errorf("LastQuestion = %q, %v; want %q, %v", got, failed, tt.want, tt.wantFailed)
+			}
+		})
+	}
+}

@@ -166,7 +166,9 @@ func answer(question string, knowledge []domain.Chunk, system string, maxChars, 
 	if len(knowledge) == 0 || maxChars <= 0 {
 		return "", nil
 	}
-	text, ids := answerOne(question, knowledge, system, maxChars, qaMaxChars, related, known, answerability)
+	buf := make([]byte, 0, 64)
+	q, buf := parseQuery(question, buf, related)
+	text, ids := q.answer(knowledge, buf, system, maxChars, qaMaxChars, known, answerability)
 	if text == "" {
 		return text, ids
 	}
@@ -201,7 +203,7 @@ func answerMissedParts(parts []string, text string, ids []string, knowledge []do
 		}
 		// Retrieval judged the whole message, not this part: the part's
 		// own key words must be in the passage it is answered from.
-		more, cited := answerOne(part, knowledge, system, room, room, related, known, 0)
+		more, cited := q.answer(knowledge, buf, system, room, room, known, 0)
 		switch {
 		case more == "" || strings.Contains(text, more):
 			continue
@@ -219,10 +221,9 @@ func answerMissedParts(parts []string, text string, ids []string, knowledge []do
 	return text, ids
 }
 
-// answerOne answers question as one question (see answer).
-func answerOne(question string, knowledge []domain.Chunk, system string, maxChars, qaMaxChars int, related func(string) []string, known func(string) bool, answerability float64) (string, []string) {
-	buf := make([]byte, 0, 64)
-	q, buf := parseQuery(question, buf, related)
+// answer answers the parsed question as one question (see the function
+// answer); buf is scratch space for reading words.
+func (q query) answer(knowledge []domain.Chunk, buf []byte, system string, maxChars, qaMaxChars int, known func(string) bool, answerability float64) (string, []string) {
 	if len(q.terms) == 0 {
 		return "", nil
 	}

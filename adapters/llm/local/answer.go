@@ -72,6 +72,20 @@ const (
 	// time. However, switching from a yearly to a monthly cycle isn't
 	// supported."
 	continued = 1
+	// echoShare: a first sentence whose own words hold at least this share
+	// of what the message says around its question (and at least two of
+	// those words) says again what the customer told us ("you may see a
+	// warning about weak cryptographic parameters" for "FreeOTP shows a
+	// warning about weak cryptographic parameters when I scan the code. Is
+	// that a problem?"). What answers it is what the page says next ("...
+	// we recommend ignoring this message"). The same holds for a sentence
+	// that announces what follows ("The following example shows how
+	// to ...", a line ending in a colon). Up to echoContinued following
+	// sentences of the paragraph then join the answer, whether or not they
+	// open by referring back. Measured on the tuning halves; see
+	// docs/benchmarks.md, "Session 22".
+	echoShare     = 0.4
+	echoContinued = 2
 	// trustedAnswerability is the retrieval answerability
 	// (CompletionRequest.Answerability) from which the model answers even
 	// though a word the question turns on is in none of the passages. On
@@ -347,9 +361,9 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 			ord++
 			bare := f.mask == 0 && ctx == 0
 			if bare {
-				// Kept only to continue the sentence before it, if that one
-				// may be quoted.
-				if n := len(cands); n == 0 || cands[n-1].bare || cands[n-1].chunk != ci || cands[n-1].block != block || cands[n-1].ord != ord-1 {
+				// Kept only to continue the sentences before it, up to
+				// echoContinued of them after one that may be quoted.
+				if n := len(cands); n == 0 || bareRun(cands) >= echoContinued || cands[n-1].chunk != ci || cands[n-1].block != block || cands[n-1].ord != ord-1 {
 					continue
 				}
 			}
@@ -552,7 +566,8 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 		coveredPairs |= c.pairs
 		typedCovered = typedCovered || c.typed
 		if len(picked) == 1 {
-			picked, texts, used = continueFirst(knowledge, cands, g, picked, texts, used, maxChars)
+			leadsOn := q.echoes(c, w) || announces(text)
+			picked, texts, used = continueFirst(knowledge, cands, g, picked, texts, used, maxChars, leadsOn)
 			for _, p := range picked[1:] {
 				covered |= cands[p].mask | cands[p].ctx
 			}
@@ -579,12 +594,18 @@ func (q *query) extract(knowledge []domain.Chunk, found uint64, g *guard, buf []
 // continueFirst adds to the answer the sentences that follow its first one
 // in the same paragraph and refer back to it, up to continued of them,
 // stopping at a heading, a title, a short line, a sentence that does not
-// refer back, one the guard rejects or the size cap.
+// refer back, one the guard rejects or the size cap. When the first
+// sentence leads on (it echoes the message or announces what follows, see
+// echoShare), up to echoContinued follow it, referring back or not.
 // Candidates are in text order, so the next sentence is the next
 // candidate.
-func continueFirst(knowledge []domain.Chunk, cands []candidate, g *guard, picked []int, texts []string, used, maxChars int) ([]int, []string, int) {
+func continueFirst(knowledge []domain.Chunk, cands []candidate, g *guard, picked []int, texts []string, used, maxChars int, leadsOn bool) ([]int, []string, int) {
 	last := picked[0]
-	for next := last + 1; next < len(cands) && len(picked) <= continued; next++ {
+	limit := continued
+	if leadsOn {
+		limit = echoContinued
+	}
+	for next := last + 1; next < len(cands) && len(picked) <= limit; next++ {
 		c, prev := &cands[next], &cands[last]
 		if c.chunk != prev.chunk || c.block != prev.block || c.ord != prev.ord+1 || c.short {
 			break
@@ -593,7 +614,7 @@ func continueFirst(knowledge []domain.Chunk, cands []candidate, g *guard, picked
 		if !g.allows(normalizeForCompare(text)) || duplicate(texts, text) || used+1+len(text) > maxChars {
 			break
 		}
-		if !refersBack(text) {
+		if !leadsOn && !refersBack(text) {
 			break
 		}
 		c.excluded = true
@@ -603,6 +624,34 @@ func continueFirst(knowledge []domain.Chunk, cands []candidate, g *guard, picked
 		last = next
 	}
 	return picked, texts, used
+}
+
+// bareRun counts the bare candidates at the end of cands: each was kept
+// only next to the one before it, so they are consecutive sentences.
+func bareRun(cands []candidate) int {
+	n := 0
+	for i := len(cands) - 1; i >= 0 && cands[i].bare; i-- {
+		n++
+	}
+	return n
+}
+
+// echoes reports whether candidate c says again what the message says
+// around its question: at least two of those words, not generic and its
+// own (not synonyms), and echoShare of their weight. A message that is
+// all question has nothing to echo.
+func (q *query) echoes(c *candidate, w []float64) bool {
+	situation := ownMask(q.originals) &^ q.asked
+	return bits.OnesCount64(c.mask&^c.syn&situation&^q.generic) >= 2 &&
+		credit(c.mask&situation, c.syn&situation, w) >= echoShare*sumWeights(situation, w)
+}
+
+// announces reports whether a sentence announces what follows it ("The
+// following example shows how to ...", "Run these commands:"), so it
+// does not answer anything without the sentences after it.
+func announces(text string) bool {
+	t := strings.ToLower(strings.TrimSpace(text))
+	return strings.HasSuffix(t, ":") || strings.Contains(t, "the following") || strings.Contains(t, "as follows")
 }
 
 // backWords open a sentence that continues the one before it: a contrast,

@@ -19,6 +19,13 @@ var (
 			"Your invoice shows the new cycle from the next renewal."}
 	seatsPage = domain.Chunk{ID: "chk_seats", DocumentName: "manage-seats.md",
 		Text: "Manage seats\nIf you're on a yearly plan, seats you remove stay available until the next billing cycle."}
+	warningPage = domain.Chunk{ID: "chk_warning", DocumentName: "two-factor-apps.md",
+		Text: "Two-factor apps\nIf you use OtpApp, you may see a warning about weak parameters. " +
+			"We use an 80 bit secret so that older apps keep working. We recommend ignoring this message. " +
+			"Other apps show no warning.\n\n## Recovery codes\nStore your recovery codes safely."}
+	mountPage = domain.Chunk{ID: "chk_mount", DocumentName: "mount.md",
+		Text: "Mount at login\nThe following example shows how to mount your files automatically every time you log in. " +
+			"Install the davfs2 driver. Add the share to your fstab file. Restart your computer."}
 	stepsPage = domain.Chunk{ID: "chk_steps", DocumentName: "delete-repository.md",
 		Text: "Delete a repository\nSelect Settings, then Delete repository.\n\n## Restore\nThis action can't be undone."}
 )
@@ -90,6 +97,28 @@ func TestAnswerContinuesWithASentenceThatRefersBack(t *testing.T) {
 			question:  "How do I delete a repository?",
 			knowledge: []domain.Chunk{stepsPage},
 			want:      "Select Settings, then Delete repository.",
+		},
+		// A sentence that says again what the customer told us does not
+		// answer them: what the page says next does.
+		{
+			name:      "a sentence echoing the situation is continued by what follows it",
+			question:  "OtpApp shows a warning about weak parameters when I scan the code. Is that a problem?",
+			knowledge: []domain.Chunk{warningPage},
+			want: "If you use OtpApp, you may see a warning about weak parameters. " +
+				"We use an 80 bit secret so that older apps keep working. We recommend ignoring this message.",
+		},
+		{
+			name:      "a message that is all question has nothing to echo",
+			question:  "Will OtpApp show a warning about weak parameters?",
+			knowledge: []domain.Chunk{warningPage},
+			want:      "If you use OtpApp, you may see a warning about weak parameters.",
+		},
+		{
+			name:      "a sentence announcing what follows is continued",
+			question:  "How can I mount my files automatically every time I log in?",
+			knowledge: []domain.Chunk{mountPage},
+			want: "The following example shows how to mount your files automatically every time you log in. " +
+				"Install the davfs2 driver. Add the share to your fstab file.",
 		},
 	}
 	for _, tt := range tests {

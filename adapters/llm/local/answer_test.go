@@ -352,3 +352,39 @@ func TestHowManyNeedsACount(t *testing.T) {
 		t.Errorf("Content = %q, want %q", got, keys.Text)
 	}
 }
+
+// A link's address repeats the words of the page it points to; they are not
+// what the sentence says, so a pointer to more reading does not outscore
+// the sentence that answers.
+func TestWordsOfAWebAddressDoNotCount(t *testing.T) {
+	m := New(Options{})
+	page := domain.Chunk{ID: "chk_codes", DocumentName: "account.md",
+		Text: "Your account\nFor more information, see [this page](/account/two-factor/how-many-recovery-codes-you-get). " +
+			"Read https://example.com/recovery-codes-for-your-account too.\n\n" +
+			"## Codes\nYou get 16 recovery codes when you turn on sign-in codes."}
+	want := "You get 16 recovery codes when you turn on sign-in codes."
+	if got := complete(t, m, ask("How many recovery codes do I get?", page)).Content; got != want {
+		t.Errorf("Content = %q\nwant      %q", got, want)
+	}
+}
+
+func TestAddressEnd(t *testing.T) {
+	tests := []struct {
+		text        string
+		word        string // the word read after i
+		i, wantSkip int
+	}{
+		{"see [docs](/a/b-c) now", "a", 9, 18},
+		{"see [docs](/a/b-c", "a", 9, 17},
+		{"read https://x.org/a-b now", "https", 4, 22},
+		{"read https://x.org/a-b", "https", 4, 22},
+		{"read the docs now", "docs", 8, 0},
+		{"a] (b) c", "b", 2, 0},
+	}
+	for _, tt := range tests {
+		start := strings.Index(tt.text[tt.i:], tt.word) + tt.i
+		if got := addressEnd(tt.text, tt.i, start, start+len(tt.word)); got != tt.wantSkip {
+			t.Errorf("addressEnd(%q, %d) = %d, want %d", tt.text, tt.i, got, tt.wantSkip)
+		}
+	}
+}

@@ -438,6 +438,10 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 		if !ok {
 			break
 		}
+		if skip := addressEnd(text, i, start, end); skip > 0 {
+			buf, i = w, skip
+			continue
+		}
 		if q.wantSteps && !f.typed {
 			if f.words == 0 || strings.ContainsAny(text[i:start], ",;:") {
 				opening = f.words + 1 // this word's position, counted from 1
@@ -544,4 +548,25 @@ func (q *query) questionF1(other string, buf []byte) (float64, []byte) {
 	}
 	overlap := credit(mask, syn, q.base)
 	return 2 * overlap / (q.baseTotal + overlap + rest), buf
+}
+
+// addressEnd returns where the web address that the word at
+// text[start:end] opens ends, or 0 when the word opens none: the target
+// of a Markdown link ("[Docs](/manuals/two-factor-auth)", after i) or a
+// bare address ("https://..."). A link's address repeats the words of the
+// page it points to, which say nothing about what this sentence says.
+func addressEnd(text string, i, start, end int) int {
+	if k := strings.Index(text[i:start], "]("); k >= 0 {
+		if c := strings.IndexByte(text[i+k:], ')'); c >= 0 {
+			return i + k + c + 1
+		}
+		return len(text)
+	}
+	if strings.HasPrefix(text[end:], "://") {
+		if c := strings.IndexAny(text[end:], " \t\n)"); c >= 0 {
+			return end + c
+		}
+		return len(text)
+	}
+	return 0
 }

@@ -83,14 +83,17 @@ func TestLocalAnswerReplay(t *testing.T) {
 				}
 			}
 			if os.Getenv("EVAL_DUMP") != "" {
-				inPassages := false
-				for _, ch := range chunks {
+				// inPassage: the first passage (from 1) holding the
+				// evidence, 0 for none.
+				inPassage := 0
+				for i, ch := range chunks {
 					if containsEvidence(ch.Text, q.Evidence) {
-						inPassages = true
+						inPassage = i + 1
+						break
 					}
 				}
-				fmt.Fprintf(&report, "dump A %s a=%.2f kept=%d answered=%v evidence=%v(inpassages=%v) right=%v | %s | %q | %q\n",
-					q.ID, a, len(chunks), comp.Content != "", ev, inPassages, right, q.Question, q.Evidence, comp.Content)
+				fmt.Fprintf(&report, "dump A %s a=%.2f kept=%d answered=%v evidence=%v(inpassage=%d) right=%v | %s | %q | %q\n",
+					q.ID, a, len(chunks), comp.Content != "", ev, inPassage, right, q.Question, q.Evidence, comp.Content)
 			}
 		}
 		for _, q := range un {

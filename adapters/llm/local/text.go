@@ -403,7 +403,9 @@ func splitSentences(text string, dst []span) []span {
 
 // softBreak reports whether the newline at nl continues a sentence: the line
 // so far ends with a lowercase letter or a comma, and the next line starts
-// with a lowercase letter.
+// with a lowercase letter, or is indented, starts with a capital and starts
+// no list item (a list item's hard-wrapped text: "1. Install the driver,
+// which lets you mount\n   WebDAV shares").
 func softBreak(text string, lineStart, nl int) bool {
 	before := strings.TrimRight(text[lineStart:nl], " \t\r")
 	if before == "" {
@@ -418,7 +420,18 @@ func softBreak(text string, lineStart, nl int) bool {
 		return false
 	}
 	first, _ := utf8.DecodeRuneInString(after)
-	return unicode.IsLower(first)
+	if unicode.IsLower(first) {
+		return true
+	}
+	if !unicode.IsUpper(first) {
+		return false // a number, a date, a bracket: a log line, not prose
+	}
+	indented := text[nl+1] == ' ' || text[nl+1] == '\t'
+	lineEnd := len(after)
+	if i := strings.IndexByte(after, '\n'); i >= 0 {
+		lineEnd = i
+	}
+	return indented && skipListMarker(after, 0, lineEnd) == 0
 }
 
 // splitBlock appends the sentences of text[start:end] to dst.

@@ -73,6 +73,13 @@ func TestSplitSentences(t *testing.T) {
 		{"hard wrapped", "Orders ship within two\nbusiness days of payment. Tracking follows.", []string{"Orders ship within two\nbusiness days of payment.", "Tracking follows."}},
 		{"markdown", "# Shipping\n\n- Standard: 3-5 days\n- Express: 1 day\n1. Open settings.\n2) Click save",
 			[]string{"Shipping", "Standard: 3-5 days", "Express: 1 day", "Open settings.", "Click save"}},
+		{"hard wrapped list item, a capital on the next line", "1. Install the driver, which lets you mount\n   WebDAV shares like any disk.\n2. Restart",
+			[]string{"Install the driver, which lets you mount\n   WebDAV shares like any disk.", "Restart"}},
+		{"an indented next item is no continuation", "- Open the menu and choose\n  - Settings\n  - Privacy",
+			[]string{"Open the menu and choose", "Settings", "Privacy"}},
+		{"an indented log line is no continuation", "Your log may show a line like this one from the network\n    11/1/2017 [WARN] Failed",
+			[]string{"Your log may show a line like this one from the network", "11/1/2017 [WARN] Failed"}},
+		{"a title then an unindented sentence", "Shipping policy\nWe ship worldwide.", []string{"Shipping policy", "We ship worldwide."}},
 		{"quotes", `He said "no." Then left.`, []string{`He said "no."`, "Then left."}},
 		{"ellipsis", "Wait... Then go.", []string{"Wait...", "Then go."}},
 	}

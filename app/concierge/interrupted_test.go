@@ -37,12 +37,17 @@ func TestInterruptedAnswerEnds(t *testing.T) {
 	}
 	first := asker.nextN(2)
 	replyID, _, _ := strings.Cut(first[0].ID, ":")
+	// Tokens reach the asker at once and the bus a moment later (the bus
+	// never delays an answer), so pod B dies only once the follower has
+	// seen one: a kill right after the asker's tokens could otherwise come
+	// before any was published, which under load it once did.
+	evs := follower.until(func(ev sseEvent) bool { return ev.Data["type"] == "token" })
 	c.kill(podB)
 
 	// The follower on the other pod saw the question and the tokens that
 	// were published, then waits; the sweeper ends the answer.
 	var said strings.Builder
-	evs := follower.until(func(ev sseEvent) bool { return ev.Data["type"] == "error" })
+	evs = append(evs, follower.until(func(ev sseEvent) bool { return ev.Data["type"] == "error" })...)
 	for _, ev := range evs {
 		if ev.Data["type"] == "token" {
 			said.WriteString(ev.Data["content"].(string))

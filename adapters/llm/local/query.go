@@ -433,14 +433,19 @@ func (q *query) scan(text string, buf []byte) (sentenceFacts, []byte) {
 	number := -1 // the position of such a number, not yet ruled out
 	opening := 0 // for steps: the position of the word that opens the clause
 	afterSwitch := false
+	// Most sentences hold no web address: look for one word by word only
+	// in those that do.
+	addresses := strings.Contains(text, "](") || strings.Contains(text, "://")
 	for i := 0; ; {
 		w, start, end, ok := nextWord(text, i, buf)
 		if !ok {
 			break
 		}
-		if skip := addressEnd(text, i, start, end); skip > 0 {
-			buf, i = w, skip
-			continue
+		if addresses {
+			if skip := addressEnd(text, i, start, end); skip > 0 {
+				buf, i = w, skip
+				continue
+			}
 		}
 		if q.wantSteps && !f.typed {
 			if f.words == 0 || strings.ContainsAny(text[i:start], ",;:") {

@@ -419,6 +419,20 @@ func softBreak(text string, lineStart, nl int) bool {
 	if after == "" {
 		return false
 	}
+	// before may span several lines (the block so far): the quote marker
+	// and a label are looked for on its last.
+	if quoted := strings.TrimLeft(before[strings.LastIndexByte(before, '\n')+1:], " \t"); quoted != "" && quoted[0] == '>' && after[0] == '>' {
+		// A block quote's wrapped line ("> ... You\n> can ignore this
+		// error"), unless the lines are labelled output ("> debug1:
+		// connect ...", "> ssh: connect ..."), which GitHub's pages quote
+		// the same way.
+		after = strings.TrimLeft(after[1:], " \t")
+		if labelled(strings.TrimLeft(quoted[1:], " \t")) || labelled(after) {
+			return false
+		}
+		first, _ := utf8.DecodeRuneInString(after)
+		return unicode.IsLower(first)
+	}
 	first, _ := utf8.DecodeRuneInString(after)
 	if unicode.IsLower(first) {
 		return true
@@ -432,6 +446,16 @@ func softBreak(text string, lineStart, nl int) bool {
 		lineEnd = i
 	}
 	return indented && skipListMarker(after, 0, lineEnd) == 0
+}
+
+// labelled reports whether a line opens with a label and a colon within
+// its first two words ("debug1: connect", "N: Download is performed"), as
+// program output does.
+func labelled(line string) bool {
+	if i := strings.IndexByte(line, ':'); i > 0 {
+		return strings.Count(line[:i], " ") <= 1
+	}
+	return false
 }
 
 // splitBlock appends the sentences of text[start:end] to dst.
@@ -668,12 +692,19 @@ func cleanSentence(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 1)
 	space := false
-	for _, f := range strings.Fields(s) {
-		if space {
-			b.WriteByte(' ')
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			// A block quote's wrapped line (see softBreak): its ">" is no
+			// word of the sentence.
+			line = strings.TrimPrefix(strings.TrimLeft(line, " \t"), ">")
 		}
-		b.WriteString(f)
-		space = true
+		for _, f := range strings.Fields(line) {
+			if space {
+				b.WriteByte(' ')
+			}
+			b.WriteString(f)
+			space = true
+		}
 	}
 	out := b.String()
 	if r, _ := utf8.DecodeLastRuneInString(out); unicode.IsLetter(r) || unicode.IsDigit(r) {

@@ -79,6 +79,12 @@ func TestSplitSentences(t *testing.T) {
 			[]string{"Open the menu and choose", "Settings", "Privacy"}},
 		{"an indented log line is no continuation", "Your log may show a line like this one from the network\n    11/1/2017 [WARN] Failed",
 			[]string{"Your log may show a line like this one from the network", "11/1/2017 [WARN] Failed"}},
+		{"a block quote's wrapped line", "> The install prints an error. You\n> can ignore it.",
+			[]string{"The install prints an error.", "You\n> can ignore it."}},
+		{"a block quote wrapped twice", "> The install prints\n> an error that you\n> can ignore.",
+			[]string{"The install prints\n> an error that you\n> can ignore."}},
+		{"quoted program output is no prose", "> debug1: connect to the host timed out\n> ssh: connect to host failed",
+			[]string{"debug1: connect to the host timed out", "ssh: connect to host failed"}},
 		{"a title then an unindented sentence", "Shipping policy\nWe ship worldwide.", []string{"Shipping policy", "We ship worldwide."}},
 		{"quotes", `He said "no." Then left.`, []string{`He said "no."`, "Then left."}},
 		{"ellipsis", "Wait... Then go.", []string{"Wait...", "Then go."}},
@@ -151,6 +157,19 @@ func TestHeadingPathLine(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, tt.heading) {
 			t.Errorf("%q: headings %v, want %v", tt.text, got, tt.heading)
+		}
+	}
+}
+
+func TestCleanSentence(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Orders ship  within two\nbusiness days", "Orders ship within two business days."},
+		{"You\n> can ignore it.", "You can ignore it."},
+		{"Compare a > b", "Compare a > b."},
+	}
+	for _, tt := range tests {
+		if got := cleanSentence(tt.in); got != tt.want {
+			t.Errorf("cleanSentence(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -53,10 +53,14 @@
 //     question about a price ("how much does it cost") is answered only by
 //     sentences with an amount. A sentence's score is weighted by its
 //     chunk's Score relative to the best chunk's, squared: retrieval
-//     weighed the whole passage, which one sentence cannot. The answer
-//     quotes the best sentence, the next sentence of its paragraph when
-//     that one refers back to it ("However, ...", "This ..."), and
-//     sentences that add to it, three at most, at most
+//     weighed the whole passage, which one sentence cannot. The words of
+//     a web address (a Markdown link's target, a bare URL) do not count.
+//     The answer quotes the best sentence, the next sentence of its
+//     paragraph when that one refers back to it ("However, ...", "This
+//     ..."), or the next two whatever they say when the best one only
+//     says again what the message describes or announces what follows
+//     ("The following example shows ..."), and sentences that add to it,
+//     three at most, at most
 //     Options.MaxAnswerChars bytes, grouped by chunk and in their original
 //     order; ties go to the better-ranked chunk. Completion.Cited lists the quoted chunks' IDs,
 //     deduplicated, in order of use. A chunk's first line naming its

@@ -405,7 +405,9 @@ func splitSentences(text string, dst []span) []span {
 // so far ends with a lowercase letter or a comma, and the next line starts
 // with a lowercase letter, or is indented, starts with a capital and starts
 // no list item (a list item's hard-wrapped text: "1. Install the driver,
-// which lets you mount\n   WebDAV shares").
+// which lets you mount\n   WebDAV shares"). Between two lines of a block
+// quote the next line must start in lowercase after its ">", and neither
+// line may be labelled program output (see labelled).
 func softBreak(text string, lineStart, nl int) bool {
 	before := strings.TrimRight(text[lineStart:nl], " \t\r")
 	if before == "" {
@@ -692,12 +694,14 @@ func cleanSentence(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 1)
 	space := false
-	for i, line := range strings.Split(s, "\n") {
-		if i > 0 {
+	first := true
+	for line := range strings.Lines(s) {
+		if !first {
 			// A block quote's wrapped line (see softBreak): its ">" is no
 			// word of the sentence.
 			line = strings.TrimPrefix(strings.TrimLeft(line, " \t"), ">")
 		}
+		first = false
 		for _, f := range strings.Fields(line) {
 			if space {
 				b.WriteByte(' ')

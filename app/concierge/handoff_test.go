@@ -238,6 +238,16 @@ func TestHandoffStateMachine(t *testing.T) {
 		p.Messages[1].ID != human.ID || p.Messages[1].AuthorName != "Marta" {
 		t.Fatalf("poll after the reply: %+v", p)
 	}
+	// The reply that took the conversation over is its newest message, so
+	// its preview, in the conversation and in the list.
+	if got := s.do("GET", "/api/v2/conversations/"+session, nil, tn.auth()).JSON(t)["lastMessage"]; got != human.Content {
+		t.Errorf("lastMessage after the takeover %q, want the reply %q", got, human.Content)
+	}
+	var humans listBody[map[string]any]
+	s.do("GET", "/api/v2/conversations?status=HUMAN", nil, tn.auth()).decode(t, &humans)
+	if len(humans.Data) != 1 || humans.Data[0]["lastMessage"] != human.Content {
+		t.Errorf("HUMAN list %v, want the reply as lastMessage", humans.Data)
+	}
 
 	// Still no AI reply while the person owns it.
 	owned := s.sendMessage(session, "Thanks! How long does shipping take?")
@@ -260,8 +270,12 @@ func TestHandoffStateMachine(t *testing.T) {
 	if conflict.Error.Details["from"] != "HUMAN" || conflict.Error.Details["to"] != "HANDOFF_REQUESTED" {
 		t.Errorf("conflict details %v", conflict.Error.Details)
 	}
-	if r := s.do("POST", "/api/chat/"+session+"/handoff", nil, nil); r.Status != 409 || !strings.Contains(string(r.Body), "a person already owns this conversation") {
-		t.Errorf("v1 handoff while HUMAN: %d %s", r.Status, r.Body)
+	r = s.do("POST", "/api/chat/"+session+"/handoff", nil, nil)
+	conflict.Error.Details = nil
+	r.decode(t, &conflict)
+	if r.Status != 409 || !strings.Contains(string(r.Body), "a person already owns this conversation") ||
+		conflict.Error.Details["from"] != "HUMAN" || conflict.Error.Details["to"] != "HANDOFF_REQUESTED" {
+		t.Errorf("v1 handoff while HUMAN: %d %s, want 409 with details.from and details.to", r.Status, r.Body)
 	}
 
 	// Resolved: the helpdesk hears the handoff is over; resolving again is a no-op.

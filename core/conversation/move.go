@@ -90,6 +90,12 @@ func (l *Lifecycle) Move(ctx context.Context, ws *domain.Workspace, conv domain.
 			transcript = &read
 		}
 		now := l.d.Clock.Now()
+		if m.Motive != nil && m.Motive.CreatedAt.Before(now) {
+			// The notice is the motive's first act, not later than it:
+			// the message, stored after it, must still be the newest
+			// message and so the conversation's preview (lastMessage).
+			now = m.Motive.CreatedAt
+		}
 		change := domain.NewStatusChange(ws, conv, m.To, m.Author, m.Contact, transcript, now)
 		if m.TakeOverBy != "" {
 			change = change.WithTakeOver(ws, conv, m.TakeOverBy, now)

@@ -78,7 +78,7 @@ func (s *Service) RequestHandoff(ctx context.Context, req Request) (domain.Conve
 		Refused: func(c domain.Conversation) error {
 			return &domain.ConflictError{
 				Message: "a person already owns this conversation",
-				Details: map[string]string{"status": string(c.Status)},
+				Details: map[string]string{"from": string(c.Status), "to": string(domain.StatusHandoffRequested)},
 			}
 		},
 	})

@@ -299,7 +299,7 @@ func TestRequestHandoffRefusals(t *testing.T) {
 	human := r.session(domain.PlanStandard, domain.StatusHuman)
 	_, err := r.svc.RequestHandoff(t.Context(), Request{Session: conversation.SessionRef{ID: human}})
 	var cerr *domain.ConflictError
-	if !errors.As(err, &cerr) || cerr.Message != "a person already owns this conversation" || cerr.Details["status"] != "HUMAN" {
+	if !errors.As(err, &cerr) || cerr.Message != "a person already owns this conversation" || cerr.Details["from"] != "HUMAN" || cerr.Details["to"] != "HANDOFF_REQUESTED" {
 		t.Errorf("err = %#v", err)
 	}
 }

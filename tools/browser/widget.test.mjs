@@ -530,9 +530,15 @@ try {
       await p.locator('.cw-status', { hasText: 'Waiting for a person' }).waitFor();
       await audit(p, 'waiting for a person');
       const sid = await p.evaluate(() => window.conciergeWidget.sessionId);
-      const r = await api('POST', `/api/v2/conversations/${sid}/messages`, { role: 'HUMAN', content: 'Hi, **Marta** here. [Our returns page](https://example.com/returns) has it all.', authorName: 'Marta' });
+      const r = await api('POST', `/api/v2/conversations/${sid}/messages`, { role: 'HUMAN', content: 'Hi, **Marta** here. Type <order number> and press <Enter>; <b>this</b> stays as typed. [Our returns page](https://example.com/returns) has it all.', authorName: 'Marta' });
       assert.equal(r.status, 201, r.text);
       await p.locator('.cw-msg--human', { hasText: 'Marta here' }).waitFor();
+      // A person's Markdown is rendered; what looks like HTML is what they typed, shown as text.
+      const bubble = p.locator('.cw-msg--human .cw-bubble').last();
+      assert.match(await bubble.innerText(), /Type <order number> and press <Enter>; <b>this<\/b> stays as typed\./);
+      assert.equal(await bubble.locator('strong').innerText(), 'Marta');
+      assert.equal(await bubble.locator('b').count(), 0, 'no tag from the text');
+      assert.equal(await bubble.locator('a[href="https://example.com/returns"]').count(), 1);
       await p.locator('.cw-status', { hasText: 'chatting with a person' }).waitFor();
       await audit(p, 'a person\'s reply');
       await p.clean();

@@ -1,6 +1,6 @@
 // Concierge chat widget, the ES module (no bundler) of the page GET
 // /chat/{slug}. Contract and behaviour: docs/widget.md.
-import { marked } from './vendor/marked/marked.esm.js';
+import { marked, Marked } from './vendor/marked/marked.esm.js';
 import { createParser } from './vendor/eventsource-parser/parse.js';
 import { translator } from './strings.js';
 
@@ -72,6 +72,16 @@ const PURIFY = {
 function markdown(text) {
 	const html = marked.parse(String(text || ''), { async: false, gfm: true, breaks: true });
 	return DOMPurify.sanitize(html, PURIFY);
+}
+
+// A person's reply is typed in a plain text box: its Markdown (bold, links)
+// is rendered, but anything that looks like HTML ("type <order number>") is
+// what they wrote, shown as text, not a tag for DOMPurify to drop.
+const escapeHTML = (s) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const personMarked = new Marked({ async: false, gfm: true, breaks: true, renderer: { html: ({ text }) => escapeHTML(text) } });
+
+function personMarkdown(text) {
+	return DOMPurify.sanitize(personMarked.parse(String(text || '')), PURIFY);
 }
 
 // Small helpers
@@ -382,7 +392,7 @@ function addMessage(m) {
 	const node = el('div', { class: 'cw-msg cw-msg--' + kind }, label, body);
 	const view = { id: m.id || '', role: m.role, node, body, text: '', final: false, lastRender: 0, scheduled: false };
 	if (m.role === 'USER') body.textContent = m.content || '';
-	else if (m.content !== undefined) { view.text = m.content || ''; body.replaceChildren(markdown(view.text)); }
+	else if (m.content !== undefined) { view.text = m.content || ''; body.replaceChildren((m.role === 'HUMAN' ? personMarkdown : markdown)(view.text)); }
 	if (m.id) { node.dataset.id = m.id; state.byId.set(m.id, view); state.lastMessageId = m.id; }
 	if (m.role === 'ASSISTANT' && m.id && m.content !== undefined) finishAnswer(view, m);
 	hideSuggestions(m.role === 'USER');

@@ -74,7 +74,7 @@ func formOf(a domain.Agent) agentForm {
 }
 
 func readAgentForm(c *fiber.Ctx) agentForm {
-	v := func(name string) string { return strings.Clone(c.FormValue(name)) }
+	v := func(name string) string { return formValue(c, name) }
 	return agentForm{
 		Slug: strings.TrimSpace(v("slug")), Name: v("name"), SystemPrompt: v("systemPrompt"), WelcomeMessage: v("welcomeMessage"),
 		SuggestedQuestions: v("suggestedQuestions"), FallbackMessage: v("fallbackMessage"), Model: v("model"),

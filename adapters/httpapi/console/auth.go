@@ -41,7 +41,7 @@ func (h *Handlers) SignInPage(c *fiber.Ctx) error {
 // token, so a token planted before sign-in is never the one signed in, and
 // a session this browser still had is ended.
 func (h *Handlers) SignIn(c *fiber.Ctx) error {
-	email := strings.Clone(c.FormValue("email"))
+	email := formValue(c, "email")
 	next := safeNext(c.FormValue("next"))
 	v := publicView(c, mustText("signin.title"))
 	v.Data = signInData{Email: email, Next: next}
@@ -96,7 +96,7 @@ func (h *Handlers) ResetRequestPage(c *fiber.Ctx) error {
 // says the same either way, so it does not tell who has an account.
 func (h *Handlers) ResetRequest(c *fiber.Ctx) error {
 	v := publicView(c, mustText("reset.title"))
-	err := h.accounts.RequestReset(c.UserContext(), strings.Clone(c.FormValue("email")), c.IP())
+	err := h.accounts.RequestReset(c.UserContext(), formValue(c, "email"), c.IP())
 	var rl *domain.RateLimitError
 	switch {
 	case errors.As(err, &rl):
@@ -186,7 +186,7 @@ func (h *Handlers) AcceptInvitation(c *fiber.Ctx) error {
 		return h.render(c, status, "invitation", v)
 	}
 	d := v.Data.(invitationData)
-	d.Name = strings.Clone(c.FormValue("name"))
+	d.Name = formValue(c, "name")
 	v.Data = d
 	in, err := h.accounts.AcceptInvitation(c.UserContext(), account.AcceptRequest{
 		Token: d.Token, Name: d.Name, Password: c.FormValue("password"),

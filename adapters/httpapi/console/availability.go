@@ -30,7 +30,7 @@ func (h *Handlers) SetAvailability(c *fiber.Ctx) error {
 	if _, err := h.availability.SetAvailable(c.UserContext(), m, available); err != nil {
 		return err
 	}
-	return redirect(c, backTo(strings.Clone(c.FormValue("next")), m.WorkspaceID))
+	return redirect(c, backTo(formValue(c, "next"), m.WorkspaceID))
 }
 
 // backTo is where a form of the workspace layout returns: next when it is

@@ -459,7 +459,7 @@ func (h *Handlers) PostThreadMessage(c *fiber.Ctx) error {
 	if h.composer == nil {
 		return domain.Unavailable("composer", errors.New("console built without Options.Composer"))
 	}
-	content, kind := strings.Clone(c.FormValue("content")), strings.Clone(c.FormValue("kind"))
+	content, kind := formValue(c, "content"), formValue(c, "kind")
 	keep := func(pg *threadPage) { pg.Content, pg.Kind = content, kind }
 	role := domain.RoleHuman
 	switch kind {
@@ -532,7 +532,7 @@ func (h *Handlers) SetAssignee(c *fiber.Ctx) error {
 		return err
 	}
 	actor := member(c)
-	assignee := strings.TrimSpace(strings.Clone(c.FormValue("assigneeId")))
+	assignee := strings.TrimSpace(formValue(c, "assigneeId"))
 	if assignee == "" {
 		_, err = h.ownership.Unassign(c.UserContext(), ws, id, &actor)
 		return h.afterThreadAction(c, err, "unassigned", nil)
@@ -559,7 +559,7 @@ func (h *Handlers) SetThreadStatus(c *fiber.Ctx) error {
 	if h.composer == nil {
 		return domain.Unavailable("composer", errors.New("console built without Options.Composer"))
 	}
-	to := domain.ConversationStatus(strings.Clone(c.FormValue("status")))
+	to := domain.ConversationStatus(formValue(c, "status"))
 	done, ok := threadStatuses[to]
 	if !ok {
 		return h.afterThreadAction(c, domain.InvalidField("status", mustText("inbox.status.bad")), "", nil)

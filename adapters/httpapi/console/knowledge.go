@@ -239,7 +239,7 @@ var fieldOf = map[domain.SourceType]map[string]string{
 
 // AddSource adds a text, Q&A, page or website source from its form.
 func (h *Handlers) AddSource(c *fiber.Ctx) error {
-	v := func(name string) string { return strings.Clone(c.FormValue(name)) }
+	v := func(name string) string { return formValue(c, name) }
 	f := sourceForm{Name: v("name"), Content: v("content"), Question: v("question"), Answer: v("answer"),
 		URL: v("url"), SiteURL: v("siteUrl"), MaxPages: strings.TrimSpace(v("maxPages")), MaxDepth: strings.TrimSpace(v("maxDepth"))}
 	typ := domain.SourceType(v("type"))

@@ -75,7 +75,7 @@ func (h *Handlers) Invite(c *fiber.Ctx) error {
 	if err := h.revealStore(); err != nil {
 		return err
 	}
-	email := strings.Clone(c.FormValue("email"))
+	email := formValue(c, "email")
 	role, err := domain.ParseMemberRole(c.FormValue("role"))
 	var inv account.Invitation
 	if err == nil {

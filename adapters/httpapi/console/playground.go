@@ -153,10 +153,10 @@ func newPlaygroundKey() string { return domain.NewID("pgq_") }
 // turn means it did not start: either the page saying why was rendered
 // (err is then the render's) or err is for the error handler.
 func (h *Handlers) startPlayground(c *fiber.Ctx) (Turn, error) {
-	agent := strings.TrimSpace(strings.Clone(c.FormValue("agent")))
-	session := strings.TrimSpace(strings.Clone(c.FormValue("session")))
-	question := strings.Clone(c.FormValue("question"))
-	key := strings.Clone(c.FormValue("key"))
+	agent := strings.TrimSpace(formValue(c, "agent"))
+	session := strings.TrimSpace(formValue(c, "session"))
+	question := formValue(c, "question")
+	key := formValue(c, "key")
 	if _, err := h.conversationService(); err != nil {
 		return nil, err
 	}

@@ -33,9 +33,9 @@ type savedReplyForm struct {
 
 func savedReplyFormOf(c *fiber.Ctx) savedReplyForm {
 	return savedReplyForm{
-		Shortcut: strings.TrimSpace(strings.Clone(c.FormValue("shortcut"))),
-		Title:    strings.Clone(c.FormValue("title")),
-		Body:     strings.Clone(c.FormValue("body")),
+		Shortcut: strings.TrimSpace(formValue(c, "shortcut")),
+		Title:    formValue(c, "title"),
+		Body:     formValue(c, "body"),
 	}
 }
 

@@ -251,3 +251,15 @@ func safeNext(next string) string {
 	}
 	return next
 }
+
+// formValue is a form field as a string of its own (fiber's value aliases
+// a buffer it reuses), with line breaks as the API stores them: browsers
+// send each line break of a <textarea> as CRLF, which would store a "\r"
+// per line and count it against the field's length.
+func formValue(c *fiber.Ctx, name string) string {
+	v := c.FormValue(name)
+	if strings.Contains(v, "\r\n") {
+		return strings.ReplaceAll(v, "\r\n", "\n")
+	}
+	return strings.Clone(v)
+}

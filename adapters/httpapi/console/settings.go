@@ -129,7 +129,7 @@ func (h *Handlers) CreateAPIKey(c *fiber.Ctx) error {
 	if err := h.revealStore(); err != nil {
 		return err
 	}
-	name := strings.TrimSpace(strings.Clone(c.FormValue("name")))
+	name := strings.TrimSpace(formValue(c, "name"))
 	var err error
 	switch {
 	case name == "":
@@ -328,7 +328,7 @@ func (h *Handlers) RotateWebhookSecret(c *fiber.Ctx) error {
 	if err := h.revealStore(); err != nil {
 		return err
 	}
-	key := strings.Clone(c.FormValue("grace"))
+	key := formValue(c, "grace")
 	grace, gerr := parseGrace(key)
 	v, pg, err := h.secretView(c, mustText("secret.rotate.title"))
 	if err != nil {
@@ -430,8 +430,8 @@ func (h *Handlers) SaveIntegrations(c *fiber.Ctx) error {
 	if err := h.revealStore(); err != nil {
 		return err
 	}
-	helpdesk := strings.TrimSpace(strings.Clone(c.FormValue("helpdeskUrl")))
-	events := strings.TrimSpace(strings.Clone(c.FormValue("eventsUrl")))
+	helpdesk := strings.TrimSpace(formValue(c, "helpdeskUrl"))
+	events := strings.TrimSpace(formValue(c, "eventsUrl"))
 	v, pg, ws, err := h.integrationsView(c, d)
 	if err != nil {
 		return err

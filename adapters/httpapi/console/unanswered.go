@@ -214,7 +214,7 @@ func (h *Handlers) TopicPage(c *fiber.Ctx) error {
 }
 
 func answerFormOf(c *fiber.Ctx) answerForm {
-	return answerForm{Question: strings.Clone(c.FormValue("question")), Answer: strings.Clone(c.FormValue("answer"))}
+	return answerForm{Question: formValue(c, "question"), Answer: formValue(c, "answer")}
 }
 
 // AnswerTopic writes the answer as a Q&A source and addresses the topic;

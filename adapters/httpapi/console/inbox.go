@@ -192,10 +192,24 @@ func (h *Handlers) InboxPage(c *fiber.Ctx) error {
 	}
 	pg.Filtered = pg.Agent != "" || pg.Q != ""
 	v.Data = pg
+	base := Prefix + "/w/" + ws + "/inbox"
+	// A conversation id typed into the search box opens its thread, as on
+	// the Conversations page (the box's hint says so). Get scopes by
+	// workspace: another workspace's id is searched as text, finding none.
+	if domain.ValidID(domain.PrefixSession, pg.Q) {
+		convs, err := h.conversationService()
+		if err != nil {
+			return err
+		}
+		if _, _, err := convs.Get(c.UserContext(), ws, pg.Q, domain.PageRequest{Limit: 1}); err == nil {
+			return redirect(c, base+"/"+pg.Q)
+		} else if !errors.Is(err, domain.ErrNotFound) {
+			return err
+		}
+	}
 	if pg.Agents, err = h.workspaceAgents(c); err != nil {
 		return err
 	}
-	base := Prefix + "/w/" + ws + "/inbox"
 	filters := url.Values{}
 	for name, value := range map[string]string{"agent": pg.Agent, "q": pg.Q} {
 		if value != "" {

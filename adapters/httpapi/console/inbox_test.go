@@ -162,6 +162,19 @@ func TestInboxViews(t *testing.T) {
 			}
 		})
 	}
+	// A conversation id typed into the search box opens its thread, in any
+	// view; an unknown id, or another workspace's, finds nothing.
+	for _, path := range []string{"/console/w/ws_a/inbox?q=" + inWait1, "/console/w/ws_a/inbox?view=resolved&q=" + inWait1} {
+		if r := h.do(t, req{Path: path, As: "agent"}); r.Status != http.StatusSeeOther || r.location() != "/console/w/ws_a/inbox/"+inWait1 {
+			t.Errorf("%s: %d to %q, want the thread", path, r.Status, r.location())
+		}
+	}
+	for _, id := range []string{domain.NewID(domain.PrefixSession), inOther} {
+		r := h.do(t, req{Path: "/console/w/ws_a/inbox?q=" + id, As: "agent"})
+		if r.Status != http.StatusOK || len(rowsOf(r.Body)) != 0 || !strings.Contains(r.Body, "No conversation in this view matches the filter.") {
+			t.Errorf("q=%s: %d, rows %v", id, r.Status, rowsOf(r.Body))
+		}
+	}
 	// Each tab shows its count; the page loads inbox.js and knows its stream.
 	r := h.do(t, req{Path: "/console/w/ws_a/inbox", As: "agent"})
 	for _, s := range []string{"Needs a person <span class=\"count\" aria-hidden=\"true\">2</span>", "All open <span class=\"count\" aria-hidden=\"true\">3</span>",

@@ -469,6 +469,16 @@ try {
     await owner.clean();
   });
 
+  await step('an agent with a long name: the agent filters still fit a phone (checked with every screen below)', async () => {
+    await goto(owner, W + '/agents/new');
+    await owner.getByLabel('Slug').fill('emea');
+    await owner.locator('#f-name').fill('Acme Corporation Customer Support Assistant for Europe, the Middle East and Africa, in English');
+    await owner.getByRole('button', { name: 'Create the agent' }).click();
+    await owner.waitForURL(`${base}${W}/agents/emea?done=created`);
+    await heading(owner, 'Acme Corporation Customer Support Assistant for Europe, the Middle East and Africa, in English');
+    await owner.clean();
+  });
+
   // Every screen, at desktop width and at 375 px: axe-core and a screenshot.
   const signedIn = [
     ['agents', W + '/agents', 'Agents'],

@@ -20,6 +20,8 @@
 // 375 px, in contexts that bypass the CSP so axe-core can be injected; the
 // journeys themselves run under the real CSP.
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { AXE_PATH, AXE_TAGS, AXE_VERSION, DESKTOP, PHONE, env, goto, heading, requireEnv, startRun } from './harness.mjs';
@@ -476,6 +478,27 @@ try {
     await owner.getByRole('button', { name: 'Create the agent' }).click();
     await owner.waitForURL(`${base}${W}/agents/emea?done=created`);
     await heading(owner, 'Acme Corporation Customer Support Assistant for Europe, the Middle East and Africa, in English');
+    await owner.clean();
+  });
+
+  await step('a refused upload says its own reason, not that of a failed source listed on the page', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'console-upload-'));
+    writeFileSync(join(dir, 'broken.pdf'), 'not a PDF at all');
+    writeFileSync(join(dir, 'empty.txt'), '');
+    await goto(owner, W + '/agents/emea/knowledge');
+    await heading(owner, 'Knowledge');
+    await owner.locator('#f-file').setInputFiles(join(dir, 'broken.pdf'));
+    await owner.getByRole('button', { name: /upload/i }).click();
+    await owner.locator('[data-upload-list] li', { hasText: 'uploaded' }).waitFor();
+    const failed = owner.locator('#sources tbody tr', { has: owner.locator('th', { hasText: 'broken.pdf' }) });
+    await failed.locator('.status-FAILED').waitFor({ timeout: 30_000 });
+    await owner.locator('#f-file').setInputFiles(join(dir, 'empty.txt'));
+    await owner.getByRole('button', { name: /upload/i }).click();
+    const refused = owner.locator('[data-upload-list] li', { hasText: 'empty.txt' });
+    await refused.filter({ hasText: 'not uploaded' }).waitFor();
+    const said = await refused.textContent();
+    assert.match(said, /empty/, `the refusal: ${said}`);
+    assert.doesNotMatch(said, /PDF/, `another source's reason: ${said}`);
     await owner.clean();
   });
 

@@ -71,13 +71,14 @@ function refreshSources() {
 }
 
 // failureReason reads why the console refused an upload from the page it
-// answered with (the field's error, or the page's).
+// answered with: the file field's error, or the page's. Only that field's:
+// the page also lists the agent's sources, a failed one with its reason.
 function failureReason(xhr, list) {
   if (xhr.status === 413) {
     return list.dataset.toolarge; // refused before the console saw it
   }
   const page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
-  const message = page.querySelector(".field-error") || page.querySelector(".error p");
+  const message = page.querySelector("#f-file-error") || page.querySelector(".error p");
   return message ? message.textContent.trim() : String(xhr.status);
 }
 

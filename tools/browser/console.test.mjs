@@ -502,6 +502,16 @@ try {
     await owner.clean();
   });
 
+  await step('a wrong current password is said on its field', async () => {
+    await goto(owner, '/console/account');
+    await owner.getByLabel('Current password').fill('not the password at all');
+    await owner.getByLabel('New password').fill('a new password long enough');
+    await owner.getByRole('button', { name: 'Change the password' }).click();
+    await owner.locator('#f-current-error', { hasText: 'The current password is wrong.' }).waitFor();
+    assert.equal(await owner.getByLabel('Current password').getAttribute('aria-invalid'), 'true');
+    await owner.clean();
+  });
+
   // Every screen, at desktop width and at 375 px: axe-core and a screenshot.
   const signedIn = [
     ['agents', W + '/agents', 'Agents'],

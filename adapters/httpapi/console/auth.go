@@ -272,9 +272,17 @@ func (h *Handlers) accountView(c *fiber.Ctx) (*view, error) {
 	return v, nil
 }
 
-// ChangePassword changes the signed-in user's password.
+// ChangePassword changes the signed-in user's password. A current password
+// left empty or wrong is said on its field, as is a new one the service
+// refuses.
 func (h *Handlers) ChangePassword(c *fiber.Ctx) error {
-	err := h.accounts.ChangePassword(c.UserContext(), principal(c), c.FormValue("current"), c.FormValue("password"))
+	current := c.FormValue("current")
+	var err error
+	if current == "" {
+		err = domain.InvalidField("current", mustText("account.pw.empty"))
+	} else {
+		err = h.accounts.ChangePassword(c.UserContext(), principal(c), current, c.FormValue("password"))
+	}
 	if err == nil {
 		return redirect(c, Prefix+"/account?done=password")
 	}
@@ -282,10 +290,11 @@ func (h *Handlers) ChangePassword(c *fiber.Ctx) error {
 	if verr != nil {
 		return verr
 	}
-	if errors.Is(err, domain.ErrUnauthorized) {
-		v.Fields = map[string]string{"current": mustText("account.pw.wrong")}
-		v.Error = mustText("form.problems")
-		return h.render(c, fiber.StatusUnauthorized, "account", v)
+	// The service names the current password "currentPassword"; the form
+	// calls its field "current".
+	var invalid *domain.ValidationError
+	if errors.Is(err, domain.ErrUnauthorized) || (errors.As(err, &invalid) && invalid.Fields["currentPassword"] != "") {
+		err = domain.InvalidField("current", mustText("account.pw.wrong"))
 	}
 	if ferr := formError(v, err); ferr != nil {
 		return ferr

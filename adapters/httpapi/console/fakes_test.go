@@ -138,11 +138,13 @@ func (f *fakeAccounts) Sessions(_ context.Context, userID string) ([]account.Ses
 func (f *fakeAccounts) ChangePassword(_ context.Context, p account.Principal, current, next string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.passwords[p.User.Email] != current {
-		return domain.Unauthorized("wrong password")
-	}
+	// As account.Service does: the new password is checked first, and a
+	// wrong current one is a validation error on "currentPassword".
 	if len(next) < 12 {
 		return domain.InvalidField("password", "must be at least 12 characters")
+	}
+	if f.passwords[p.User.Email] != current {
+		return domain.InvalidField("currentPassword", "is incorrect")
 	}
 	f.passwords[p.User.Email] = next
 	return nil

@@ -397,10 +397,17 @@ func TestAccountAndWorkspaces(t *testing.T) {
 	if p := h.do(t, req{Path: "/console/w/ws_b/agents", As: "owner"}); p.Status != http.StatusForbidden {
 		t.Fatalf("as a helper in Beta: %d", p.Status)
 	}
-	// Password change: a wrong current password is shown on its field.
-	wrong := h.do(t, req{Method: "POST", Path: "/console/account/password", As: "owner", Form: url.Values{"current": {"x"}, "password": {"a long enough password"}}})
-	if wrong.Status != http.StatusUnauthorized || !strings.Contains(wrong.Body, `id="f-current-error">The current password is wrong.`) {
-		t.Fatalf("%d:\n%s", wrong.Status, wrong.Body)
+	// Password change: a wrong or empty current password, and a new one
+	// refused, are each shown on their field.
+	for _, tt := range []struct{ current, next, want string }{
+		{"x", "a long enough password", `id="f-current-error">The current password is wrong.`},
+		{"", "a long enough password", `id="f-current-error">Type your current password.`},
+		{"correct horse owner", "short", `id="f-password-error">must be at least 12 characters`},
+	} {
+		wrong := h.do(t, req{Method: "POST", Path: "/console/account/password", As: "owner", Form: url.Values{"current": {tt.current}, "password": {tt.next}}})
+		if wrong.Status != http.StatusBadRequest || !strings.Contains(wrong.Body, tt.want) || !strings.Contains(wrong.Body, `aria-invalid="true"`) {
+			t.Fatalf("current %q, new %q: %d, want %q:\n%s", tt.current, tt.next, wrong.Status, tt.want, wrong.Body)
+		}
 	}
 	ok := h.do(t, req{Method: "POST", Path: "/console/account/password", As: "owner", Form: url.Values{"current": {"correct horse owner"}, "password": {"a long enough password"}}})
 	if ok.location() != "/console/account?done=password" {

@@ -34,7 +34,7 @@ func TestRoleMatrix(t *testing.T) {
 	}{
 		{"GET", "/console", nil, want{see, see, see, see, see}},
 		{"GET", "/console/account", nil, want{ok, ok, ok, ok, see}},
-		{"POST", "/console/account/password", url.Values{"current": {"x"}, "password": {"y"}}, want{401, 401, 401, 401, see}},
+		{"POST", "/console/account/password", url.Values{"current": {"x"}, "password": {"y"}}, want{400, 400, 400, 400, see}},
 		{"POST", "/console/account/sign-out-others", nil, want{see, see, see, see, see}},
 		{"POST", "/console/sign-out", nil, want{see, see, see, see, see}},
 		{"GET", "/console/w/ws_a", nil, want{see, see, see, nf, see}}, // agents; inbox

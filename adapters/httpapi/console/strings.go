@@ -73,6 +73,7 @@ var text = map[string]string{
 	"account.pw.submit":    "Change the password",
 	"account.pw.done":      "Your password is changed.",
 	"account.pw.wrong":     "The current password is wrong.",
+	"account.pw.empty":     "Type your current password.",
 	"account.sessions":     "Where you are signed in",
 	"account.sess.table":   "Sessions (scrolls sideways on a narrow screen)",
 	"account.sess.this":    "this browser",

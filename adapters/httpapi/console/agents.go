@@ -89,9 +89,9 @@ func readAgentForm(c *fiber.Ctx) agentForm {
 func (f agentForm) patch() (agent.Patch, error) {
 	topK := domain.DefaultRetrievalTopK
 	if f.RetrievalTopK != "" {
-		n, err := strconv.Atoi(f.RetrievalTopK)
+		n, err := formCount(f.RetrievalTopK, "retrievalTopK", domain.MaxRetrievalTopK)
 		if err != nil {
-			return agent.Patch{}, domain.InvalidField("retrievalTopK", mustText("agents.bad.number"))
+			return agent.Patch{}, err
 		}
 		topK = n
 	}

@@ -254,9 +254,9 @@ func (h *Handlers) AddSource(c *fiber.Ctx) error {
 		src.URL = f.URL
 	case domain.SourceWebsite:
 		src.URL = f.SiteURL
-		src.MaxPages, err = formInt(f.MaxPages, "maxPages")
+		src.MaxPages, err = formCount(f.MaxPages, "maxPages", domain.MaxCrawlPages)
 		if err == nil {
-			src.MaxDepth, err = formInt(f.MaxDepth, "maxDepth")
+			src.MaxDepth, err = formCount(f.MaxDepth, "maxDepth", domain.MaxCrawlDepth)
 		}
 	default:
 		// Files come as uploads (UploadFiles); anything else is not a type.
@@ -308,6 +308,18 @@ func formInt(s, field string) (int, error) {
 		return 0, domain.InvalidField(field, mustText("agents.bad.number"))
 	}
 	return n, nil
+}
+
+// formCount reads a count field whose empty value means the default: 0
+// (empty) or a number from 1 to max. A typed 0 is refused like any other
+// number out of range; the services take 0 for "not given", which would
+// silently turn it into the default.
+func formCount(s, field string, max int) (int, error) {
+	n, err := formInt(s, field)
+	if err == nil && s != "" && (n < 1 || n > max) {
+		return 0, domain.InvalidField(field, fmt.Sprintf("must be between 1 and %d", max))
+	}
+	return n, err
 }
 
 // uploadedFile is one file of an upload form.

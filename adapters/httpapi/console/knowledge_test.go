@@ -126,6 +126,8 @@ func TestKnowledgeBadInput(t *testing.T) {
 		{"empty site URL", url.Values{"type": {"website"}}, nil, "siteUrl", 400, "is required"},
 		{"crawl pages not a number", url.Values{"type": {"website"}, "siteUrl": {"https://shop.example/"}, "maxPages": {"lots"}}, nil, "maxPages", 400, "must be a number"},
 		{"crawl too large", url.Values{"type": {"website"}, "siteUrl": {"https://shop.example/"}, "maxPages": {"5000"}}, nil, "maxPages", 400, "must be between 1 and 1000"},
+		{"crawl of 0 pages", url.Values{"type": {"website"}, "siteUrl": {"https://shop.example/"}, "maxPages": {"0"}}, nil, "maxPages", 400, "must be between 1 and 1000"},
+		{"crawl 0 links deep", url.Values{"type": {"website"}, "siteUrl": {"https://shop.example/"}, "maxDepth": {"0"}}, nil, "maxDepth", 400, "must be between 1 and 10"},
 		{"crawl too deep", url.Values{"type": {"website"}, "siteUrl": {"https://shop.example/"}, "maxDepth": {"11"}}, nil, "maxDepth", 400, "must be between 1 and 10"},
 		{"unknown type", url.Values{"type": {"video"}}, nil, "", 400, "must be text, qa, url or website"},
 		{"file type as a form", url.Values{"type": {"file"}}, nil, "", 400, "must be text, qa, url or website"},

@@ -178,6 +178,7 @@ func TestAgentValidationErrorsNextToFields(t *testing.T) {
 		{"name", " ", "is required"},
 		{"retrievalTopK", "many", "must be a number"},
 		{"retrievalTopK", "99", "must be between 1 and 20"},
+		{"retrievalTopK", "0", "must be between 1 and 20"},
 		{"retrievalThreshold", "2", "must be between 0 and 1"},
 		{"primaryColor", "red", "must be a colour in the form #rrggbb"},
 		{"avatarUrl", "http://insecure.example/a.png", "must be an absolute https:// URL"},

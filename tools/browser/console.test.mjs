@@ -509,6 +509,20 @@ try {
     await owner.getByRole('button', { name: 'Change the password' }).click();
     await owner.locator('#f-current-error', { hasText: 'The current password is wrong.' }).waitFor();
     assert.equal(await owner.getByLabel('Current password').getAttribute('aria-invalid'), 'true');
+    assert.equal(await owner.evaluate(() => document.activeElement && document.activeElement.id), 'f-current', 'the refused field has the focus');
+    await owner.clean();
+  });
+
+  await step('a refused field takes the focus and is scrolled into view', async () => {
+    await goto(owner, W + '/agents/help/knowledge');
+    await owner.getByLabel('Page address').fill('notaurl');
+    await owner.getByLabel('Page address').press('Enter');
+    await owner.locator('[aria-invalid="true"]').first().waitFor();
+    const focused = await owner.evaluate(() => {
+      const e = document.activeElement, r = e.getBoundingClientRect();
+      return { invalid: e.getAttribute('aria-invalid'), visible: r.top >= 0 && r.bottom <= window.innerHeight };
+    });
+    assert.deepEqual(focused, { invalid: 'true', visible: true });
     await owner.clean();
   });
 

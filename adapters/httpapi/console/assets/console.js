@@ -10,6 +10,16 @@ document.addEventListener("htmx:configRequest", (event) => {
   }
 });
 
+// A refused form comes back with its fields marked: the first takes the
+// focus, which scrolls it into view, so a keyboard or screen-reader user
+// lands on what to correct rather than at the top of a long page.
+document.addEventListener("DOMContentLoaded", () => {
+  const invalid = document.querySelector('[aria-invalid="true"]');
+  if (invalid) {
+    invalid.focus();
+  }
+});
+
 // Copy buttons: <button data-copy="id-of-element" data-copied="text">
 // start hidden and appear only where the clipboard API is available.
 document.addEventListener("DOMContentLoaded", () => {

@@ -367,6 +367,7 @@ func TestSessions(t *testing.T) {
 	})
 	s.createAgent(tn, "first")
 	s.createAgent(tn, "second")
+	s.mustStatus(s.do("POST", "/api/v2/agents", map[string]any{"slug": "draft", "name": "Not yet published", "published": false}, tn.auth()), 201)
 
 	cases := []struct {
 		name      string
@@ -379,6 +380,8 @@ func TestSessions(t *testing.T) {
 		{"slug picks the agent", map[string]any{"slug": "second"}, 200, "second"},
 		{"unknown slug", map[string]any{"slug": "third"}, 404, ""},
 		{"malformed slug", map[string]any{"slug": "Not A Slug"}, 404, ""},
+		// Its session's chat routes would answer 404: it is not opened.
+		{"unpublished agent", map[string]any{"slug": "draft"}, 404, ""},
 		{"slug of wrong type", map[string]any{"slug": 3}, 400, ""},
 		{"unknown field", map[string]any{"agent": "first"}, 400, ""},
 		{"bad JSON", `{"slug":`, 400, ""},
@@ -393,6 +396,8 @@ func TestSessions(t *testing.T) {
 				return
 			}
 			id := r.JSON(t)["sessionId"].(string)
+			// The session is usable by its chat routes.
+			s.mustStatus(s.do("GET", "/api/chat/"+id+"/poll", nil, nil), 200)
 			conv := s.do("GET", "/api/v2/conversations/"+id, nil, tn.auth())
 			s.mustStatus(conv, 200)
 			got := conv.JSON(t)

@@ -33,11 +33,16 @@ func NewService(agents ports.AgentStore, conversations ports.ConversationReader,
 // StartSession opens a conversation with the agent named by slug, or with the
 // workspace's first agent when slug is empty. A verified identity is kept on
 // the session. Returns domain.ErrNotFound when the agent does not exist (or the
-// workspace has none).
+// workspace has none) or is not published: the session's chat routes, which
+// take no key, answer only for a published agent (Lifecycle.Find), so a
+// session they would refuse is not opened.
 func (s *Service) StartSession(ctx context.Context, ws *domain.Workspace, slug string, identity *domain.Identity) (domain.Conversation, error) {
 	agent, err := AgentBySlug(ctx, s.agents, ws.ID, slug)
 	if err != nil {
 		return domain.Conversation{}, err
+	}
+	if !agent.Config.Published {
+		return domain.Conversation{}, domain.NotFound("published agent")
 	}
 	return s.lifecycle.Open(ctx, ws, &agent, identity)
 }

@@ -256,6 +256,31 @@ func TestAgentValidation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a 415 says what was refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			hdr  header
+			want string
+		}{
+			{header{"Content-Type": "text/plain"}, "Content-Type must be application/json"},
+			{header{"Content-Encoding": "gzip"}, "Content-Encoding is not supported"},
+		} {
+			h := header{"Authorization": auth["Authorization"]}
+			for k, v := range tc.hdr {
+				h[k] = v
+			}
+			r := s.do("PATCH", "/api/v2/agents/taken", map[string]any{"systemPrompt": "x"}, h)
+			if msg, _ := r.JSON(t)["error"].(map[string]any)["message"].(string); r.Status != 415 || !strings.Contains(msg, tc.want) {
+				t.Errorf("%v: %d %s, want 415 saying %q", tc.hdr, r.Status, r.Body, tc.want)
+			}
+		}
+	})
+	t.Run("a +json type is JSON", func(t *testing.T) {
+		h := header{"Authorization": auth["Authorization"], "Content-Type": "application/merge-patch+json"}
+		r := s.do("PATCH", "/api/v2/agents/taken", map[string]any{"systemPrompt": "Be brief."}, h)
+		if r.Status != 200 || r.JSON(t)["systemPrompt"] != "Be brief." {
+			t.Fatalf("got %d %s", r.Status, r.Body)
+		}
+	})
 	t.Run("unknown route", func(t *testing.T) {
 		// Undocumented on purpose, so the OpenAPI check is skipped here.
 		r := s.raw("GET", "/api/v2/agents/taken/nothing", nil, auth)

@@ -122,7 +122,7 @@ func (g *Guard) Handler(c *fiber.Ctx) error {
 	}
 	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
 		abandon(c)
-		return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Encoding is not supported")
+		return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Encoding is not supported: send the JSON uncompressed")
 	}
 	class := g.classify(c)
 	limit := g.limits.of(class)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/conciergehq/concierge/core/domain"
 )
@@ -97,7 +98,13 @@ func fiberError(e *fiber.Error) (int, ErrorBody) {
 	case fiber.StatusRequestEntityTooLarge:
 		return e.Code, newBody("PAYLOAD_TOO_LARGE", "request body is too large", nil)
 	case fiber.StatusUnsupportedMediaType:
-		return e.Code, newBody("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", nil)
+		// Ours say what was refused (the type, or a compression); fiber's
+		// own says only the status's name.
+		msg := e.Message
+		if msg == "" || msg == utils.StatusMessage(e.Code) {
+			msg = contentTypeRefusal
+		}
+		return e.Code, newBody("UNSUPPORTED_MEDIA_TYPE", msg, nil)
 	}
 	if e.Code >= 500 {
 		return fiber.StatusInternalServerError, newBody(domain.CodeInternal, "internal error", nil)

@@ -99,6 +99,10 @@ func (d *Decoder) Decode(c *fiber.Ctx, dst any, allowEmpty bool) error {
 	return d.DecodeBytes(c.Request().Body(), c.Get(fiber.HeaderContentType), dst, allowEmpty)
 }
 
+// contentTypeRefusal is the 415 of a body that is not JSON. A structured
+// syntax suffix (RFC 6839: application/merge-patch+json) is JSON too.
+const contentTypeRefusal = "Content-Type must be application/json (or another JSON type, such as application/merge-patch+json)"
+
 // DecodeBytes is Decode on a body and its Content-Type header as received.
 func (d *Decoder) DecodeBytes(body []byte, contentType string, dst any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -109,7 +113,7 @@ func (d *Decoder) DecodeBytes(body []byte, contentType string, dst any, allowEmp
 	} else if contentType != "" {
 		mt, _, err := mime.ParseMediaType(contentType)
 		if err != nil || (mt != fiber.MIMEApplicationJSON && !strings.HasSuffix(mt, "+json")) {
-			return fiber.NewError(fiber.StatusUnsupportedMediaType, "Content-Type must be application/json")
+			return fiber.NewError(fiber.StatusUnsupportedMediaType, contentTypeRefusal)
 		}
 	}
 	if !utf8.Valid(body) {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"html"
 	"strconv"
 	"strings"
@@ -160,6 +161,12 @@ func (h *Handlers) CreateAgent(c *fiber.Ctx) error {
 			return verr
 		}
 		v.Data = agentPage{Form: f}
+		// A taken slug is the slug field's problem: said there, in words.
+		if errors.Is(err, domain.ErrConflict) {
+			v.Fields = map[string]string{"slug": mustText("agents.slug.taken")}
+			v.Error = mustText("form.problems")
+			return h.render(c, fiber.StatusConflict, "agent-new", v)
+		}
 		if ferr := formError(v, err); ferr != nil {
 			return ferr
 		}

@@ -210,7 +210,8 @@ func TestAgentValidationErrorsNextToFields(t *testing.T) {
 		h := newHarness(t, publicURL)
 		h.seedAgent(t, "support", "Support", false)
 		r := h.do(t, req{Method: "POST", Path: "/console/w/ws_a/agents", As: "owner", Form: agentForm("support", "Again")})
-		if r.Status != http.StatusConflict || !strings.Contains(r.Body, "already exists") {
+		if r.Status != http.StatusConflict || !strings.Contains(r.Body, `id="f-slug-error">Another agent of this workspace has this slug: choose another.`) ||
+			!strings.Contains(r.Body, `value="Again"`) {
 			t.Fatalf("%d:\n%s", r.Status, r.Body)
 		}
 	})

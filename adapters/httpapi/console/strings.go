@@ -90,6 +90,7 @@ var text = map[string]string{
 	"agents.name":           "Name",
 	"agents.slug":           "Slug",
 	"agents.slug.hint":      "Lowercase letters, digits and hyphens; part of the agent's address. It cannot be changed later.",
+	"agents.slug.taken":     "Another agent of this workspace has this slug: choose another.",
 	"agents.status":         "Status",
 	"agents.published":      "Published",
 	"agents.draft":          "Not published",

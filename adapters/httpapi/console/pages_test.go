@@ -517,3 +517,20 @@ func BenchmarkAgentPage(b *testing.B) {
 		}
 	}
 }
+
+// Every page names the console's icon, so browsers do not ask for a
+// /favicon.ico that does not exist (a 404 in every page's console).
+func TestPagesNameTheirIcon(t *testing.T) {
+	h := newHarness(t, publicURL)
+	for _, page := range []req{{Path: "/console/sign-in"}, {Path: "/console/w/ws_a/agents", As: "owner"}} {
+		r := h.do(t, page)
+		m := regexp.MustCompile(`<link rel="icon" href="(/console/assets/favicon\.svg\?v=[0-9a-f]+)" type="image/svg\+xml">`).FindStringSubmatch(r.Body)
+		if r.Status != http.StatusOK || m == nil {
+			t.Fatalf("%s: %d, no icon link", page.Path, r.Status)
+		}
+		icon := h.do(t, req{Path: m[1]})
+		if icon.Status != http.StatusOK || icon.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(icon.Body, "<svg") {
+			t.Fatalf("the icon: %d %q", icon.Status, icon.Header.Get("Content-Type"))
+		}
+	}
+}

@@ -20,8 +20,11 @@ func TestLiveStreamEndpoints(t *testing.T) {
 	session := s.startSession(tn, "support")
 	other := s.newTenant(domain.PlanStandard)
 	hobby := s.newTenant(domain.PlanHobby)
-	s.mustStatus(s.do("POST", "/api/v2/agents", map[string]any{"slug": "draft", "name": "Draft", "published": false}, tn.auth()), 201)
+	// A session opened while its agent was published, which then is not
+	// (no session is opened for an unpublished agent).
+	s.mustStatus(s.do("POST", "/api/v2/agents", map[string]any{"slug": "draft", "name": "Draft"}, tn.auth()), 201)
 	draftSession := s.startSession(tn, "draft")
+	s.mustStatus(s.do("PATCH", "/api/v2/agents/draft", map[string]any{"published": false}, tn.auth()), 200)
 	v2Path := "/api/v2/conversations/" + session + "/events"
 	v1Path := "/api/chat/" + session + "/events"
 

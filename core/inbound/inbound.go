@@ -110,12 +110,14 @@ func (s *Service) Receive(ctx context.Context, ws *domain.Workspace, req Request
 		}
 		ev.Status = domain.InboundPending
 	} else {
-		// An event we do not act on is kept for its sender's records, within
-		// the bounds of any message: its text is no freer than a chat
-		// message's, only allowed to be empty.
+		// An event we do not act on is logged and acknowledged, as the
+		// contract says, whatever its message. It is kept for its sender's
+		// records with a message no freer than a chat message's: one that
+		// is too long or not text is left out, and the log says why.
 		if req.Message != "" {
 			if err := domain.ValidateMessageText(req.Message, s.maxMessage); err != nil {
-				return domain.InboundEvent{}, err
+				ev.Message = ""
+				s.log.InfoContext(ctx, "inbound event of unknown kind: its message is not kept", "workspaceId", ws.ID, "event", req.Event, "why", err.Error())
 			}
 		}
 		s.log.InfoContext(ctx, "inbound event of unknown kind acknowledged", "workspaceId", ws.ID, "event", req.Event)

@@ -113,7 +113,7 @@ func (s *Service) Receive(ctx context.Context, ws *domain.Workspace, req Request
 		// An event we do not act on is logged and acknowledged, as the
 		// contract says, whatever its message. It is kept for its sender's
 		// records with a message no freer than a chat message's: one that
-		// is too long or not text is left out, and the log says why.
+		// is blank or too long is left out, and the log says why.
 		if req.Message != "" {
 			if err := domain.ValidateMessageText(req.Message, s.maxMessage); err != nil {
 				ev.Message = ""

@@ -20,7 +20,7 @@
 // 375 px, in contexts that bypass the CSP so axe-core can be injected; the
 // journeys themselves run under the real CSP.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
@@ -499,6 +499,7 @@ try {
     const said = await refused.textContent();
     assert.match(said, /empty/, `the refusal: ${said}`);
     assert.doesNotMatch(said, /PDF/, `another source's reason: ${said}`);
+    rmSync(dir, { recursive: true, force: true });
     await owner.clean();
   });
 

@@ -514,6 +514,19 @@ try {
     await owner.clean();
   });
 
+  await step('at 1024 px every source\'s actions are in view, not cut off by the table\'s scrolling box', async () => {
+    await owner.setViewportSize(DESKTOP);
+    await goto(owner, W + '/agents/help/knowledge');
+    await owner.locator('#sources tbody tr').first().waitFor();
+    const cut = await owner.evaluate(() => {
+      const box = document.querySelector('#sources .table').getBoundingClientRect();
+      return [...document.querySelectorAll('#sources td.row-actions :is(button, a)')]
+        .filter((e) => e.getBoundingClientRect().right > box.right + 1).map((e) => e.textContent.trim());
+    });
+    assert.deepEqual(cut, [], 'actions past the table\'s visible edge');
+    await owner.clean();
+  });
+
   await step('a refused field takes the focus and is scrolled into view', async () => {
     await goto(owner, W + '/agents/help/knowledge');
     await owner.getByLabel('Page address').fill('notaurl');

@@ -162,15 +162,14 @@ func (h *Handlers) CreateAgent(c *fiber.Ctx) error {
 		}
 		v.Data = agentPage{Form: f}
 		// A taken slug is the slug field's problem: said there, in words.
+		status := statusOf(err)
 		if errors.Is(err, domain.ErrConflict) {
-			v.Fields = map[string]string{"slug": mustText("agents.slug.taken")}
-			v.Error = mustText("form.problems")
-			return h.render(c, fiber.StatusConflict, "agent-new", v)
+			err = domain.InvalidField("slug", mustText("agents.slug.taken"))
 		}
 		if ferr := formError(v, err); ferr != nil {
 			return ferr
 		}
-		return h.render(c, statusOf(err), "agent-new", v)
+		return h.render(c, status, "agent-new", v)
 	}
 	return redirect(c, Prefix+"/w/"+ws+"/agents/"+f.Slug+"?done=created")
 }

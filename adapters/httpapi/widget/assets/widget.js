@@ -69,8 +69,10 @@ const PURIFY = {
 	ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|tel:)/i,
 };
 
+const MARKED = { async: false, gfm: true, breaks: true };
+
 function markdown(text) {
-	const html = marked.parse(String(text || ''), { async: false, gfm: true, breaks: true });
+	const html = marked.parse(String(text || ''), MARKED);
 	return DOMPurify.sanitize(html, PURIFY);
 }
 
@@ -78,7 +80,7 @@ function markdown(text) {
 // is rendered, but anything that looks like HTML ("type <order number>") is
 // what they wrote, shown as text, not a tag for DOMPurify to drop.
 const escapeHTML = (s) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-const personMarked = new Marked({ async: false, gfm: true, breaks: true, renderer: { html: ({ text }) => escapeHTML(text) } });
+const personMarked = new Marked({ ...MARKED, renderer: { html: ({ text }) => escapeHTML(text) } });
 
 function personMarkdown(text) {
 	return DOMPurify.sanitize(personMarked.parse(String(text || '')), PURIFY);
